@@ -1,0 +1,76 @@
+#pragma once
+// rdmarpc::channel: the client end of one connection to a server, with many calls in flight.
+// Generated stubs hold a shared_ptr<channel> and call async_unary_call (rpc/unary_call.hpp).
+// Layer: rpc. Threading: start_unary_call may be called from any thread; the channel's own work
+// runs on its executor, and each completion runs on the handler's associated executor.
+
+#include "rpc/client_context.hpp"
+#include "rpc/method.hpp"
+#include "rpc/status.hpp"
+#include "transport/connection.hpp"
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string_view>
+
+namespace google::protobuf {
+class MessageLite;
+}
+
+namespace rdmarpc {
+
+struct channel_options {
+  // Calls started but not yet answered. Beyond it, up to max_queued_calls wait for a free slot;
+  // beyond that a call fails at once with RESOURCE_EXHAUSTED (back-pressure, never unbounded).
+  std::size_t max_in_flight = 1024;
+  std::size_t max_queued_calls = 4096;
+  // Used when a call has no deadline of its own (client_context). max() = no default deadline.
+  std::chrono::steady_clock::duration default_timeout = std::chrono::steady_clock::duration::max();
+  transport::connection_options transport;
+};
+
+struct channel_stats {
+  std::uint64_t calls_started = 0;
+  std::uint64_t calls_ok = 0;
+  std::uint64_t calls_failed = 0;
+  std::uint64_t connects = 0;
+};
+
+class channel {
+ public:
+  using executor_type = boost::asio::any_io_executor;
+  using call_signature = void(boost::system::error_code);
+
+  virtual ~channel() = default;
+
+  // A channel to `uri` ("rdma://host:port" or "tcp://host:port"). It connects on first use and
+  // again on the next call after the connection died; calls made while connecting wait for it.
+  // Throws boost::system::system_error for a malformed URI.
+  static std::shared_ptr<channel> create(executor_type ex, std::string_view uri, channel_options options = {});
+  // A channel over an already established connection (loopback tests, custom transports). It
+  // does not reconnect.
+  static std::shared_ptr<channel> create(std::shared_ptr<transport::connection> connection,
+                                         channel_options options = {});
+
+  virtual executor_type get_executor() const noexcept = 0;
+
+  // The type-erased unary call behind every generated stub method. `request` is serialized before
+  // this returns. `response` and `context` (may be null) must stay alive until `handler` runs.
+  // Completion: void(error_code) with error_code in status_category(); the handler's associated
+  // cancellation slot cancels the call (CANCELLED, and the server is told to stop).
+  virtual void start_unary_call(const method_descriptor& method, client_context* context,
+                                const google::protobuf::MessageLite& request,
+                                google::protobuf::MessageLite& response,
+                                boost::asio::any_completion_handler<call_signature> handler) = 0;
+
+  // Fails every pending call with UNAVAILABLE and closes the connection. Idempotent.
+  virtual void close() = 0;
+
+  virtual channel_stats stats() const = 0;
+};
+
+}  // namespace rdmarpc

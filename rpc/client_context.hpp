@@ -1,0 +1,42 @@
+#pragma once
+// Per-call client settings (deadline, metadata) and, after completion, the call's status and
+// message. Layer: rpc. Threading: set it up before the call, read it after completion; it must
+// outlive the call.
+
+#include "rpc/status.hpp"
+
+#include <chrono>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace rdmarpc {
+
+using metadata = std::vector<std::pair<std::string, std::string>>;
+
+class client_context {
+ public:
+  using clock = std::chrono::steady_clock;
+
+  void set_deadline(clock::time_point deadline) noexcept { deadline_ = deadline; }
+  void set_timeout(clock::duration timeout) noexcept { deadline_ = clock::now() + timeout; }
+  clock::time_point deadline() const noexcept { return deadline_; }  // max() = none
+  void add_metadata(std::string key, std::string value) { metadata_.emplace_back(std::move(key), std::move(value)); }
+  const rdmarpc::metadata& request_metadata() const noexcept { return metadata_; }
+
+  // Filled in when the call completes.
+  status_code status() const noexcept { return status_; }
+  const std::string& status_message() const noexcept { return status_message_; }
+  void set_result(status_code code, std::string message) {
+    status_ = code;
+    status_message_ = std::move(message);
+  }
+
+ private:
+  clock::time_point deadline_ = clock::time_point::max();
+  rdmarpc::metadata metadata_;
+  status_code status_ = status_code::unknown;
+  std::string status_message_;
+};
+
+}  // namespace rdmarpc

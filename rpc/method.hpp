@@ -1,0 +1,24 @@
+#pragma once
+// Method identity on the wire: a 32-bit FNV-1a hash of "/package.Service/Method", computed at
+// compile time by generated code; servers reject colliding registrations. Layer: rpc.
+
+#include <cstdint>
+#include <string_view>
+
+namespace rdmarpc {
+
+constexpr std::uint32_t method_id(std::string_view full_name) noexcept {
+  std::uint32_t h = 2166136261u;
+  for (char c : full_name) {
+    h ^= static_cast<std::uint8_t>(c);
+    h *= 16777619u;
+  }
+  return h;
+}
+
+struct method_descriptor {
+  std::string_view full_name;  // "/kv.Store/Get"
+  std::uint32_t id;            // method_id(full_name)
+};
+
+}  // namespace rdmarpc

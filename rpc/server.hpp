@@ -1,0 +1,52 @@
+#pragma once
+// rdmarpc::server: listens on URIs, registers services and dispatches requests to their
+// coroutine handlers. Layer: rpc.
+// Threading: construct, add services and listen from one thread before serving; connections are
+// spread over `threads` io_contexts that the server runs itself (0 = use the given executor).
+
+#include "rpc/service.hpp"
+#include "transport/connect.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string_view>
+
+namespace rdmarpc {
+
+struct server_options {
+  std::size_t threads = 0;                        // extra io_context threads for connections
+  std::size_t max_in_flight_per_connection = 1024; // beyond it requests get RESOURCE_EXHAUSTED
+  transport::connection_options transport;
+};
+
+class server {
+ public:
+  explicit server(boost::asio::any_io_executor ex, server_options options = {});
+  ~server();
+  server(const server&) = delete;
+  server& operator=(const server&) = delete;
+
+  // Not owned: `s` must outlive the server. Throws std::invalid_argument on a duplicate service or
+  // a method-id collision.
+  void add_service(service& s);
+
+  // Starts accepting on `uri`; returns the bound endpoint (the real port when 0 was asked for).
+  transport::endpoint listen(std::string_view uri);
+
+  // Serves an already established connection (loopback tests, custom transports).
+  void serve(std::shared_ptr<transport::connection> connection);
+
+  // Stops accepting, lets in-flight calls finish for up to `grace`, then closes every connection.
+  // Completion: void() on the server's executor.
+  void async_shutdown(std::chrono::steady_clock::duration grace,
+                      boost::asio::any_completion_handler<void()> handler);
+
+ private:
+  class impl;
+  std::shared_ptr<impl> impl_;
+};
+
+}  // namespace rdmarpc

@@ -1,0 +1,56 @@
+#pragma once
+// What a server handler knows about its call: deadline, client metadata, peer, cancellation, and
+// a way to answer with a non-OK status. Layer: rpc.
+// Threading: use it on the executor the handler runs on, for the duration of the call only.
+
+#include "rpc/client_context.hpp"
+#include "rpc/status.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+namespace rdmarpc {
+
+class server_context {
+ public:
+  using clock = std::chrono::steady_clock;
+
+  server_context(boost::asio::any_io_executor executor, std::string_view method, std::string peer,
+                 clock::time_point deadline, rdmarpc::metadata client_metadata)
+      : executor_(std::move(executor)), method_(method), peer_(std::move(peer)), deadline_(deadline),
+        client_metadata_(std::move(client_metadata)) {}
+
+  boost::asio::any_io_executor get_executor() const noexcept { return executor_; }
+  std::string_view method() const noexcept { return method_; }  // "/kv.Store/Get"
+  const std::string& peer() const noexcept { return peer_; }
+  clock::time_point deadline() const noexcept { return deadline_; }  // max() = none
+  const rdmarpc::metadata& client_metadata() const noexcept { return client_metadata_; }
+
+  // True once the client cancelled, the deadline passed or the connection ended: stop working.
+  // (The server also emits terminal cancellation into the handler coroutine.)
+  bool is_cancelled() const noexcept { return cancelled_; }
+  void mark_cancelled() noexcept { cancelled_ = true; }
+
+  // Answer with this status; the reply the handler returns is then not sent.
+  void set_status(status_code code, std::string message) {
+    status_ = code;
+    status_message_ = std::move(message);
+  }
+  status_code status() const noexcept { return status_; }
+  const std::string& status_message() const noexcept { return status_message_; }
+
+ private:
+  boost::asio::any_io_executor executor_;
+  std::string_view method_;
+  std::string peer_;
+  clock::time_point deadline_;
+  rdmarpc::metadata client_metadata_;
+  bool cancelled_ = false;
+  status_code status_ = status_code::ok;
+  std::string status_message_;
+};
+
+}  // namespace rdmarpc

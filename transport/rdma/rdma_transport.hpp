@@ -1,0 +1,15 @@
+#pragma once
+// Entry points of the rdma transport, called by transport/connect.cpp when a URI's scheme is "rdma".
+// Layer: transport. Threading: see transport/connection.hpp.
+
+#include "transport/connect.hpp"
+
+namespace rdmarpc::transport::rdma {
+
+void async_connect(boost::asio::any_io_executor ex, const endpoint& ep, const connection_options& options,
+                   boost::asio::any_completion_handler<connect_signature> handler);
+
+std::unique_ptr<listener> make_listener(boost::asio::any_io_executor ex, const endpoint& ep,
+                                        const connection_options& options);
+
+}  // namespace rdmarpc::transport::rdma
