@@ -1,0 +1,58 @@
+#pragma once
+// credit_window: the pure credit arithmetic of one rdma connection (no I/O, no verbs), so that a
+// sender can never post a send the peer has no receive posted for. Layer: transport.
+// Threading: owned by one connection; used on its executor only.
+//
+// Model: the peer pre-posted `peer_ring_depth` receives, so we start with that many credits. Every
+// send (data fragment or credit-only update) consumes one. We earn credits back when the peer
+// announces slots it reposted (piggybacked in the immediate data of each of its sends). We owe the
+// peer credits for every receive slot we repost; they ride on our next send, or on a credit-only
+// update once `announce_threshold` are owed and nothing else is going out. `reserved` credits are
+// never used for data, only for updates, so two peers that both ran out of data credits can always
+// still tell each other about reposted slots: no deadlock.
+
+#include <cstdint>
+
+namespace rdmarpc::transport::rdma {
+
+class credit_window {
+ public:
+  // Requires peer_ring_depth > reserved >= 1 and local_ring_depth >= 4 (see handshake limits).
+  // announce_threshold = max(2, local_ring_depth / 2).
+  credit_window(std::uint32_t peer_ring_depth, std::uint32_t local_ring_depth, std::uint32_t reserved = 1);
+
+  // --- sending ------------------------------------------------------------------------------
+  // A data fragment may be sent only while more than `reserved` credits remain.
+  bool can_send_data() const noexcept;
+  // Consumes one credit for a data fragment. Returns the credits to announce in its immediate
+  // data (everything owed); they count as announced from now on. Precondition: can_send_data().
+  std::uint32_t take_for_data() noexcept;
+  // True when enough credits are owed that a credit-only update should go out now (the caller
+  // checks this when its send queue is empty) and a credit (reserved ones included) is available.
+  bool wants_credit_update() const noexcept;
+  // Consumes one credit (may be a reserved one) for a credit-only update; returns the credits to
+  // announce. Precondition: wants_credit_update().
+  std::uint32_t take_for_credit_update() noexcept;
+
+  // --- receiving ----------------------------------------------------------------------------
+  // The peer announced `n` reposted slots. Returns false (a protocol violation: close the
+  // connection) if that would give us more credits than the peer's ring has slots.
+  [[nodiscard]] bool on_peer_announced(std::uint32_t n) noexcept;
+  // We reposted `n` receive slots: we now owe the peer `n` more credits.
+  void on_local_reposted(std::uint32_t n) noexcept;
+
+  // --- observers ----------------------------------------------------------------------------
+  std::uint32_t credits() const noexcept { return credits_; }  // sends we may still post
+  std::uint32_t owed() const noexcept { return owed_; }        // reposted but not yet announced
+  std::uint32_t reserved() const noexcept { return reserved_; }
+  std::uint32_t announce_threshold() const noexcept { return announce_threshold_; }
+
+ private:
+  std::uint32_t peer_ring_depth_;
+  std::uint32_t reserved_;
+  std::uint32_t announce_threshold_;
+  std::uint32_t credits_;
+  std::uint32_t owed_ = 0;
+};
+
+}  // namespace rdmarpc::transport::rdma

@@ -1,0 +1,89 @@
+#pragma once
+// The rdma transport's wire format, as pure functions and a reassembly state machine (no I/O):
+//  * every send is IBV_WR_SEND_WITH_IMM; the 32-bit immediate carries the piggybacked credits,
+//    the fragment kind and a credit-only flag, so a single-fragment message has zero header bytes
+//    and a whole slot is usable for payload (and is read in place by the receiver);
+//  * messages larger than a slot are split into fragments, one slot (= one credit) each;
+//  * the rdma_cm connect/accept private data carries the handshake.
+// Layer: transport. Threading: stateless functions; a reassembler belongs to one connection.
+
+#include <boost/system/result.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace rdmarpc::transport::rdma::wire {
+
+// --- immediate data ----------------------------------------------------------------------------
+enum class fragment : std::uint8_t { whole = 0, first = 1, middle = 2, last = 3 };
+
+struct imm_fields {
+  std::uint16_t credits = 0;    // receive slots the sender reposted since its last announcement
+  fragment kind = fragment::whole;
+  bool credit_only = false;     // no payload; the message carries only `credits`
+  friend bool operator==(const imm_fields&, const imm_fields&) = default;
+};
+
+// Host-order value; the caller converts with htonl/ntohl at the verbs boundary (imm_data is __be32).
+std::uint32_t encode_imm(const imm_fields& fields) noexcept;
+// errc::protocol_error for reserved bits set or a credit-only message that claims a fragment kind.
+boost::system::result<imm_fields> decode_imm(std::uint32_t value) noexcept;
+
+// Largest credit count one immediate can carry; larger amounts go in several messages.
+inline constexpr std::uint32_t kMaxCreditsPerImm = 0xffff;
+
+// --- fragmentation -----------------------------------------------------------------------------
+// Number of slots a message of `message_size` bytes occupies (a 0-byte message still takes one).
+std::size_t fragment_count(std::size_t message_size, std::size_t slot_size) noexcept;
+// Kind of fragment `index` out of `count`.
+fragment fragment_kind(std::size_t index, std::size_t count) noexcept;
+
+// Rebuilds messages from fragments in arrival order (RC delivers in order).
+class reassembler {
+ public:
+  enum class outcome {
+    whole,           // a single-fragment message: use the received bytes in place
+    need_more,       // fragment stored; the message is not complete yet
+    complete,        // the last fragment arrived: take() the assembled message
+    protocol_error,  // out-of-order kind, or larger than max_message_size: close the connection
+  };
+
+  explicit reassembler(std::size_t max_message_size) : max_message_size_(max_message_size) {}
+
+  outcome feed(fragment kind, std::span<const std::byte> bytes);
+  std::vector<std::byte> take() noexcept;  // after outcome::complete
+  bool in_progress() const noexcept { return in_progress_; }
+
+ private:
+  std::size_t max_message_size_;
+  bool in_progress_ = false;
+  std::vector<std::byte> buffer_;
+};
+
+// --- handshake (rdma_cm private data) ------------------------------------------------------------
+inline constexpr std::uint16_t kProtocolVersion = 1;
+inline constexpr std::uint32_t kMinRingDepth = 4;
+inline constexpr std::uint32_t kMaxRingDepth = 0xffff;
+inline constexpr std::uint32_t kMinSlotSize = 64;
+inline constexpr std::uint32_t kMaxSlotSize = 1u << 20;
+
+struct handshake {
+  std::uint16_t version = kProtocolVersion;
+  std::uint32_t ring_depth = 0;        // receive slots the sender of this handshake pre-posted
+  std::uint32_t slot_size = 0;         // bytes per slot: the largest fragment it accepts
+  std::uint32_t max_message_size = 0;  // largest reassembled message it accepts
+  friend bool operator==(const handshake&, const handshake&) = default;
+};
+
+// magic "RRPC", version, flags(0), ring_depth, slot_size, max_message_size; little-endian.
+// Fits the 56 bytes rdma_connect allows for RC private data.
+inline constexpr std::size_t kHandshakeSize = 20;
+std::array<std::byte, kHandshakeSize> encode_handshake(const handshake& h) noexcept;
+// Accepts trailing bytes (rdma_cm may pad private data). errc::handshake_rejected for a short
+// buffer, wrong magic, unknown version, nonzero flags, or a field outside the limits above.
+boost::system::result<handshake> decode_handshake(std::span<const std::byte> bytes) noexcept;
+
+}  // namespace rdmarpc::transport::rdma::wire
