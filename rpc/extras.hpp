@@ -1,0 +1,22 @@
+#pragma once
+// Encoding of the optional frame extras (proto/rdmarpc/wire.proto): request metadata and a
+// response's status message. Layer: rpc. Threading: stateless functions.
+
+#include "rpc/client_context.hpp"
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace rdmarpc::extras {
+
+// Empty string when there is nothing to send (the frame then has extras_length 0).
+std::string encode_request(const metadata& md);
+std::string encode_response(std::string_view status_message);
+
+// False when the bytes do not parse (a malformed frame). Empty input is valid and yields nothing.
+bool decode_request(std::span<const std::byte> bytes, metadata& out);
+bool decode_response(std::span<const std::byte> bytes, std::string& status_message);
+
+}  // namespace rdmarpc::extras

@@ -1,0 +1,164 @@
+#include "rpc/frame.hpp"
+
+namespace rdmarpc::frame {
+namespace {
+
+// Explicit byte-by-byte little-endian access: correct on any host, no alignment assumptions.
+template <typename T>
+void put(std::byte* p, T v) noexcept {
+  for (std::size_t i = 0; i < sizeof(T); ++i) p[i] = static_cast<std::byte>((v >> (8 * i)) & 0xff);
+}
+
+template <typename T>
+T get(const std::byte* p) noexcept {
+  T v = 0;
+  for (std::size_t i = 0; i < sizeof(T); ++i) v |= static_cast<T>(static_cast<T>(p[i]) << (8 * i));
+  return v;
+}
+
+// Field offsets (see docs/wire-format.md).
+constexpr std::size_t kOffMagic = 0;
+constexpr std::size_t kOffVersion = 2;
+constexpr std::size_t kOffKind = 3;
+constexpr std::size_t kOffFlags = 4;
+constexpr std::size_t kOffStatus = 5;
+constexpr std::size_t kOffReserved = 6;
+constexpr std::size_t kOffCallId = 8;
+constexpr std::size_t kOffMethodId = 12;
+constexpr std::size_t kOffTimeout = 16;
+constexpr std::size_t kOffExtras = 24;
+constexpr std::size_t kOffPayload = 28;
+static_assert(kOffPayload + 4 == kHeaderSize);
+
+constexpr std::uint8_t kMaxStatus = static_cast<std::uint8_t>(status_code::unauthenticated);
+
+}  // namespace
+
+const char* to_string(decode_error e) noexcept {
+  switch (e) {
+    case decode_error::none: return "ok";
+    case decode_error::truncated: return "frame shorter than its header";
+    case decode_error::bad_magic: return "bad magic";
+    case decode_error::bad_version: return "unsupported frame version";
+    case decode_error::bad_kind: return "unknown frame kind";
+    case decode_error::bad_flags: return "invalid flags";
+    case decode_error::bad_status: return "invalid status code";
+    case decode_error::bad_field: return "invalid header field";
+    case decode_error::length_mismatch: return "lengths do not match the message size";
+  }
+  return "unknown decode error";
+}
+
+void encode_header(const header& h, std::span<std::byte, kHeaderSize> out) noexcept {
+  std::byte* p = out.data();
+  put<std::uint16_t>(p + kOffMagic, kMagic);
+  put<std::uint8_t>(p + kOffVersion, kVersion);
+  put<std::uint8_t>(p + kOffKind, static_cast<std::uint8_t>(h.kind));
+  put<std::uint8_t>(p + kOffFlags, h.flags);
+  put<std::uint8_t>(p + kOffStatus, static_cast<std::uint8_t>(h.status));
+  put<std::uint16_t>(p + kOffReserved, 0);
+  put<std::uint32_t>(p + kOffCallId, h.call_id);
+  put<std::uint32_t>(p + kOffMethodId, h.method_id);
+  put<std::uint64_t>(p + kOffTimeout, h.timeout_us);
+  put<std::uint32_t>(p + kOffExtras, h.extras_length);
+  put<std::uint32_t>(p + kOffPayload, h.payload_length);
+}
+
+std::array<std::byte, kHeaderSize> encode_header(const header& h) noexcept {
+  std::array<std::byte, kHeaderSize> out{};
+  encode_header(h, std::span<std::byte, kHeaderSize>(out));
+  return out;
+}
+
+view decode(std::span<const std::byte> message, decode_error& err) noexcept {
+  view v;
+  err = decode_error::none;
+  if (message.size() < kHeaderSize) {
+    err = decode_error::truncated;
+    return v;
+  }
+  const std::byte* p = message.data();
+  if (get<std::uint16_t>(p + kOffMagic) != kMagic) {
+    err = decode_error::bad_magic;
+    return v;
+  }
+  if (get<std::uint8_t>(p + kOffVersion) != kVersion) {
+    err = decode_error::bad_version;
+    return v;
+  }
+  header& h = v.header;
+  const auto raw_kind = get<std::uint8_t>(p + kOffKind);
+  if (raw_kind < static_cast<std::uint8_t>(kind::request) || raw_kind > static_cast<std::uint8_t>(kind::cancel)) {
+    err = decode_error::bad_kind;
+    return v;
+  }
+  h.kind = static_cast<kind>(raw_kind);
+  h.flags = get<std::uint8_t>(p + kOffFlags);
+  const auto raw_status = get<std::uint8_t>(p + kOffStatus);
+  h.call_id = get<std::uint32_t>(p + kOffCallId);
+  h.method_id = get<std::uint32_t>(p + kOffMethodId);
+  h.timeout_us = get<std::uint64_t>(p + kOffTimeout);
+  h.extras_length = get<std::uint32_t>(p + kOffExtras);
+  h.payload_length = get<std::uint32_t>(p + kOffPayload);
+
+  if ((h.flags & ~kKnownFlags) != 0) {
+    err = decode_error::bad_flags;
+    return v;
+  }
+  if (get<std::uint16_t>(p + kOffReserved) != 0) {
+    err = decode_error::bad_field;
+    return v;
+  }
+  switch (h.kind) {
+    case kind::request:
+      if (raw_status != 0) {
+        err = decode_error::bad_status;
+        return v;
+      }
+      if (h.has_timeout() ? h.timeout_us > kMaxTimeoutUs : h.timeout_us != 0) {
+        err = decode_error::bad_field;
+        return v;
+      }
+      break;
+    case kind::response:
+      if (h.flags != 0) {
+        err = decode_error::bad_flags;
+        return v;
+      }
+      if (raw_status > kMaxStatus) {
+        err = decode_error::bad_status;
+        return v;
+      }
+      if (h.method_id != 0 || h.timeout_us != 0) {
+        err = decode_error::bad_field;
+        return v;
+      }
+      break;
+    case kind::cancel:
+      if (h.flags != 0) {
+        err = decode_error::bad_flags;
+        return v;
+      }
+      if (raw_status != 0) {
+        err = decode_error::bad_status;
+        return v;
+      }
+      if (h.method_id != 0 || h.timeout_us != 0 || h.extras_length != 0 || h.payload_length != 0) {
+        err = decode_error::bad_field;
+        return v;
+      }
+      break;
+  }
+  h.status = static_cast<status_code>(raw_status);
+  // 64-bit sum of two 32-bit lengths cannot overflow.
+  const std::uint64_t total = std::uint64_t{kHeaderSize} + h.extras_length + h.payload_length;
+  if (total != message.size()) {
+    err = decode_error::length_mismatch;
+    return v;
+  }
+  v.extras = message.subspan(kHeaderSize, h.extras_length);
+  v.payload = message.subspan(kHeaderSize + h.extras_length, h.payload_length);
+  return v;
+}
+
+}  // namespace rdmarpc::frame

@@ -1,0 +1,76 @@
+#pragma once
+// The rpc wire frame: a fixed 32-byte little-endian header, then optional extras (a wire.proto
+// message: request metadata or a response's status message), then the protobuf payload.
+// Layer: rpc. Threading: stateless pure functions, safe from any thread. Exact format: docs/wire-format.md.
+
+#include "rpc/status.hpp"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace rdmarpc::frame {
+
+inline constexpr std::uint16_t kMagic = 0x5252;  // bytes 'R','R' on the wire
+inline constexpr std::uint8_t kVersion = 1;
+inline constexpr std::size_t kHeaderSize = 32;
+
+enum class kind : std::uint8_t {
+  request = 1,   // client -> server: call a method
+  response = 2,  // server -> client: status (+ reply payload when OK)
+  cancel = 3,    // client -> server: stop working on call_id, no response expected
+};
+
+// Header flag bits; any other bit set is a malformed frame.
+inline constexpr std::uint8_t kFlagHasTimeout = 0x01;  // request: timeout_us is meaningful
+inline constexpr std::uint8_t kKnownFlags = kFlagHasTimeout;
+// Longest timeout a request may carry (2^40 us, about 12.7 days). Callers with a later deadline
+// send no timeout (the client still enforces its own deadline); larger values are malformed, so a
+// receiver never overflows its clock computing now + timeout.
+inline constexpr std::uint64_t kMaxTimeoutUs = std::uint64_t{1} << 40;
+
+struct header {
+  frame::kind kind = kind::request;
+  std::uint8_t flags = 0;
+  status_code status = status_code::ok;  // response only
+  std::uint32_t call_id = 0;
+  std::uint32_t method_id = 0;   // request only
+  std::uint64_t timeout_us = 0;  // request only, relative to receipt (clock-independent across hosts)
+  std::uint32_t extras_length = 0;
+  std::uint32_t payload_length = 0;
+
+  bool has_timeout() const noexcept { return (flags & kFlagHasTimeout) != 0; }
+};
+
+// A decoded frame: views into the message that was decoded (valid as long as it is).
+struct view {
+  frame::header header;
+  std::span<const std::byte> extras;
+  std::span<const std::byte> payload;
+};
+
+enum class decode_error : std::uint8_t {
+  none = 0,
+  truncated,         // shorter than the header
+  bad_magic,
+  bad_version,
+  bad_kind,
+  bad_flags,         // unknown flag bits, or a flag not allowed for this kind
+  bad_status,        // status out of range, or non-OK where the kind has no status
+  bad_field,         // a field that must be zero for this kind is not (reserved, method, timeout...)
+  length_mismatch,   // header + extras + payload != message size (including overflow)
+};
+
+const char* to_string(decode_error e) noexcept;
+
+// Writes `h` into `out`. The caller guarantees h is valid (encode does not validate: the codec's
+// senders build headers from typed values).
+void encode_header(const header& h, std::span<std::byte, kHeaderSize> out) noexcept;
+std::array<std::byte, kHeaderSize> encode_header(const header& h) noexcept;
+
+// Parses and validates a whole message. On failure `err` says why and the result is unspecified.
+view decode(std::span<const std::byte> message, decode_error& err) noexcept;
+
+
+}  // namespace rdmarpc::frame

@@ -1,0 +1,207 @@
+// Frame codec: round trips, the exact byte layout, and rejection of every kind of malformed input.
+#include "rpc/frame.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <vector>
+
+namespace frame = rdmarpc::frame;
+using rdmarpc::status_code;
+
+namespace {
+
+std::vector<std::byte> make_message(const frame::header& h, std::size_t extras, std::size_t payload) {
+  std::vector<std::byte> msg(frame::kHeaderSize + extras + payload);
+  frame::encode_header(h, std::span<std::byte, frame::kHeaderSize>(msg.data(), frame::kHeaderSize));
+  for (std::size_t i = 0; i < extras; ++i) msg[frame::kHeaderSize + i] = std::byte{0xE0};
+  for (std::size_t i = 0; i < payload; ++i) msg[frame::kHeaderSize + extras + i] = static_cast<std::byte>(i);
+  return msg;
+}
+
+frame::header request_header(std::uint32_t extras, std::uint32_t payload) {
+  frame::header h;
+  h.kind = frame::kind::request;
+  h.flags = frame::kFlagHasTimeout;
+  h.call_id = 0x01020304;
+  h.method_id = 0xA1B2C3D4;
+  h.timeout_us = 1500000;
+  h.extras_length = extras;
+  h.payload_length = payload;
+  return h;
+}
+
+frame::decode_error decode_error_of(const std::vector<std::byte>& msg) {
+  frame::decode_error err{};
+  (void)frame::decode(msg, err);
+  return err;
+}
+
+}  // namespace
+
+TEST_CASE("frame: request round trip keeps every field and splits extras from payload", "[frame]") {
+  const auto h = request_header(3, 10);
+  const auto msg = make_message(h, 3, 10);
+  frame::decode_error err{};
+  const auto v = frame::decode(msg, err);
+  REQUIRE(err == frame::decode_error::none);
+  CHECK(v.header.kind == frame::kind::request);
+  CHECK(v.header.has_timeout());
+  CHECK(v.header.call_id == 0x01020304u);
+  CHECK(v.header.method_id == 0xA1B2C3D4u);
+  CHECK(v.header.timeout_us == 1500000u);
+  REQUIRE(v.extras.size() == 3);
+  CHECK(v.extras.data() == msg.data() + frame::kHeaderSize);
+  REQUIRE(v.payload.size() == 10);
+  CHECK(v.payload[9] == std::byte{9});
+}
+
+TEST_CASE("frame: header layout is little-endian at the documented offsets", "[frame]") {
+  const auto bytes = frame::encode_header(request_header(0x11223344, 0x55667788));
+  const unsigned char expected[frame::kHeaderSize] = {
+      0x52, 0x52, 0x01, 0x01, 0x01, 0x00, 0x00, 0x00,  // magic, version, kind, flags, status, reserved
+      0x04, 0x03, 0x02, 0x01,                          // call id
+      0xD4, 0xC3, 0xB2, 0xA1,                          // method id
+      0x60, 0xE3, 0x16, 0x00, 0x00, 0x00, 0x00, 0x00,  // timeout_us = 1500000
+      0x44, 0x33, 0x22, 0x11,                          // extras length
+      0x88, 0x77, 0x66, 0x55,                          // payload length
+  };
+  CHECK(std::memcmp(bytes.data(), expected, frame::kHeaderSize) == 0);
+}
+
+TEST_CASE("frame: response and cancel round trip; empty payload allowed", "[frame]") {
+  frame::header r;
+  r.kind = frame::kind::response;
+  r.status = status_code::not_found;
+  r.call_id = 7;
+  r.extras_length = 5;
+  auto msg = make_message(r, 5, 0);
+  frame::decode_error err{};
+  auto v = frame::decode(msg, err);
+  REQUIRE(err == frame::decode_error::none);
+  CHECK(v.header.status == status_code::not_found);
+  CHECK(v.extras.size() == 5);
+  CHECK(v.payload.empty());
+
+  frame::header c;
+  c.kind = frame::kind::cancel;
+  c.call_id = 99;
+  msg = make_message(c, 0, 0);
+  v = frame::decode(msg, err);
+  REQUIRE(err == frame::decode_error::none);
+  CHECK(v.header.kind == frame::kind::cancel);
+  CHECK(v.header.call_id == 99u);
+}
+
+TEST_CASE("frame: truncated input is rejected at every length below the header", "[frame]") {
+  const auto msg = make_message(request_header(0, 0), 0, 0);
+  for (std::size_t n = 0; n < frame::kHeaderSize; ++n) {
+    std::vector<std::byte> cut(msg.begin(), msg.begin() + static_cast<std::ptrdiff_t>(n));
+    CHECK(decode_error_of(cut) == frame::decode_error::truncated);
+  }
+}
+
+TEST_CASE("frame: malformed headers are rejected with the right reason", "[frame]") {
+  auto msg = make_message(request_header(2, 4), 2, 4);
+  REQUIRE(decode_error_of(msg) == frame::decode_error::none);
+
+  SECTION("bad magic") {
+    msg[0] = std::byte{0x00};
+    CHECK(decode_error_of(msg) == frame::decode_error::bad_magic);
+  }
+  SECTION("bad version") {
+    msg[2] = std::byte{2};
+    CHECK(decode_error_of(msg) == frame::decode_error::bad_version);
+  }
+  SECTION("bad kind (0 and beyond the last)") {
+    msg[3] = std::byte{0};
+    CHECK(decode_error_of(msg) == frame::decode_error::bad_kind);
+    msg[3] = std::byte{4};
+    CHECK(decode_error_of(msg) == frame::decode_error::bad_kind);
+    msg[3] = std::byte{0xFF};
+    CHECK(decode_error_of(msg) == frame::decode_error::bad_kind);
+  }
+  SECTION("unknown flag bit") {
+    msg[4] = std::byte{0x81};
+    CHECK(decode_error_of(msg) == frame::decode_error::bad_flags);
+  }
+  SECTION("status set on a request") {
+    msg[5] = std::byte{1};
+    CHECK(decode_error_of(msg) == frame::decode_error::bad_status);
+  }
+  SECTION("reserved bytes set") {
+    msg[7] = std::byte{1};
+    CHECK(decode_error_of(msg) == frame::decode_error::bad_field);
+  }
+  SECTION("timeout without the flag") {
+    msg[4] = std::byte{0};
+    CHECK(decode_error_of(msg) == frame::decode_error::bad_field);
+  }
+  SECTION("timeout beyond the maximum") {
+    auto h = request_header(2, 4);
+    h.timeout_us = frame::kMaxTimeoutUs + 1;
+    msg = make_message(h, 2, 4);
+    CHECK(decode_error_of(msg) == frame::decode_error::bad_field);
+    h.timeout_us = frame::kMaxTimeoutUs;
+    msg = make_message(h, 2, 4);
+    CHECK(decode_error_of(msg) == frame::decode_error::none);
+  }
+  SECTION("lengths larger than the message") {
+    msg.pop_back();
+    CHECK(decode_error_of(msg) == frame::decode_error::length_mismatch);
+  }
+  SECTION("lengths smaller than the message (trailing bytes)") {
+    msg.push_back(std::byte{0});
+    CHECK(decode_error_of(msg) == frame::decode_error::length_mismatch);
+  }
+  SECTION("lengths that would overflow 32 bits when added") {
+    auto h = request_header(0xFFFFFFF0u, 0x20u);
+    msg = make_message(h, 0, 0x10);  // wrapped sum (0x10) + header would match a 32-bit size check
+    CHECK(decode_error_of(msg) == frame::decode_error::length_mismatch);
+    h = request_header(0xFFFFFFFFu, 0xFFFFFFFFu);
+    msg = make_message(h, 0, 0);
+    CHECK(decode_error_of(msg) == frame::decode_error::length_mismatch);
+  }
+}
+
+TEST_CASE("frame: kind-specific fields are validated", "[frame]") {
+  SECTION("response with a status beyond UNAUTHENTICATED") {
+    frame::header r;
+    r.kind = frame::kind::response;
+    auto msg = make_message(r, 0, 0);
+    msg[5] = std::byte{17};
+    CHECK(decode_error_of(msg) == frame::decode_error::bad_status);
+    msg[5] = std::byte{16};
+    CHECK(decode_error_of(msg) == frame::decode_error::none);
+  }
+  SECTION("response with flags, method id or timeout") {
+    frame::header r;
+    r.kind = frame::kind::response;
+    r.flags = frame::kFlagHasTimeout;
+    CHECK(decode_error_of(make_message(r, 0, 0)) == frame::decode_error::bad_flags);
+    r.flags = 0;
+    r.method_id = 5;
+    CHECK(decode_error_of(make_message(r, 0, 0)) == frame::decode_error::bad_field);
+    r.method_id = 0;
+    r.timeout_us = 5;
+    CHECK(decode_error_of(make_message(r, 0, 0)) == frame::decode_error::bad_field);
+  }
+  SECTION("cancel carrying a body") {
+    frame::header c;
+    c.kind = frame::kind::cancel;
+    c.payload_length = 1;
+    CHECK(decode_error_of(make_message(c, 0, 1)) == frame::decode_error::bad_field);
+    c.payload_length = 0;
+    c.extras_length = 1;
+    CHECK(decode_error_of(make_message(c, 1, 0)) == frame::decode_error::bad_field);
+    c.extras_length = 0;
+    c.status = status_code::cancelled;
+    CHECK(decode_error_of(make_message(c, 0, 0)) == frame::decode_error::bad_status);
+  }
+}
+
+TEST_CASE("frame: every decode error has a description", "[frame]") {
+  for (int e = 0; e <= static_cast<int>(frame::decode_error::length_mismatch); ++e) {
+    CHECK(std::strlen(frame::to_string(static_cast<frame::decode_error>(e))) > 0);
+  }
+}
