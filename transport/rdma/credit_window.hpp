@@ -17,7 +17,8 @@ namespace rdmarpc::transport::rdma {
 
 class credit_window {
  public:
-  // Requires peer_ring_depth > reserved >= 1 and local_ring_depth >= 4 (see handshake limits).
+  // Requires peer_ring_depth > reserved >= 1 and local_ring_depth >= 4 (see handshake limits);
+  // throws std::invalid_argument otherwise.
   // announce_threshold = max(2, local_ring_depth / 2).
   credit_window(std::uint32_t peer_ring_depth, std::uint32_t local_ring_depth, std::uint32_t reserved = 1);
 
@@ -25,10 +26,14 @@ class credit_window {
   // A data fragment may be sent only while more than `reserved` credits remain.
   bool can_send_data() const noexcept;
   // Consumes one credit for a data fragment. Returns the credits to announce in its immediate
-  // data (everything owed); they count as announced from now on. Precondition: can_send_data().
+  // data (everything owed, capped at wire::kMaxCreditsPerImm; the rest stays owed); they count as
+  // announced from now on. Precondition: can_send_data().
   std::uint32_t take_for_data() noexcept;
-  // True when enough credits are owed that a credit-only update should go out now (the caller
-  // checks this when its send queue is empty) and a credit (reserved ones included) is available.
+  // True when enough credits are owed that a credit-only update should go out now and a credit
+  // (reserved ones included) is available. The caller checks this whenever no data fragment can go
+  // out: its send queue is empty OR stalled because !can_send_data(). (Spec fix: checking only on
+  // an empty queue deadlocks two peers that both have data queued and are both down to the
+  // reserved credit; tests/transport_pure/credit_window_test.cpp simulates exactly that.)
   bool wants_credit_update() const noexcept;
   // Consumes one credit (may be a reserved one) for a credit-only update; returns the credits to
   // announce. Precondition: wants_credit_update().

@@ -1,0 +1,125 @@
+#include "transport/rdma/wire.hpp"
+
+#include "transport/error.hpp"
+
+#include <cstring>
+
+namespace rdmarpc::transport::rdma::wire {
+
+// Immediate layout (host order): bits 0-15 credits, bits 16-17 fragment kind, bit 18 credit-only,
+// bits 19-31 reserved (must be zero, so a later version can use them and be told apart).
+namespace {
+constexpr std::uint32_t kCreditsMask = 0xffffu;
+constexpr unsigned kKindShift = 16;
+constexpr std::uint32_t kKindMask = 0x3u;
+constexpr std::uint32_t kCreditOnlyBit = 1u << 18;
+constexpr std::uint32_t kReservedMask = ~((1u << 19) - 1u);
+}  // namespace
+
+std::uint32_t encode_imm(const imm_fields& fields) noexcept {
+  std::uint32_t value = fields.credits;
+  value |= (static_cast<std::uint32_t>(fields.kind) & kKindMask) << kKindShift;
+  if (fields.credit_only) value |= kCreditOnlyBit;
+  return value;
+}
+
+boost::system::result<imm_fields> decode_imm(std::uint32_t value) noexcept {
+  if ((value & kReservedMask) != 0) return make_error_code(errc::protocol_error);
+  imm_fields fields;
+  fields.credits = static_cast<std::uint16_t>(value & kCreditsMask);
+  fields.kind = static_cast<fragment>((value >> kKindShift) & kKindMask);
+  fields.credit_only = (value & kCreditOnlyBit) != 0;
+  if (fields.credit_only && fields.kind != fragment::whole) return make_error_code(errc::protocol_error);
+  return fields;
+}
+
+std::size_t fragment_count(std::size_t message_size, std::size_t slot_size) noexcept {
+  if (slot_size == 0) return 0;  // no slot can hold anything; callers validated slot_size already
+  if (message_size == 0) return 1;
+  return message_size / slot_size + (message_size % slot_size != 0 ? 1 : 0);
+}
+
+fragment fragment_kind(std::size_t index, std::size_t count) noexcept {
+  if (count <= 1) return fragment::whole;
+  if (index == 0) return fragment::first;
+  if (index + 1 >= count) return fragment::last;
+  return fragment::middle;
+}
+
+reassembler::outcome reassembler::feed(fragment kind, std::span<const std::byte> bytes) {
+  const auto fail = [this] {
+    // The connection is closed on a protocol error; drop the partial message now.
+    in_progress_ = false;
+    buffer_ = {};
+    return outcome::protocol_error;
+  };
+  switch (kind) {
+    case fragment::whole:
+      if (in_progress_ || bytes.size() > max_message_size_) return fail();
+      return outcome::whole;
+    case fragment::first:
+      if (in_progress_ || bytes.size() > max_message_size_) return fail();
+      buffer_.assign(bytes.begin(), bytes.end());
+      in_progress_ = true;
+      return outcome::need_more;
+    case fragment::middle:
+    case fragment::last:
+      if (!in_progress_ || bytes.size() > max_message_size_ - buffer_.size()) return fail();
+      buffer_.insert(buffer_.end(), bytes.begin(), bytes.end());
+      if (kind == fragment::middle) return outcome::need_more;
+      in_progress_ = false;
+      return outcome::complete;
+  }
+  return fail();  // a kind outside the enum (decode_imm never produces one)
+}
+
+std::vector<std::byte> reassembler::take() noexcept {
+  std::vector<std::byte> out = std::move(buffer_);
+  buffer_ = {};
+  return out;
+}
+
+// --- handshake ---------------------------------------------------------------------------------
+namespace {
+constexpr std::array<std::byte, 4> kMagic{std::byte{'R'}, std::byte{'R'}, std::byte{'P'}, std::byte{'C'}};
+
+void put_le(std::byte* out, std::uint32_t value, std::size_t width) noexcept {
+  for (std::size_t i = 0; i < width; ++i) out[i] = static_cast<std::byte>((value >> (8 * i)) & 0xffu);
+}
+std::uint32_t get_le(const std::byte* in, std::size_t width) noexcept {
+  std::uint32_t value = 0;
+  for (std::size_t i = 0; i < width; ++i) value |= static_cast<std::uint32_t>(in[i]) << (8 * i);
+  return value;
+}
+// Offsets of the fields in the 20-byte handshake.
+constexpr std::size_t kVersionAt = 4, kFlagsAt = 6, kDepthAt = 8, kSlotAt = 12, kMaxMessageAt = 16;
+}  // namespace
+
+std::array<std::byte, kHandshakeSize> encode_handshake(const handshake& h) noexcept {
+  std::array<std::byte, kHandshakeSize> out{};
+  std::memcpy(out.data(), kMagic.data(), kMagic.size());
+  put_le(out.data() + kVersionAt, h.version, 2);
+  put_le(out.data() + kFlagsAt, 0, 2);
+  put_le(out.data() + kDepthAt, h.ring_depth, 4);
+  put_le(out.data() + kSlotAt, h.slot_size, 4);
+  put_le(out.data() + kMaxMessageAt, h.max_message_size, 4);
+  return out;
+}
+
+boost::system::result<handshake> decode_handshake(std::span<const std::byte> bytes) noexcept {
+  const auto rejected = make_error_code(errc::handshake_rejected);
+  if (bytes.size() < kHandshakeSize) return rejected;
+  if (std::memcmp(bytes.data(), kMagic.data(), kMagic.size()) != 0) return rejected;
+  handshake h;
+  h.version = static_cast<std::uint16_t>(get_le(bytes.data() + kVersionAt, 2));
+  if (h.version != kProtocolVersion) return rejected;
+  if (get_le(bytes.data() + kFlagsAt, 2) != 0) return rejected;
+  h.ring_depth = get_le(bytes.data() + kDepthAt, 4);
+  h.slot_size = get_le(bytes.data() + kSlotAt, 4);
+  h.max_message_size = get_le(bytes.data() + kMaxMessageAt, 4);
+  if (h.ring_depth < kMinRingDepth || h.ring_depth > kMaxRingDepth) return rejected;
+  if (h.slot_size < kMinSlotSize || h.slot_size > kMaxSlotSize) return rejected;
+  return h;
+}
+
+}  // namespace rdmarpc::transport::rdma::wire
