@@ -1,0 +1,42 @@
+#pragma once
+// rdmarpc::bench::bench_result: the numbers of one benchmark point (system, transport, payload,
+// concurrency) and their two outputs, a human-readable table and one JSON object per line.
+// Layer: bench. Threading: plain values and pure functions.
+
+#include "bench/common/closed_loop.hpp"
+
+#include <cstdint>
+#include <iosfwd>
+#include <span>
+#include <string>
+
+namespace rdmarpc::bench {
+
+struct bench_result {
+  std::string system;     // "rdmarpc", "grpc"
+  std::string transport;  // "rdma", "tcp", "loopback"
+  std::string mode;       // "event" (sleeps on the completion fd / socket) or "busy_poll"
+  std::uint64_t payload = 0;      // bytes in each request, and again in each reply
+  std::uint64_t concurrency = 0;  // calls kept in flight
+  std::uint64_t calls = 0;        // measured calls that succeeded
+  std::uint64_t errors = 0;       // measured calls that failed
+  double seconds = 0;             // length of the measured window
+  double calls_per_s = 0;
+  double mb_per_s = 0;            // request payload bytes per second / 1e6 (one direction)
+  // Latency of successful calls, microseconds.
+  double p50_us = 0, p90_us = 0, p99_us = 0, p999_us = 0, max_us = 0, mean_us = 0;
+};
+
+// Fills the numbers of `r` from a finished closed_loop.
+void fill_from(bench_result& r, const closed_loop& loop, closed_loop::clock::time_point now);
+
+// One JSON object on one line (no trailing newline).
+std::string to_json(const bench_result& r);
+
+// A fixed-width table with a header row.
+void print_table(std::ostream& out, std::span<const bench_result> results);
+
+// Appends to_json(r) + '\n' to `path` (created if missing). Throws std::runtime_error on failure.
+void append_json_line(const std::string& path, const bench_result& r);
+
+}  // namespace rdmarpc::bench

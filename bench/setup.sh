@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# bench/setup.sh: installs what the benchmarks need beyond the library's own dependencies
+# (Debian 12 packages). The gRPC baseline is only ever a benchmark dependency, never the library's.
+#   libgrpc++-dev protobuf-compiler-grpc  the gRPC C++ echo baseline (async completion-queue API)
+#   valgrind                              instructions per call (callgrind)
+#   gnuplot-nox                           bench/results/<date>/latency.png
+#   perftest                              raw-verbs baselines (ib_send_lat / ib_send_bw) in the VM
+set -euo pipefail
+pkgs=(libgrpc++-dev protobuf-compiler-grpc valgrind gnuplot-nox perftest)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+((${#missing[@]})) || { echo "bench/setup.sh: all benchmark packages present" >&2; exit 0; }
+echo "bench/setup.sh: installing ${missing[*]}" >&2
+SUDO=""; [[ $(id -u) == 0 ]] || SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get install -y --no-install-recommends "${missing[@]}" ||
+  { $SUDO apt-get update && $SUDO apt-get install -y --no-install-recommends "${missing[@]}"; }
