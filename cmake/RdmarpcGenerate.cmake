@@ -1,5 +1,95 @@
-# rdmarpc_generate(TARGET PROTOS a.proto ... [IMPORT_DIRS dir ...])
-# Placeholder: the codegen work replaces this with the real function.
-function(rdmarpc_generate target)
-  message(FATAL_ERROR "rdmarpc_generate is not implemented yet")
+# rdmarpc_generate(TARGET <target> PROTOS <a.proto>... [IMPORT_DIRS <dir>...])
+#
+# Runs protoc with its C++ generator and protoc-gen-rdmarpc on each .proto file, adds the generated
+# foo.pb.cc and foo.rdmarpc.pb.cc to <target>, puts the output directory on <target>'s include path
+# (PUBLIC, so a library of generated code can be linked by others) and links rdmarpc::rdmarpc.
+#
+# * Call it in the directory that created <target> (CMake attaches custom commands per directory).
+# * A proto file is named relative to the first IMPORT_DIRS entry that contains it; without
+#   IMPORT_DIRS, relative to its own directory. "protos/kv/kv.proto" with IMPORT_DIRS protos
+#   gives #include "kv/kv.rdmarpc.pb.h"; without IMPORT_DIRS, #include "kv.rdmarpc.pb.h".
+# * Imported .proto files must be listed in PROTOS too (of this or a linked target) so their
+#   generated code is compiled; google/protobuf/*.proto come with libprotobuf.
+# * Output goes to ${CMAKE_CURRENT_BINARY_DIR}/<target>.rdmarpc/. Editing a .proto, anything it
+#   imports (protoc writes a depfile) or the plugin regenerates.
+#
+# Works inside the rdmarpc build and for a project that add_subdirectory()'s rdmarpc: the plugin is
+# the protoc-gen-rdmarpc target (targets are global), protoc is found once here and cached.
+
+include_guard(GLOBAL)
+
+if(NOT Protobuf_PROTOC_EXECUTABLE)
+  find_program(Protobuf_PROTOC_EXECUTABLE protoc REQUIRED)
+endif()
+
+function(rdmarpc_generate)
+  cmake_parse_arguments(ARG "" "TARGET" "PROTOS;IMPORT_DIRS" ${ARGN})
+  if(NOT ARG_TARGET)
+    message(FATAL_ERROR "rdmarpc_generate: TARGET is required")
+  endif()
+  if(NOT TARGET ${ARG_TARGET})
+    message(FATAL_ERROR "rdmarpc_generate: '${ARG_TARGET}' is not a target (create it first)")
+  endif()
+  if(NOT ARG_PROTOS)
+    message(FATAL_ERROR "rdmarpc_generate: PROTOS is empty")
+  endif()
+  if(ARG_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "rdmarpc_generate: unexpected arguments: ${ARG_UNPARSED_ARGUMENTS}")
+  endif()
+  if(NOT TARGET protoc-gen-rdmarpc)
+    message(FATAL_ERROR "rdmarpc_generate: the protoc-gen-rdmarpc target does not exist (add rdmarpc first)")
+  endif()
+
+  set(import_dirs "")
+  foreach(dir IN LISTS ARG_IMPORT_DIRS)
+    get_filename_component(dir "${dir}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    list(APPEND import_dirs "${dir}")
+  endforeach()
+
+  set(out_dir "${CMAKE_CURRENT_BINARY_DIR}/${ARG_TARGET}.rdmarpc")
+  set(generated_sources "")
+  foreach(proto IN LISTS ARG_PROTOS)
+    get_filename_component(proto "${proto}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    # The import dir that names this file; its own directory when none does.
+    set(root "")
+    foreach(dir IN LISTS import_dirs)
+      cmake_path(IS_PREFIX dir "${proto}" NORMALIZE is_under)
+      if(is_under)
+        set(root "${dir}")
+        break()
+      endif()
+    endforeach()
+    set(include_flags "")
+    if(NOT root)
+      get_filename_component(root "${proto}" DIRECTORY)
+      list(APPEND include_flags "-I${root}")
+    endif()
+    foreach(dir IN LISTS import_dirs)
+      list(APPEND include_flags "-I${dir}")
+    endforeach()
+    file(RELATIVE_PATH rel "${root}" "${proto}")
+    string(REGEX REPLACE "\\.proto$" "" base "${rel}")
+    set(outputs
+      "${out_dir}/${base}.pb.h" "${out_dir}/${base}.pb.cc"
+      "${out_dir}/${base}.rdmarpc.pb.h" "${out_dir}/${base}.rdmarpc.pb.cc")
+    string(MAKE_C_IDENTIFIER "${base}" depname)
+    set(depfile "${out_dir}/${depname}.d")
+    add_custom_command(
+      OUTPUT ${outputs}
+      COMMAND ${CMAKE_COMMAND} -E make_directory "${out_dir}"
+      COMMAND "${Protobuf_PROTOC_EXECUTABLE}"
+              "--plugin=protoc-gen-rdmarpc=$<TARGET_FILE:protoc-gen-rdmarpc>"
+              "--cpp_out=${out_dir}" "--rdmarpc_out=${out_dir}"
+              "--dependency_out=${depfile}"
+              ${include_flags} "${proto}"
+      DEPENDS "${proto}" protoc-gen-rdmarpc "${Protobuf_PROTOC_EXECUTABLE}"
+      DEPFILE "${depfile}"
+      COMMENT "rdmarpc: generating C++ from ${rel}"
+      VERBATIM)
+    list(APPEND generated_sources ${outputs})
+  endforeach()
+
+  target_sources(${ARG_TARGET} PRIVATE ${generated_sources})
+  target_include_directories(${ARG_TARGET} PUBLIC "$<BUILD_INTERFACE:${out_dir}>")
+  target_link_libraries(${ARG_TARGET} PUBLIC rdmarpc::rdmarpc)
 endfunction()

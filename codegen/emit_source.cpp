@@ -1,0 +1,106 @@
+// Prints foo.rdmarpc.pb.cc: the Stub's calls into rdmarpc::async_unary_call and the Service's
+// dispatch (parse the request, await the user's handler, serialize the reply).
+
+#include "emit.hpp"
+#include "template.hpp"
+
+namespace rdmarpc::codegen {
+namespace {
+
+// "::kv::Store": names in the .cc are fully qualified (declarators too, with trailing return types
+// so "T ::kv::..." never parses as "T::kv"), so a handler or parameter can never hide the class
+// (a service `store` with an rpc `Store` has a handler named store).
+std::string qualified_class(const file_model& file, const service_model& s) {
+  return file.cpp_namespace.empty() ? "::" + s.class_name : "::" + file.cpp_namespace + "::" + s.class_name;
+}
+
+void print_stub(code_writer& p, const file_model& file, const service_model& s) {
+  for (const method_model& m : s.methods) {
+    p.print({{"qclass", qualified_class(file, s)},
+             {"do", m.names.do_name},
+             {"descriptor", m.names.descriptor},
+             {"request", m.request_type},
+             {"response", m.response_type}},
+            "void $qclass$::Stub::$do$(::rdmarpc::client_context* context, const $request$& request,\n"
+            "    ::boost::asio::any_completion_handler<void(::boost::system::error_code, $response$)> handler) {\n"
+            "  ::rdmarpc::async_unary_call<$response$>(*channel_, $qclass$::$descriptor$, context, request,\n"
+            "                                         ::std::move(handler));\n"
+            "}\n"
+            "\n");
+  }
+}
+
+void print_service(code_writer& p, const file_model& file, const service_model& s) {
+  const std::string qclass = qualified_class(file, s);
+  p.print({{"qclass", qclass}},
+          "auto $qclass$::Service::full_name() const noexcept -> ::std::string_view {\n"
+          "  return $qclass$::service_full_name;\n"
+          "}\n"
+          "\n"
+          "auto $qclass$::Service::methods() const noexcept -> ::std::span<const ::rdmarpc::method_descriptor> {\n"
+          "  return $qclass$::method_descriptors;\n"
+          "}\n"
+          "\n"
+          "auto $qclass$::Service::dispatch(::std::size_t index, ::rdmarpc::server_context& context,\n"
+          "    ::std::span<const ::std::byte> request, ::std::string& response) -> ::boost::asio::awaitable<void> {\n");
+  if (s.methods.empty()) {
+    p.print("  static_cast<void>(index);\n  static_cast<void>(request);\n  static_cast<void>(response);\n");
+  } else {
+    p.print("  switch (index) {\n");
+    for (std::size_t i = 0; i < s.methods.size(); ++i) {
+      const method_model& m = s.methods[i];
+      p.print({{"index", std::to_string(i)},
+               {"proto_name", m.proto_name},
+               {"handler", m.names.handler},
+               {"request", m.request_type},
+               {"response", m.response_type},
+               {"parse_error", cpp_string_literal("cannot parse " + m.request_proto_name)},
+               {"serialize_error", cpp_string_literal("cannot serialize the reply of " + m.full_name)}},
+              "    case $index$: {  // rpc $proto_name$\n"
+              "      $request$ parsed;\n"
+              "      if (request.size() > static_cast<::std::size_t>(INT_MAX) ||\n"
+              "          !parsed.ParseFromArray(request.data(), static_cast<int>(request.size()))) {\n"
+              "        context.set_status(::rdmarpc::status_code::invalid_argument, $parse_error$);\n"
+              "        co_return;\n"
+              "      }\n"
+              "      $response$ reply = co_await this->$handler$(context, parsed);\n"
+              "      if (context.status() == ::rdmarpc::status_code::ok && !reply.SerializeToString(&response)) {\n"
+              "        context.set_status(::rdmarpc::status_code::internal, $serialize_error$);\n"
+              "      }\n"
+              "      co_return;\n"
+              "    }\n");
+    }
+    p.print(
+        "    default:\n"
+        "      break;\n"
+        "  }\n");
+  }
+  p.print(
+      "  // The server only passes indices below methods().size(); answer sanely all the same.\n"
+      "  context.set_status(::rdmarpc::status_code::unimplemented, \"method index out of range\");\n"
+      "  co_return;\n"
+      "}\n"
+      "\n");
+}
+
+}  // namespace
+
+std::string emit_source(const file_model& file) {
+  code_writer p;
+  p.print_raw(generated_stamp(file));
+  p.print({{"header", file.header_name()}}, "\n#include \"$header$\"\n");
+  if (file.services.empty()) return p.take();
+  p.print(
+      "\n"
+      "#include <climits>\n"
+      "#include <utility>\n"
+      "\n");
+  for (const service_model& s : file.services) {
+    p.print({{"full_name", s.full_name}}, "// service $full_name$\n\n");
+    print_stub(p, file, s);
+    print_service(p, file, s);
+  }
+  return p.take();
+}
+
+}  // namespace rdmarpc::codegen
