@@ -1,0 +1,96 @@
+#include "bench/grpc_baseline/echo_client.hpp"
+
+#include <optional>
+#include <stdexcept>
+#include <vector>
+
+namespace rdmarpc::bench::grpc_baseline {
+namespace {
+
+using clock = closed_loop::clock;
+
+// One in-flight call. gRPC needs a fresh ClientContext per call; it is rebuilt in place.
+struct slot {
+  std::optional<grpc::ClientContext> context;
+  std::unique_ptr<grpc::ClientAsyncResponseReader<EchoReply>> reader;
+  EchoReply reply;
+  grpc::Status status;
+  clock::time_point started;
+};
+
+gpr_timespec to_gpr(clock::time_point t) {
+  // gRPC's own monotonic clock differs from steady_clock's epoch: convert through "from now".
+  const auto from_now = std::chrono::duration_cast<std::chrono::nanoseconds>(t - clock::now());
+  return gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_nanos(std::max<std::int64_t>(0, from_now.count()),
+                                                                          GPR_TIMESPAN));
+}
+
+}  // namespace
+
+echo_client::echo_client(const std::string& target) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  args.SetMaxSendMessageSize(-1);
+  channel_ = grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  stub_ = EchoBench::NewStub(channel_);
+}
+
+bool echo_client::wait_connected(std::chrono::seconds timeout) {
+  return channel_->WaitForConnected(to_gpr(clock::now() + timeout));
+}
+
+bench_result echo_client::run_point(std::uint64_t payload, std::uint64_t concurrency, const load_spec& load,
+                                    progress& out) {
+  EchoRequest request;
+  request.set_payload(std::string(payload, 'x'));
+  std::vector<slot> slots(concurrency);
+
+  bench_result result;
+  result.system = "grpc";
+  result.transport = "tcp";
+  result.mode = "event";
+  result.payload = payload;
+  result.concurrency = concurrency;
+
+  auto start = clock::now();
+  closed_loop loop(load, start);
+  out.begin("grpc tcp " + std::to_string(payload) + " B x" + std::to_string(concurrency), start);
+
+  auto issue = [&](slot& s) {
+    s.context.reset();
+    s.context.emplace();
+    s.started = clock::now();
+    s.reader = stub_->AsyncEcho(&*s.context, request, &cq_);
+    s.reader->Finish(&s.reply, &s.status, &s);
+    loop.on_start();
+  };
+  for (auto& s : slots) {
+    if (!loop.may_start()) break;
+    issue(s);
+  }
+  while (!loop.finished()) {
+    void* tag = nullptr;
+    bool ok = false;
+    const auto next = cq_.AsyncNext(&tag, &ok, to_gpr(clock::now() + std::chrono::milliseconds(200)));
+    const auto now = clock::now();
+    if (next == grpc::CompletionQueue::SHUTDOWN) throw std::runtime_error("gRPC completion queue shut down");
+    if (next == grpc::CompletionQueue::TIMEOUT) {
+      if (now > loop.give_up_at()) throw std::runtime_error("gRPC benchmark point made no progress");
+      out.tick(loop, now);
+      continue;
+    }
+    auto& s = *static_cast<slot*>(tag);
+    const bool good = ok && s.status.ok() && s.reply.payload().size() == payload;
+    if (!good && loop.errors() == 0) {
+      out.note("grpc call failed: " + (ok ? s.status.error_message() : std::string("completion not ok")));
+    }
+    loop.on_complete(s.started, now, good);
+    out.tick(loop, now);
+    if (loop.may_start()) issue(s);
+  }
+  fill_from(result, loop, clock::now());
+  out.end(result);
+  return result;
+}
+
+}  // namespace rdmarpc::bench::grpc_baseline
