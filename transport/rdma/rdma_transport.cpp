@@ -1,20 +1,18 @@
 #include "transport/rdma/rdma_transport.hpp"
 
-#include <boost/asio/post.hpp>
-#include <boost/system/system_error.hpp>
+#include "transport/rdma/rdma_connector.hpp"
+#include "transport/rdma/rdma_listener.hpp"
 
 namespace rdmarpc::transport::rdma {
 
-// Temporary entry points so transport/connect.cpp links while the rdma connection is being built.
-void async_connect(boost::asio::any_io_executor ex, const endpoint&, const connection_options&,
+void async_connect(boost::asio::any_io_executor ex, const endpoint& ep, const connection_options& options,
                    boost::asio::any_completion_handler<connect_signature> handler) {
-  boost::asio::post(ex, [handler = std::move(handler)]() mutable {
-    std::move(handler)(make_error_code(errc::unsupported_scheme), nullptr);
-  });
+  rdma_connector::start(std::move(ex), ep, options, std::move(handler));
 }
 
-std::unique_ptr<listener> make_listener(boost::asio::any_io_executor, const endpoint&, const connection_options&) {
-  throw boost::system::system_error(make_error_code(errc::unsupported_scheme), "rdma listener");
+std::unique_ptr<listener> make_listener(boost::asio::any_io_executor ex, const endpoint& ep,
+                                        const connection_options& options) {
+  return std::make_unique<rdma_listener>(std::move(ex), ep, options);
 }
 
 }  // namespace rdmarpc::transport::rdma

@@ -1,0 +1,125 @@
+#include "transport/rdma/qp_resources.hpp"
+
+#include "transport/rdma/wire.hpp"
+
+#include <boost/system/system_error.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <numeric>
+#include <stdexcept>
+#include <vector>
+
+namespace rdmarpc::transport::rdma {
+namespace {
+
+constexpr std::uint32_t kRecvBatch = 64;       // receive WRs chained into one ibv_post_recv
+constexpr std::uint32_t kWantedInline = 64;    // inline sends up to this size if the device allows
+constexpr unsigned kCqEventAckBatch = 32;      // ibv_ack_cq_events takes a mutex: batch it
+
+void check_options(const connection_options& o) {
+  if (o.recv_ring_depth < wire::kMinRingDepth || o.recv_ring_depth > wire::kMaxRingDepth)
+    throw std::invalid_argument("rdma: recv_ring_depth outside the handshake limits");
+  if (o.slot_size < wire::kMinSlotSize || o.slot_size > wire::kMaxSlotSize)
+    throw std::invalid_argument("rdma: slot_size outside the handshake limits");
+  if (o.send_buffers < 2) throw std::invalid_argument("rdma: send_buffers must be at least 2");
+  if (o.signal_every < 1 || o.signal_every > o.send_buffers)
+    throw std::invalid_argument("rdma: signal_every must be in [1, send_buffers]");
+}
+
+}  // namespace
+
+qp_resources::qp_resources(verbs::event_channel channel, verbs::cm_id id, const connection_options& options)
+    : ring_depth_(options.recv_ring_depth),
+      slot_size_(options.slot_size),
+      send_buffers_(options.send_buffers),
+      channel_(std::move(channel)),
+      id_(std::move(id)) {
+  check_options(options);
+  ibv_context* ctx = id_->verbs;
+  if (ctx == nullptr) throw std::invalid_argument("rdma: cm_id is not bound to a device");
+  pd_ = verbs::make_protection_domain(ctx);
+  const std::size_t ring_bytes = std::size_t{ring_depth_} * slot_size_;
+  ring_memory_ = verbs::allocate_aligned(ring_bytes);
+  // Local write only: the peer can send into our ring but never read or write it remotely.
+  ring_mr_ = verbs::register_memory(pd_.get(), ring_memory_.get(), ring_bytes, IBV_ACCESS_LOCAL_WRITE);
+  const std::size_t send_bytes = std::size_t{send_buffers_} * slot_size_;
+  send_memory_ = verbs::allocate_aligned(send_bytes);
+  send_mr_ = verbs::register_memory(pd_.get(), send_memory_.get(), send_bytes, 0);
+  comp_channel_ = verbs::make_completion_channel(ctx);
+  cq_ = verbs::make_completion_queue(ctx, static_cast<int>(ring_depth_ + send_buffers_ + 1), comp_channel_.get());
+
+  ibv_qp_init_attr attr{};
+  attr.send_cq = cq_.get();
+  attr.recv_cq = cq_.get();
+  attr.qp_type = IBV_QPT_RC;
+  attr.sq_sig_all = 0;  // selective signaling
+  attr.cap.max_send_wr = send_buffers_;
+  attr.cap.max_recv_wr = ring_depth_;
+  attr.cap.max_send_sge = 1;
+  attr.cap.max_recv_sge = 1;
+  attr.cap.max_inline_data = kWantedInline;
+  try {
+    qp_ = verbs::queue_pair(id_.get(), pd_.get(), attr);
+  } catch (const boost::system::system_error&) {
+    // Some devices allow no inline data at all: try again without it.
+    attr.cap.max_inline_data = 0;
+    qp_ = verbs::queue_pair(id_.get(), pd_.get(), attr);
+  }
+  max_inline_ = attr.cap.max_inline_data;
+
+}
+
+qp_resources::~qp_resources() { destroy_queue_pair(); }
+
+void qp_resources::migrate_to_own_channel() {
+  if (id_->channel != channel_.get() && rdma_migrate_id(id_.get(), channel_.get()) != 0)
+    throw boost::system::system_error(boost::system::error_code(errno, boost::system::system_category()),
+                                      "rdma_migrate_id");
+}
+
+boost::system::error_code qp_resources::post_receives(std::span<const std::uint32_t> slots) noexcept {
+  std::array<ibv_recv_wr, kRecvBatch> wrs;
+  std::array<ibv_sge, kRecvBatch> sges;
+  while (!slots.empty()) {
+    const std::size_t n = std::min<std::size_t>(slots.size(), kRecvBatch);
+    for (std::size_t i = 0; i < n; ++i) {
+      sges[i] = ibv_sge{reinterpret_cast<std::uintptr_t>(slot(slots[i])), slot_size_, ring_mr_->lkey};
+      wrs[i] = ibv_recv_wr{};
+      wrs[i].wr_id = slots[i];
+      wrs[i].sg_list = &sges[i];
+      wrs[i].num_sge = 1;
+      wrs[i].next = i + 1 < n ? &wrs[i + 1] : nullptr;
+    }
+    ibv_recv_wr* bad = nullptr;
+    if (const int rc = ibv_post_recv(qp_.get(), wrs.data(), &bad); rc != 0)
+      return {rc, boost::system::system_category()};
+    slots = slots.subspan(n);
+  }
+  return {};
+}
+
+boost::system::error_code qp_resources::post_whole_ring() noexcept {
+  std::vector<std::uint32_t> all(ring_depth_);
+  std::iota(all.begin(), all.end(), 0u);
+  return post_receives(all);
+}
+
+void qp_resources::add_unacked_cq_events(unsigned n) noexcept {
+  unacked_cq_events_ += n;
+  if (unacked_cq_events_ >= kCqEventAckBatch && cq_) {
+    ibv_ack_cq_events(cq_.get(), unacked_cq_events_);
+    unacked_cq_events_ = 0;
+  }
+}
+
+void qp_resources::destroy_queue_pair() noexcept {
+  qp_.reset();
+  if (cq_ && unacked_cq_events_ > 0) ibv_ack_cq_events(cq_.get(), unacked_cq_events_);
+  unacked_cq_events_ = 0;
+  cq_.reset();
+  comp_channel_.reset();
+}
+
+}  // namespace rdmarpc::transport::rdma

@@ -1,0 +1,82 @@
+#pragma once
+// qp_resources: every verbs object one rdma connection owns (event channel, cm_id, PD, receive
+// ring and send pool MRs, completion channel, CQ, QP), sized from connection_options.
+// Layer: transport (rdma). Threading: owned by one connector/listener/connection at a time.
+// Members are declared in reverse teardown order, so they are destroyed as rdma-core's
+// rdma_server.c tears down: QP, CQ, completion channel, MRs, PD, cm_id, event channel.
+
+#include "transport/connection.hpp"
+#include "transport/verbs/handles.hpp"
+
+#include <boost/system/error_code.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace rdmarpc::transport::rdma {
+
+class qp_resources {
+ public:
+  // `id` must already be bound to a device (route resolved, or from a CONNECT_REQUEST).
+  // `channel` is where the connection's rdma_cm events will arrive once the id is on it (a server
+  // id stays on the listener's channel until migrate_to_own_channel()). Throws system_error or invalid_argument (options outside the limits).
+  qp_resources(verbs::event_channel channel, verbs::cm_id id, const connection_options& options);
+  qp_resources(const qp_resources&) = delete;
+  qp_resources& operator=(const qp_resources&) = delete;
+  ~qp_resources();
+
+  // rdma_migrate_id to channel(): the connection's events then reach the connection's executor.
+  // Requires every event already taken for the id to be acknowledged. Throws system_error.
+  void migrate_to_own_channel();
+
+  // Posts receive WRs for `slots` (chained, one ibv_post_recv per batch). wr_id = slot index.
+  boost::system::error_code post_receives(std::span<const std::uint32_t> slots) noexcept;
+  // Posts the whole ring (before rdma_connect / rdma_accept).
+  boost::system::error_code post_whole_ring() noexcept;
+
+  // Destroys QP, CQ and completion channel (acknowledging pending CQ events first). The MRs stay,
+  // so messages still read in place remain valid until the owner goes away.
+  void destroy_queue_pair() noexcept;
+
+  std::byte* slot(std::uint32_t index) const noexcept { return ring_memory_.get() + std::size_t{index} * slot_size_; }
+  std::byte* send_buffer(std::uint32_t index) const noexcept {
+    return send_memory_.get() + std::size_t{index} * slot_size_;
+  }
+
+  rdma_event_channel* channel() const noexcept { return channel_.get(); }
+  rdma_cm_id* id() const noexcept { return id_.get(); }
+  ibv_comp_channel* comp_channel() const noexcept { return comp_channel_.get(); }
+  ibv_cq* cq() const noexcept { return cq_.get(); }
+  ibv_qp* qp() const noexcept { return qp_.get(); }
+  std::uint32_t ring_lkey() const noexcept { return ring_mr_->lkey; }
+  std::uint32_t send_lkey() const noexcept { return send_mr_->lkey; }
+
+  std::uint32_t ring_depth() const noexcept { return ring_depth_; }
+  std::uint32_t slot_size() const noexcept { return slot_size_; }
+  std::uint32_t send_buffers() const noexcept { return send_buffers_; }
+  std::uint32_t max_inline() const noexcept { return max_inline_; }
+
+  // CQ events taken with ibv_get_cq_event but not yet acknowledged (acked in batches).
+  void add_unacked_cq_events(unsigned n) noexcept;
+
+ private:
+  std::uint32_t ring_depth_;
+  std::uint32_t slot_size_;
+  std::uint32_t send_buffers_;
+  std::uint32_t max_inline_ = 0;
+  unsigned unacked_cq_events_ = 0;
+
+  verbs::event_channel channel_;
+  verbs::cm_id id_;
+  verbs::protection_domain pd_;
+  verbs::aligned_buffer ring_memory_;
+  verbs::memory_region ring_mr_;
+  verbs::aligned_buffer send_memory_;
+  verbs::memory_region send_mr_;
+  verbs::completion_channel comp_channel_;
+  verbs::completion_queue cq_;
+  verbs::queue_pair qp_;
+};
+
+}  // namespace rdmarpc::transport::rdma

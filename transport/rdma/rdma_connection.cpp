@@ -1,0 +1,578 @@
+#include "transport/rdma/rdma_connection.hpp"
+
+#include "transport/verbs/error.hpp"
+
+#include <arpa/inet.h>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/append.hpp>
+#include <boost/asio/post.hpp>
+#include <netinet/in.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+namespace rdmarpc::transport::rdma {
+namespace {
+
+// wr_id layout: receives carry the slot index; sends carry their sequence number with the top bit
+// set. No pointers travel through wr_id.
+constexpr std::uint64_t kSendBit = std::uint64_t{1} << 63;
+constexpr int kPollBatch = 32;
+// Reposts are chained in batches: released slots wait for the end of the current handler run
+// (or this many) and then go out in one ibv_post_recv.
+constexpr std::size_t kRepostBatch = 32;
+// After the QP went to the error state, flushed WRs come back quickly; never wait longer.
+constexpr std::chrono::milliseconds kDrainLimit{1000};
+
+std::string describe_peer(rdma_cm_id* id) {
+  const sockaddr* addr = rdma_get_peer_addr(id);
+  char text[INET6_ADDRSTRLEN] = "?";
+  if (addr != nullptr && addr->sa_family == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(addr)->sin_addr, text, sizeof text);
+  } else if (addr != nullptr && addr->sa_family == AF_INET6) {
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(addr)->sin6_addr, text, sizeof text);
+    return "rdma://[" + std::string(text) + "]:" + std::to_string(ntohs(rdma_get_dst_port(id)));
+  }
+  return "rdma://" + std::string(text) + ":" + std::to_string(ntohs(rdma_get_dst_port(id)));
+}
+
+errc errc_for_status(ibv_wc_status status) noexcept {
+  switch (status) {
+    case IBV_WC_RNR_RETRY_EXC_ERR: return errc::rnr_retry_exceeded;
+    case IBV_WC_LOC_LEN_ERR:  // the peer sent more than a slot
+    case IBV_WC_REM_INV_REQ_ERR: return errc::protocol_error;
+    case IBV_WC_FATAL_ERR:
+    case IBV_WC_LOC_QP_OP_ERR:
+    case IBV_WC_LOC_PROT_ERR: return errc::device_error;
+    default: return errc::connection_lost;  // retry exceeded (peer gone), flush, remote errors
+  }
+}
+
+}  // namespace
+
+// The bytes of one message: the caller's buffers (fast path) or a queued copy.
+class rdma_connection::gather {
+ public:
+  explicit gather(std::span<const boost::asio::const_buffer> parts) noexcept : parts_(parts) {}
+  explicit gather(const std::vector<std::byte>& data) noexcept : one_(data.data(), data.size()), parts_(&one_, 1) {}
+
+  void copy(std::size_t offset, std::byte* out, std::size_t length) const noexcept {
+    for (const auto& part : parts_) {
+      if (length == 0) return;
+      if (offset >= part.size()) {
+        offset -= part.size();
+        continue;
+      }
+      const std::size_t n = std::min(length, part.size() - offset);
+      std::memcpy(out, static_cast<const std::byte*>(part.data()) + offset, n);
+      out += n;
+      length -= n;
+      offset = 0;
+    }
+  }
+
+ private:
+  boost::asio::const_buffer one_;
+  std::span<const boost::asio::const_buffer> parts_;
+};
+
+rdma_connection::rdma_connection(boost::asio::any_io_executor ex, std::unique_ptr<qp_resources> resources,
+                                 const connection_options& options, const wire::handshake& peer)
+    : ex_(std::move(ex)),
+      options_(options),
+      peer_(peer),
+      resources_(std::move(resources)),
+      drain_timer_(ex_),
+      credits_(peer.ring_depth, resources_->ring_depth()),
+      reassembler_(options.max_message_size),
+      remote_address_(describe_peer(resources_->id())),
+      fragment_size_(std::min(peer.slot_size, resources_->slot_size())),
+      max_send_message_(std::min<std::size_t>(options.max_message_size, peer.max_message_size)),
+      recv_posted_(resources_->ring_depth()) {
+  cq_fd_.emplace(ex_, resources_->comp_channel()->fd);
+  cm_fd_.emplace(ex_, resources_->channel()->fd);
+  repost_.reserve(resources_->ring_depth());
+}
+
+rdma_connection::~rdma_connection() { shutdown_resources(); }
+
+void rdma_connection::start(std::shared_ptr<connection_handler> handler) {
+  handler_ = std::move(handler);
+  if (state_ != state::idle) {
+    // Ended before start (close() or a failure): still tell the handler, exactly once.
+    if (handler_) {
+      boost::asio::post(ex_, [self = self(), h = std::move(handler_), reason = reason_] { h->on_close(reason); });
+    }
+    return;
+  }
+  state_ = state::open;
+  ibv_req_notify_cq(resources_->cq(), 0);
+  // Completions may already wait in the CQ (the peer can send as soon as it is established).
+  boost::asio::post(ex_, [self = self()] {
+    if (self->options_.busy_poll) {
+      self->busy_poll_step();
+    } else {
+      self->on_cq_readable();
+    }
+  });
+  wait_cm();
+}
+
+// --- reactor -----------------------------------------------------------------------------------
+
+void rdma_connection::wait_cq() {
+  if (shut_down_) return;
+  cq_fd_->async_wait(boost::asio::posix::descriptor_base::wait_read,
+                     [self = self()](const boost::system::error_code& ec) {
+                       if (!ec) self->on_cq_readable();
+                     });
+}
+
+void rdma_connection::wait_cm() {
+  if (shut_down_) return;
+  cm_fd_->async_wait(boost::asio::posix::descriptor_base::wait_read,
+                     [self = self()](const boost::system::error_code& ec) {
+                       if (!ec) self->on_cm_readable();
+                     });
+}
+
+void rdma_connection::on_cq_readable() {
+  if (shut_down_) return;
+  ibv_cq* cq = nullptr;
+  void* context = nullptr;
+  unsigned events = 0;
+  while (ibv_get_cq_event(resources_->comp_channel(), &cq, &context) == 0) ++events;
+  stats_.cq_wakeups += events;
+  resources_->add_unacked_cq_events(events);
+  // Arm first, then poll until empty: a completion that arrives between the two is either seen by
+  // this poll or raises a new event, never lost.
+  ibv_req_notify_cq(resources_->cq(), 0);
+  poll_cq();
+  wait_cq();
+}
+
+void rdma_connection::busy_poll_step() {
+  if (shut_down_) return;
+  poll_cq();
+  boost::asio::post(ex_, [self = self()] { self->busy_poll_step(); });
+}
+
+void rdma_connection::poll_cq() {
+  in_poll_ = true;
+  std::array<ibv_wc, kPollBatch> wcs;
+  for (;;) {
+    if (shut_down_) break;
+    const int n = ibv_poll_cq(resources_->cq(), kPollBatch, wcs.data());
+    if (n < 0) {
+      fail(make_error_code(errc::device_error));
+      break;
+    }
+    for (int i = 0; i < n; ++i) handle_completion(wcs[static_cast<std::size_t>(i)]);
+    if (n < kPollBatch) break;
+  }
+  in_poll_ = false;
+  after_completions();
+}
+
+void rdma_connection::after_completions() {
+  if (shut_down_) return;
+  flush_reposts();
+  pump();
+  try_finish_close();
+  check_drained();
+}
+
+void rdma_connection::handle_completion(const ibv_wc& wc) {
+  const bool is_send = (wc.wr_id & kSendBit) != 0;
+  if (is_send) {
+    // RC completes in order: this WR done means every earlier one is too (signaled or not).
+    completed_seq_ = std::max(completed_seq_, (wc.wr_id & ~kSendBit) + 1);
+  } else {
+    --recv_posted_;
+  }
+  if (wc.status != IBV_WC_SUCCESS) {
+    if (state_ == state::ended) return;  // flushed during teardown: reclaimed quietly
+    if (wc.status == IBV_WC_RNR_RETRY_EXC_ERR) ++stats_.rnr_errors;
+    const auto detail = verbs::make_wc_error(wc.status);
+    if (wc.status == IBV_WC_WR_FLUSH_ERR) {
+      spdlog::debug("rdma {}: work request flushed", remote_address_);
+    } else {
+      spdlog::warn("rdma {}: {} completion failed: {}", remote_address_, is_send ? "send" : "receive",
+                   detail.message());
+    }
+    fail(make_error_code(errc_for_status(wc.status)));
+    return;
+  }
+  if (!is_send) handle_receive(wc);
+}
+
+void rdma_connection::handle_receive(const ibv_wc& wc) {
+  const auto slot = static_cast<std::uint32_t>(wc.wr_id);
+  if (state_ == state::ended) return;  // the slot is not reposted: the QP is going away
+  if ((wc.wc_flags & IBV_WC_WITH_IMM) == 0 || wc.opcode != IBV_WC_RECV) {
+    spdlog::warn("rdma {}: message without immediate data", remote_address_);
+    fail(make_error_code(errc::protocol_error));
+    return;
+  }
+  const auto imm = wire::decode_imm(ntohl(wc.imm_data));
+  if (!imm) {
+    spdlog::warn("rdma {}: malformed immediate data", remote_address_);
+    fail(make_error_code(errc::protocol_error));
+    return;
+  }
+  if (!credits_.on_peer_announced(imm->credits) && !options_.disable_credits) {
+    spdlog::warn("rdma {}: peer announced {} credits, more than its ring", remote_address_, imm->credits);
+    fail(make_error_code(errc::protocol_error));
+    return;
+  }
+  if (imm->credit_only) {
+    repost(slot);
+    return;
+  }
+  const std::span<const std::byte> bytes(resources_->slot(slot), wc.byte_len);
+  switch (reassembler_.feed(imm->kind, bytes)) {
+    case wire::reassembler::outcome::whole:
+      if (bytes.size() > options_.max_message_size) break;
+      deliver(received_message(bytes, std::shared_ptr<received_message::owner>(shared_from_this(), this), slot));
+      return;
+    case wire::reassembler::outcome::need_more:
+      repost(slot);
+      return;
+    case wire::reassembler::outcome::complete:
+      repost(slot);
+      deliver(received_message(reassembler_.take()));
+      return;
+    case wire::reassembler::outcome::protocol_error:
+      break;
+  }
+  repost(slot);
+  spdlog::warn("rdma {}: malformed fragment sequence or oversized message", remote_address_);
+  fail(make_error_code(errc::protocol_error));
+}
+
+void rdma_connection::deliver(received_message message) {
+  ++stats_.messages_received;
+  stats_.bytes_received += message.size();
+  // Runs from the completion drain loop, never inside a user call into the transport.
+  if (handler_) handler_->on_message(std::move(message));
+}
+
+void rdma_connection::on_cm_readable() {
+  if (shut_down_) return;
+  for (;;) {
+    verbs::cm_event event;
+    const auto ec = verbs::get_cm_event(resources_->channel(), event);
+    if (ec == boost::system::errc::operation_would_block) break;
+    if (ec) {
+      spdlog::warn("rdma {}: rdma_get_cm_event: {}", remote_address_, ec.message());
+      fail(make_error_code(errc::device_error));
+      return;
+    }
+    const rdma_cm_event_type type = event->event;
+    event.reset();  // acknowledged: nothing of the event is needed beyond its type
+    switch (type) {
+      case RDMA_CM_EVENT_DISCONNECTED:
+        fail(make_error_code(errc::closed_by_peer));
+        break;
+      case RDMA_CM_EVENT_DEVICE_REMOVAL:
+        fail(make_error_code(errc::device_error));
+        break;
+      case RDMA_CM_EVENT_TIMEWAIT_EXIT:
+      case RDMA_CM_EVENT_ESTABLISHED:
+        break;
+      default:
+        spdlog::debug("rdma {}: ignoring {}", remote_address_, verbs::make_cm_event_error(type).message());
+        break;
+    }
+  }
+  wait_cm();
+}
+
+// --- send path ---------------------------------------------------------------------------------
+
+boost::system::error_code rdma_connection::send(std::span<const boost::asio::const_buffer> parts) {
+  if (state_ != state::open && state_ != state::idle) return make_error_code(errc::not_connected);
+  std::size_t total = 0;
+  for (const auto& part : parts) total += part.size();
+  if (total > max_send_message_) return make_error_code(errc::message_too_large);
+  if (queue_.size() >= options_.send_queue_limit) return make_error_code(errc::send_queue_full);
+  const std::size_t count = wire::fragment_count(total, fragment_size_);
+  std::size_t next = 0;
+  if (queue_.empty()) next = post_fragments(gather(parts), total, count, 0);
+  if (state_ == state::ended) return make_error_code(errc::not_connected);
+  if (next < count) {
+    outgoing out;
+    out.data.resize(total);
+    gather(parts).copy(0, out.data.data(), total);
+    out.fragments = count;
+    out.next = next;
+    queue_.push_back(std::move(out));
+  }
+  ++stats_.messages_sent;
+  stats_.bytes_sent += total;
+  return {};
+}
+
+bool rdma_connection::acquire_data_credit(std::uint32_t& announce) noexcept {
+  if (credits_.can_send_data()) {
+    announce = credits_.take_for_data();
+    return true;
+  }
+  if (options_.disable_credits) {  // test only: send anyway, to prove RNR shows up
+    announce = 0;
+    return true;
+  }
+  return false;
+}
+
+std::size_t rdma_connection::post_fragments(const gather& source, std::size_t total, std::size_t count,
+                                            std::size_t next) {
+  while (next < count) {
+    if (!sq_has_room()) break;
+    std::uint32_t announce = 0;
+    if (!acquire_data_credit(announce)) {
+      if (!stalled_) {
+        stalled_ = true;
+        ++stats_.credit_stalls;
+      }
+      break;
+    }
+    stalled_ = false;
+    const std::size_t offset = next * fragment_size_;
+    const auto length = static_cast<std::uint32_t>(std::min<std::size_t>(fragment_size_, total - offset));
+    source.copy(offset, resources_->send_buffer(static_cast<std::uint32_t>(posted_seq_ % resources_->send_buffers())),
+                length);
+    const auto imm = wire::encode_imm({static_cast<std::uint16_t>(announce), wire::fragment_kind(next, count), false});
+    if (!post_send(length, imm, false)) break;
+    ++next;
+  }
+  return next;
+}
+
+bool rdma_connection::post_send(std::uint32_t length, std::uint32_t imm, bool credit_only) {
+  const std::uint64_t seq = posted_seq_;
+  const bool fills_sq = seq + 1 - completed_seq_ >= resources_->send_buffers();
+  // Signal every k-th send, and always the one that fills the send queue, so its slots can always
+  // be reclaimed; while closing, signal everything so the flush can be observed.
+  const bool signaled = ++since_signal_ >= options_.signal_every || fills_sq || state_ == state::closing;
+  if (signaled) since_signal_ = 0;
+
+  ibv_sge sge{reinterpret_cast<std::uintptr_t>(resources_->send_buffer(static_cast<std::uint32_t>(seq % resources_->send_buffers()))),
+              length, resources_->send_lkey()};
+  ibv_send_wr wr{};
+  wr.wr_id = kSendBit | seq;
+  wr.opcode = IBV_WR_SEND_WITH_IMM;
+  wr.imm_data = htonl(imm);
+  wr.sg_list = length > 0 ? &sge : nullptr;
+  wr.num_sge = length > 0 ? 1 : 0;
+  unsigned flags = 0;
+  if (signaled) flags |= IBV_SEND_SIGNALED;
+  if (length > 0 && length <= resources_->max_inline()) flags |= IBV_SEND_INLINE;
+  wr.send_flags = flags;
+  ibv_send_wr* bad = nullptr;
+  if (const int rc = ibv_post_send(resources_->qp(), &wr, &bad); rc != 0) {
+    spdlog::warn("rdma {}: ibv_post_send: {}", remote_address_, std::strerror(rc));
+    fail(make_error_code(errc::connection_lost));
+    return false;
+  }
+  ++posted_seq_;
+  if (credit_only) ++stats_.credit_only_messages;
+  return true;
+}
+
+void rdma_connection::pump() {
+  if (state_ != state::open && state_ != state::closing) return;
+  const bool was_full = queue_.size() >= options_.send_queue_limit;
+  while (!queue_.empty()) {
+    outgoing& out = queue_.front();
+    out.next = post_fragments(gather(out.data), out.data.size(), out.fragments, out.next);
+    if (state_ == state::ended) return;
+    if (out.next < out.fragments) break;
+    queue_.pop_front();
+  }
+  maybe_send_credit_update();
+  if (was_full && queue_.size() < options_.send_queue_limit) notify_writable();
+}
+
+void rdma_connection::maybe_send_credit_update() {
+  // Credits ride on data when data can go; otherwise (idle, or stalled for credits ourselves) an
+  // update spends a credit the window reserves for exactly this, so two stalled peers still talk.
+  if (!credits_.wants_credit_update() || !sq_has_room()) return;
+  if (!queue_.empty() && credits_.can_send_data()) return;
+  const std::uint32_t announce = credits_.take_for_credit_update();
+  post_send(0, wire::encode_imm({static_cast<std::uint16_t>(announce), wire::fragment::whole, true}), true);
+}
+
+void rdma_connection::notify_writable() {
+  auto waiters = std::move(waiters_);
+  waiters_.clear();
+  for (auto& w : waiters) complete_waiter(std::move(w.handler), {});
+}
+
+void rdma_connection::async_wait_writable_impl(boost::asio::any_completion_handler<wait_signature> handler) {
+  if (state_ == state::ended || state_ == state::closing) {
+    complete_waiter(std::move(handler), state_ == state::ended ? reason_ : make_error_code(errc::not_connected));
+    return;
+  }
+  if (queue_.size() < options_.send_queue_limit) {
+    complete_waiter(std::move(handler), {});
+    return;
+  }
+  const std::uint64_t id = next_waiter_id_++;
+  auto slot = boost::asio::get_associated_cancellation_slot(handler);
+  if (slot.is_connected()) {
+    slot.assign([weak = std::weak_ptr<rdma_connection>(self()), id](boost::asio::cancellation_type) {
+      auto self = weak.lock();
+      if (!self) return;
+      auto it = std::find_if(self->waiters_.begin(), self->waiters_.end(), [id](const waiter& w) { return w.id == id; });
+      if (it == self->waiters_.end()) return;
+      auto h = std::move(it->handler);
+      self->waiters_.erase(it);
+      self->complete_waiter(std::move(h), boost::asio::error::operation_aborted);
+    });
+  }
+  waiters_.push_back(waiter{id, std::move(handler)});
+}
+
+void rdma_connection::complete_waiter(boost::asio::any_completion_handler<wait_signature> handler,
+                                      boost::system::error_code ec) {
+  auto slot = boost::asio::get_associated_cancellation_slot(handler);
+  if (slot.is_connected()) slot.clear();
+  // Runs on the handler's associated executor (default: ours), never inline.
+  boost::asio::post(ex_, boost::asio::append(std::move(handler), ec));
+}
+
+// --- receive path ------------------------------------------------------------------------------
+
+void rdma_connection::release_message(std::uint64_t token) noexcept {
+  if (shut_down_ || state_ == state::ended) return;  // the QP is gone or going: nothing to repost
+  repost(static_cast<std::uint32_t>(token));
+  if (in_poll_) return;  // flushed at the end of the completion batch
+  if (repost_.size() >= kRepostBatch) {
+    flush_reposts();
+    pump();
+    return;
+  }
+  if (!repost_scheduled_) {
+    repost_scheduled_ = true;
+    boost::asio::post(ex_, [self = self()] {
+      self->repost_scheduled_ = false;
+      if (self->shut_down_) return;
+      self->flush_reposts();
+      self->pump();
+    });
+  }
+}
+
+void rdma_connection::repost(std::uint32_t slot) { repost_.push_back(slot); }
+
+void rdma_connection::flush_reposts() {
+  if (repost_.empty() || state_ == state::ended || shut_down_) {
+    repost_.clear();
+    return;
+  }
+  if (const auto ec = resources_->post_receives(repost_); ec) {
+    spdlog::warn("rdma {}: ibv_post_recv: {}", remote_address_, ec.message());
+    repost_.clear();
+    fail(make_error_code(errc::connection_lost));
+    return;
+  }
+  const auto n = static_cast<std::uint32_t>(repost_.size());
+  recv_posted_ += n;
+  stats_.reposts += n;
+  credits_.on_local_reposted(n);
+  repost_.clear();
+}
+
+// --- ending ------------------------------------------------------------------------------------
+
+void rdma_connection::close() {
+  if (state_ == state::idle) {
+    fail(make_error_code(errc::closed_locally));
+    return;
+  }
+  if (state_ != state::open) return;
+  state_ = state::closing;
+  // Bound the flush: a peer that never returns credits must not keep us open forever.
+  drain_timer_.expires_after(options_.connect_timeout);
+  drain_timer_.async_wait([self = self()](const boost::system::error_code& ec) {
+    if (!ec && self->state_ == state::closing) self->fail(make_error_code(errc::closed_locally));
+  });
+  notify_writable();
+  boost::asio::post(ex_, [self = self()] {
+    self->pump();
+    self->try_finish_close();
+  });
+}
+
+void rdma_connection::try_finish_close() {
+  if (state_ != state::closing || !queue_.empty()) return;
+  if (posted_seq_ == completed_seq_) {
+    fail(make_error_code(errc::closed_locally));
+    return;
+  }
+  // The newest WR may be unsignaled: then nothing would ever report the flush complete. A
+  // signaled credit-only update behind it does (it completes after every WR before it).
+  if (since_signal_ != 0 && credits_.credits() >= 1 && sq_has_room()) {
+    const std::uint32_t announce = credits_.take_for_credit_update();
+    post_send(0, wire::encode_imm({static_cast<std::uint16_t>(announce), wire::fragment::whole, true}), true);
+  }
+}
+
+void rdma_connection::fail(boost::system::error_code reason) {
+  if (state_ == state::ended) return;
+  const bool started = state_ != state::idle;
+  state_ = state::ended;
+  reason_ = reason;
+  spdlog::debug("rdma {}: connection ended: {}", remote_address_, reason.message());
+  // Moves the QP to the error state: every posted WR comes back flushed and is reclaimed below.
+  rdma_disconnect(resources_->id());
+  queue_.clear();
+  auto waiters = std::move(waiters_);
+  waiters_.clear();
+  for (auto& w : waiters) complete_waiter(std::move(w.handler), reason);
+  if (handler_) {
+    boost::asio::post(ex_, [self = self(), h = std::move(handler_), reason] { h->on_close(reason); });
+    handler_.reset();
+  }
+  if (!started) {
+    shutdown_resources();
+    return;
+  }
+  drain_timer_.cancel();
+  drain_timer_.expires_after(kDrainLimit);
+  drain_timer_.async_wait([self = self()](const boost::system::error_code& ec) {
+    if (ec || self->shut_down_) return;
+    spdlog::debug("rdma {}: {} receives and {} sends not flushed; destroying the QP anyway",
+                  self->remote_address_, self->recv_posted_, self->posted_seq_ - self->completed_seq_);
+    self->shutdown_resources();
+  });
+  // Draining continues in the completion handler; check_drained() finishes once all came back.
+  if (!in_poll_) boost::asio::post(ex_, [self = self()] { self->check_drained(); });
+}
+
+void rdma_connection::check_drained() {
+  if (state_ != state::ended || shut_down_) return;
+  if (recv_posted_ == 0 && posted_seq_ == completed_seq_) shutdown_resources();
+}
+
+void rdma_connection::shutdown_resources() noexcept {
+  if (shut_down_) return;
+  shut_down_ = true;
+  boost::system::error_code ignored;
+  drain_timer_.cancel();
+  // The fds belong to the verbs objects: release them from Asio (cancelling waits), never close.
+  if (cq_fd_) {
+    cq_fd_->cancel(ignored);
+    (void)cq_fd_->release();
+  }
+  if (cm_fd_) {
+    cm_fd_->cancel(ignored);
+    (void)cm_fd_->release();
+  }
+  if (resources_) resources_->destroy_queue_pair();
+}
+
+}  // namespace rdmarpc::transport::rdma

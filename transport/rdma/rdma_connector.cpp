@@ -1,0 +1,197 @@
+#include "transport/rdma/rdma_connector.hpp"
+
+#include "transport/rdma/rdma_connection.hpp"
+#include "transport/rdma/wire.hpp"
+#include "transport/verbs/error.hpp"
+
+#include <boost/asio/append.hpp>
+#include <boost/asio/post.hpp>
+#include <netdb.h>
+#include <spdlog/spdlog.h>
+
+#include <cstring>
+#include <string>
+
+namespace rdmarpc::transport::rdma {
+namespace {
+
+// IB CM reject reason "invalid service ID": nobody listens on that port.
+constexpr int kRejectInvalidServiceId = 8;
+
+int timeout_ms(const connection_options& options) {
+  return static_cast<int>(std::max<std::int64_t>(1, options.connect_timeout.count()));
+}
+
+}  // namespace
+
+void rdma_connector::start(boost::asio::any_io_executor ex, const endpoint& ep, const connection_options& options,
+                           boost::asio::any_completion_handler<connect_signature> handler) {
+  auto self = std::make_shared<rdma_connector>(ex, options, std::move(handler));
+  boost::asio::post(ex, [self, ep] { self->begin(ep); });
+}
+
+rdma_connector::rdma_connector(boost::asio::any_io_executor ex, const connection_options& options,
+                               boost::asio::any_completion_handler<connect_signature> handler)
+    : ex_(std::move(ex)), options_(options), handler_(std::move(handler)), timer_(ex_) {}
+
+void rdma_connector::begin(const endpoint& ep) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string port = std::to_string(ep.port);
+  if (const int rc = ::getaddrinfo(ep.host.c_str(), port.c_str(), &hints, &found); rc != 0 || found == nullptr) {
+    spdlog::debug("rdma connect {}: getaddrinfo: {}", ep.to_uri(), gai_strerror(rc));
+    finish(make_error_code(errc::unreachable));
+    return;
+  }
+  try {
+    channel_ = verbs::make_event_channel();
+    id_ = verbs::make_cm_id(channel_.get());
+    events_ = channel_.get();
+    fd_.emplace(ex_, events_->fd);
+    const int rc = rdma_resolve_addr(id_.get(), nullptr, found->ai_addr, timeout_ms(options_));
+    const int err = errno;
+    ::freeaddrinfo(found);
+    found = nullptr;
+    if (rc != 0) {
+      spdlog::debug("rdma connect {}: rdma_resolve_addr: {}", ep.to_uri(), std::strerror(err));
+      finish(make_error_code(errc::unreachable));
+      return;
+    }
+  } catch (const std::exception& e) {
+    if (found != nullptr) ::freeaddrinfo(found);
+    spdlog::warn("rdma connect {}: {}", ep.to_uri(), e.what());
+    finish(make_error_code(errc::unreachable));
+    return;
+  }
+  timer_.expires_after(options_.connect_timeout);
+  timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    if (!ec) self->finish(make_error_code(errc::connect_timeout));
+  });
+  wait_event();
+}
+
+void rdma_connector::wait_event() {
+  if (done_) return;
+  fd_->async_wait(boost::asio::posix::descriptor_base::wait_read,
+                  [self = shared_from_this()](const boost::system::error_code& ec) {
+                    if (!ec) self->on_events();
+                  });
+}
+
+void rdma_connector::on_events() {
+  while (!done_) {
+    verbs::cm_event event;
+    const auto ec = verbs::get_cm_event(events_, event);
+    if (ec == boost::system::errc::operation_would_block) break;
+    if (ec) {
+      spdlog::warn("rdma connect: rdma_get_cm_event: {}", ec.message());
+      finish(make_error_code(errc::unreachable));
+      return;
+    }
+    on_event(*event);
+  }
+  wait_event();
+}
+
+void rdma_connector::on_event(rdma_cm_event& event) {
+  switch (event.event) {
+    case RDMA_CM_EVENT_ADDR_RESOLVED:
+      if (rdma_resolve_route(id_.get(), timeout_ms(options_)) != 0) finish(make_error_code(errc::unreachable));
+      return;
+    case RDMA_CM_EVENT_ROUTE_RESOLVED: {
+      try {
+        resources_ = std::make_unique<qp_resources>(std::move(channel_), std::move(id_), options_);
+      } catch (const std::exception& e) {
+        spdlog::warn("rdma connect: creating the queue pair failed: {}", e.what());
+        finish(make_error_code(errc::device_error));
+        return;
+      }
+      // The whole ring is posted before the peer can send anything.
+      if (const auto ec = resources_->post_whole_ring(); ec) {
+        spdlog::warn("rdma connect: posting the receive ring failed: {}", ec.message());
+        finish(make_error_code(errc::device_error));
+        return;
+      }
+      const auto hello = wire::encode_handshake({wire::kProtocolVersion, options_.recv_ring_depth,
+                                                 options_.slot_size,
+                                                 static_cast<std::uint32_t>(std::min<std::size_t>(
+                                                     options_.max_message_size, UINT32_MAX))});
+      rdma_conn_param param{};
+      param.private_data = hello.data();
+      param.private_data_len = static_cast<std::uint8_t>(hello.size());
+      param.retry_count = 7;
+      param.rnr_retry_count = 0;  // a credit bug must show up at once as RNR_RETRY_EXC_ERR
+      if (rdma_connect(resources_->id(), &param) != 0) {
+        spdlog::warn("rdma connect: rdma_connect: {}", std::strerror(errno));
+        finish(make_error_code(errc::unreachable));
+      }
+      return;
+    }
+    case RDMA_CM_EVENT_ESTABLISHED: {
+      const auto* data = static_cast<const std::byte*>(event.param.conn.private_data);
+      const auto peer = wire::decode_handshake(
+          std::span<const std::byte>(data, data != nullptr ? event.param.conn.private_data_len : 0));
+      if (!peer) {
+        spdlog::warn("rdma connect: server sent a malformed handshake: {}", peer.error().message());
+        finish(make_error_code(errc::handshake_rejected));
+        return;
+      }
+      std::shared_ptr<connection> conn;
+      try {
+        release_descriptor();  // the connection watches the same fd from now on
+        conn = std::make_shared<rdma_connection>(ex_, std::move(resources_), options_, *peer);
+      } catch (const std::exception& e) {
+        spdlog::warn("rdma connect: {}", e.what());
+        finish(make_error_code(errc::device_error));
+        return;
+      }
+      finish({}, std::move(conn));
+      return;
+    }
+    case RDMA_CM_EVENT_REJECTED:
+      spdlog::debug("rdma connect: rejected (status {})", event.status);
+      finish(make_error_code(event.status == kRejectInvalidServiceId ? errc::unreachable : errc::handshake_rejected));
+      return;
+    case RDMA_CM_EVENT_ADDR_ERROR:
+    case RDMA_CM_EVENT_ROUTE_ERROR:
+    case RDMA_CM_EVENT_UNREACHABLE:
+    case RDMA_CM_EVENT_CONNECT_ERROR:
+      spdlog::debug("rdma connect: {} (status {})", rdma_event_str(event.event), event.status);
+      finish(make_error_code(errc::unreachable));
+      return;
+    case RDMA_CM_EVENT_DEVICE_REMOVAL:
+      finish(make_error_code(errc::device_error));
+      return;
+    default:
+      spdlog::debug("rdma connect: ignoring {}", rdma_event_str(event.event));
+      return;
+  }
+}
+
+void rdma_connector::release_descriptor() noexcept {
+  if (!fd_) return;
+  boost::system::error_code ignored;
+  fd_->cancel(ignored);
+  (void)fd_->release();
+  fd_.reset();
+}
+
+void rdma_connector::finish(boost::system::error_code ec, std::shared_ptr<connection> conn) {
+  if (done_) return;
+  done_ = true;
+  timer_.cancel();
+  release_descriptor();
+  // The event being handled may still be held (unacknowledged) by on_events(), and
+  // rdma_destroy_id waits for it: tear down in a later handler.
+  boost::asio::post(ex_, [self = shared_from_this()] {
+    self->resources_.reset();
+    self->id_.reset();
+    self->channel_.reset();
+  });
+  boost::asio::post(ex_, boost::asio::append(std::move(handler_), ec, std::move(conn)));
+}
+
+}  // namespace rdmarpc::transport::rdma

@@ -1,0 +1,48 @@
+#pragma once
+// rdma_connector: client-side rdma_cm setup of one connection: resolve address and route, create
+// PD/CQ/QP, post the whole receive ring, rdma_connect with our handshake, validate the server's.
+// Layer: transport (rdma). Threading: runs on the executor the connection will belong to.
+
+#include "transport/connect.hpp"
+#include "transport/rdma/qp_resources.hpp"
+
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <memory>
+#include <optional>
+
+namespace rdmarpc::transport::rdma {
+
+class rdma_connector : public std::enable_shared_from_this<rdma_connector> {
+ public:
+  // Starts connecting; `handler` gets void(error_code, shared_ptr<connection>) on its associated
+  // executor (default `ex`), never inline. Errors: unreachable, connect_timeout, handshake_rejected.
+  static void start(boost::asio::any_io_executor ex, const endpoint& ep, const connection_options& options,
+                    boost::asio::any_completion_handler<connect_signature> handler);
+
+  rdma_connector(boost::asio::any_io_executor ex, const connection_options& options,
+                 boost::asio::any_completion_handler<connect_signature> handler);
+
+ private:
+  void begin(const endpoint& ep);
+  void wait_event();
+  void on_events();
+  void on_event(rdma_cm_event& event);
+  void finish(boost::system::error_code ec, std::shared_ptr<connection> conn = nullptr);
+  void release_descriptor() noexcept;
+
+  boost::asio::any_io_executor ex_;
+  connection_options options_;
+  boost::asio::any_completion_handler<connect_signature> handler_;
+  boost::asio::steady_timer timer_;
+  // Before route resolution the connector owns channel and id; afterwards resources_ does.
+  verbs::event_channel channel_;
+  verbs::cm_id id_;
+  std::unique_ptr<qp_resources> resources_;
+  rdma_event_channel* events_ = nullptr;
+  std::optional<boost::asio::posix::stream_descriptor> fd_;  // wraps events_->fd; released, never closed
+  bool done_ = false;
+};
+
+}  // namespace rdmarpc::transport::rdma

@@ -1,0 +1,258 @@
+#include "transport/rdma/rdma_listener.hpp"
+
+#include "transport/rdma/qp_resources.hpp"
+#include "transport/rdma/rdma_connection.hpp"
+#include "transport/rdma/wire.hpp"
+
+#include <arpa/inet.h>
+#include <boost/asio/append.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/system/system_error.hpp>
+#include <netdb.h>
+#include <spdlog/spdlog.h>
+
+#include <cstring>
+#include <deque>
+#include <map>
+#include <optional>
+#include <vector>
+
+namespace rdmarpc::transport::rdma {
+namespace {
+
+constexpr int kBacklog = 1024;
+
+[[noreturn]] void throw_errno(const char* what) {
+  throw boost::system::system_error(boost::system::error_code(errno, boost::system::system_category()), what);
+}
+
+}  // namespace
+
+class rdma_listener::core : public std::enable_shared_from_this<core> {
+ public:
+  core(boost::asio::any_io_executor ex, const endpoint& ep, const connection_options& options)
+      : ex_(std::move(ex)), options_(options), local_(ep) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV | AI_PASSIVE;
+    addrinfo* found = nullptr;
+    const std::string port = std::to_string(ep.port);
+    const char* host = ep.host.empty() ? nullptr : ep.host.c_str();
+    if (const int rc = ::getaddrinfo(host, port.c_str(), &hints, &found); rc != 0 || found == nullptr) {
+      throw boost::system::system_error(make_error_code(errc::unreachable), std::string("getaddrinfo: ") + gai_strerror(rc));
+    }
+    channel_ = verbs::make_event_channel();
+    id_ = verbs::make_cm_id(channel_.get());
+    const int rc = rdma_bind_addr(id_.get(), found->ai_addr);
+    const int err = errno;
+    ::freeaddrinfo(found);
+    if (rc != 0) {
+      errno = err;
+      throw_errno("rdma_bind_addr");
+    }
+    if (rdma_listen(id_.get(), kBacklog) != 0) throw_errno("rdma_listen");
+    local_.scheme = scheme::rdma;
+    local_.port = ntohs(rdma_get_src_port(id_.get()));
+    fd_.emplace(ex_, channel_->fd);
+  }
+
+  ~core() { shutdown(); }
+
+  void start() { wait_event(); }
+
+  boost::asio::any_io_executor executor() const { return ex_; }
+  endpoint local_endpoint() const { return local_; }
+
+  void accept(boost::asio::any_io_executor cex, boost::asio::any_completion_handler<connect_signature> handler) {
+    if (closed_) {
+      boost::asio::post(ex_, boost::asio::append(std::move(handler), boost::asio::error::operation_aborted,
+                                                 std::shared_ptr<connection>()));
+      return;
+    }
+    waiters_.push_back({std::move(cex), std::move(handler)});
+    serve();
+  }
+
+  void close() {
+    if (closed_) return;
+    closed_ = true;
+    for (auto& w : waiters_) {
+      boost::asio::post(ex_, boost::asio::append(std::move(w.handler), boost::asio::error::operation_aborted,
+                                                 std::shared_ptr<connection>()));
+    }
+    waiters_.clear();
+    // Destroyed in a later handler: an event being handled may still be unacknowledged.
+    boost::asio::post(ex_, [self = shared_from_this()] { self->shutdown(); });
+    if (fd_) {
+      boost::system::error_code ignored;
+      fd_->cancel(ignored);
+    }
+  }
+
+ private:
+  struct pending {
+    std::unique_ptr<qp_resources> resources;
+    wire::handshake peer;
+  };
+  struct waiter {
+    boost::asio::any_io_executor executor;
+    boost::asio::any_completion_handler<connect_signature> handler;
+  };
+
+  void shutdown() noexcept {
+    if (fd_) {
+      boost::system::error_code ignored;
+      fd_->cancel(ignored);
+      (void)fd_->release();
+      fd_.reset();
+    }
+    ready_.clear();
+    pending_.clear();
+    id_.reset();
+    channel_.reset();
+  }
+
+  void wait_event() {
+    if (closed_ || !fd_) return;
+    fd_->async_wait(boost::asio::posix::descriptor_base::wait_read,
+                    [self = shared_from_this()](const boost::system::error_code& ec) {
+                      if (!ec) self->on_events();
+                    });
+  }
+
+  void on_events() {
+    while (!closed_) {
+      verbs::cm_event event;
+      const auto ec = verbs::get_cm_event(channel_.get(), event);
+      if (ec == boost::system::errc::operation_would_block) break;
+      if (ec) {
+        spdlog::error("rdma listener {}: rdma_get_cm_event: {}", local_.to_uri(), ec.message());
+        return;
+      }
+      on_event(std::move(event));
+    }
+    serve();
+    wait_event();
+  }
+
+  void on_event(verbs::cm_event event) {
+    rdma_cm_id* id = event->id;
+    const rdma_cm_event_type type = event->event;
+    if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {
+      const auto* data = static_cast<const std::byte*>(event->param.conn.private_data);
+      std::vector<std::byte> private_data(data, data + (data != nullptr ? event->param.conn.private_data_len : 0));
+      // Acknowledge first: destroying the new id (on any failure below) waits for it.
+      event.reset();
+      on_connect_request(id, private_data);
+      return;
+    }
+    event.reset();
+    auto it = pending_.find(id);
+    switch (type) {
+      case RDMA_CM_EVENT_ESTABLISHED:
+        if (it == pending_.end()) return;
+        try {
+          it->second.resources->migrate_to_own_channel();
+          ready_.push_back(std::move(it->second));
+        } catch (const std::exception& e) {
+          spdlog::warn("rdma listener {}: {}", local_.to_uri(), e.what());
+        }
+        pending_.erase(it);
+        return;
+      case RDMA_CM_EVENT_REJECTED:
+      case RDMA_CM_EVENT_CONNECT_ERROR:
+      case RDMA_CM_EVENT_UNREACHABLE:
+      case RDMA_CM_EVENT_DISCONNECTED:
+        // The client gave up between our accept and ESTABLISHED.
+        if (it != pending_.end()) pending_.erase(it);
+        return;
+      case RDMA_CM_EVENT_DEVICE_REMOVAL:
+        spdlog::error("rdma listener {}: device removed", local_.to_uri());
+        close();
+        return;
+      default:
+        spdlog::debug("rdma listener {}: ignoring {}", local_.to_uri(), rdma_event_str(type));
+        return;
+    }
+  }
+
+  void on_connect_request(rdma_cm_id* raw_id, const std::vector<std::byte>& private_data) {
+    verbs::cm_id id(raw_id);
+    const auto peer = wire::decode_handshake(private_data);
+    if (!peer) {
+      spdlog::warn("rdma listener {}: rejecting a connection: malformed handshake ({} bytes): {}", local_.to_uri(),
+                   private_data.size(), peer.error().message());
+      rdma_reject(id.get(), nullptr, 0);
+      return;  // `id` is destroyed here
+    }
+    try {
+      auto resources = std::make_unique<qp_resources>(verbs::make_event_channel(), std::move(id), options_);
+      if (const auto ec = resources->post_whole_ring(); ec) {
+        throw boost::system::system_error(ec, "posting the receive ring");
+      }
+      const auto hello = wire::encode_handshake(
+          {wire::kProtocolVersion, options_.recv_ring_depth, options_.slot_size,
+           static_cast<std::uint32_t>(std::min<std::size_t>(options_.max_message_size, UINT32_MAX))});
+      rdma_conn_param param{};
+      param.private_data = hello.data();
+      param.private_data_len = static_cast<std::uint8_t>(hello.size());
+      param.retry_count = 7;
+      param.rnr_retry_count = 0;  // a credit bug must show up at once as RNR_RETRY_EXC_ERR
+      if (rdma_accept(resources->id(), &param) != 0) throw_errno("rdma_accept");
+      rdma_cm_id* key = resources->id();
+      pending_[key] = pending{std::move(resources), *peer};
+    } catch (const std::exception& e) {
+      spdlog::warn("rdma listener {}: cannot accept a connection: {}", local_.to_uri(), e.what());
+      if (id) rdma_reject(id.get(), nullptr, 0);
+    }
+  }
+
+  void serve() {
+    while (!ready_.empty() && !waiters_.empty()) {
+      pending p = std::move(ready_.front());
+      ready_.pop_front();
+      waiter w = std::move(waiters_.front());
+      waiters_.pop_front();
+      std::shared_ptr<connection> conn;
+      boost::system::error_code ec;
+      try {
+        conn = std::make_shared<rdma_connection>(w.executor, std::move(p.resources), options_, p.peer);
+      } catch (const std::exception& e) {
+        spdlog::warn("rdma listener {}: {}", local_.to_uri(), e.what());
+        ec = make_error_code(errc::device_error);
+      }
+      boost::asio::post(ex_, boost::asio::append(std::move(w.handler), ec, std::move(conn)));
+    }
+  }
+
+  boost::asio::any_io_executor ex_;
+  connection_options options_;
+  endpoint local_;
+  verbs::event_channel channel_;
+  verbs::cm_id id_;
+  std::optional<boost::asio::posix::stream_descriptor> fd_;  // wraps channel_->fd; released, never closed
+  std::map<rdma_cm_id*, pending> pending_;                   // accepted, waiting for ESTABLISHED
+  std::deque<pending> ready_;                                // established, waiting for async_accept
+  std::deque<waiter> waiters_;
+  bool closed_ = false;
+};
+
+rdma_listener::rdma_listener(boost::asio::any_io_executor ex, const endpoint& ep, const connection_options& options)
+    : core_(std::make_shared<core>(std::move(ex), ep, options)) {
+  core_->start();
+}
+
+rdma_listener::~rdma_listener() { core_->close(); }
+
+rdma_listener::executor_type rdma_listener::get_executor() const noexcept { return core_->executor(); }
+void rdma_listener::close() { core_->close(); }
+endpoint rdma_listener::local_endpoint() const { return core_->local_endpoint(); }
+
+void rdma_listener::async_accept_impl(boost::asio::any_io_executor connection_executor,
+                                      boost::asio::any_completion_handler<connect_signature> handler) {
+  core_->accept(std::move(connection_executor), std::move(handler));
+}
+
+}  // namespace rdmarpc::transport::rdma
