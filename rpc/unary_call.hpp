@@ -6,7 +6,11 @@
 
 #include "rpc/channel.hpp"
 
+#include <boost/asio/associator.hpp>
 #include <boost/asio/async_result.hpp>
+
+#include <memory>
+#include <utility>
 
 namespace rdmarpc {
 
@@ -15,4 +19,68 @@ template <typename Reply, typename CompletionToken>
 auto async_unary_call(channel& ch, const method_descriptor& method, client_context* context,
                       const google::protobuf::MessageLite& request, CompletionToken&& token);
 
+namespace detail {
+
+// Adapts the channel's void(error_code) completion to void(error_code, Reply): owns the reply the
+// channel parses into, and hands it to the user's handler. Its associated executor, cancellation
+// slot and allocator are the user handler's (see the associator specialisation below).
+template <typename Reply, typename Handler>
+class unary_reply_handler {
+ public:
+  unary_reply_handler(Handler handler, std::unique_ptr<Reply> reply)
+      : handler_(std::move(handler)), reply_(std::move(reply)) {}
+
+  void operator()(const boost::system::error_code& ec) {
+    Reply reply = ec ? Reply{} : std::move(*reply_);
+    reply_.reset();
+    std::move(handler_)(ec, std::move(reply));
+  }
+
+  Handler handler_;
+
+ private:
+  std::unique_ptr<Reply> reply_;
+};
+
+struct unary_call_initiation {
+  template <typename Handler, typename Reply>
+  void operator()(Handler&& handler, channel* ch, method_descriptor method, client_context* context,
+                  const google::protobuf::MessageLite* request, Reply*) const {
+    auto reply = std::make_unique<Reply>();
+    Reply& target = *reply;
+    ch->start_unary_call(method, context, *request, target,
+                         unary_reply_handler<Reply, std::decay_t<Handler>>(std::forward<Handler>(handler),
+                                                                           std::move(reply)));
+  }
+};
+
+}  // namespace detail
+
+// Calls `method` on the server behind `ch` with `request` (serialized before this returns unless
+// the token defers initiation, e.g. `deferred`: then `request` must live until the operation is
+// launched). Completion: void(error_code, Reply), error_code in status_category(); on error Reply
+// is default-constructed and `context` (may be null; must outlive the call) holds the status
+// message. The handler runs on its associated executor (default: the channel's); its associated
+// cancellation slot cancels the call (CANCELLED; the server is told to stop).
+template <typename Reply, typename CompletionToken>
+auto async_unary_call(channel& ch, const method_descriptor& method, client_context* context,
+                      const google::protobuf::MessageLite& request, CompletionToken&& token) {
+  return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code, Reply)>(
+      detail::unary_call_initiation{}, token, &ch, method, context, &request, static_cast<Reply*>(nullptr));
+}
+
 }  // namespace rdmarpc
+
+// The adapter exposes the wrapped handler's associations (executor, cancellation slot, allocator).
+template <template <typename, typename> class Associator, typename Reply, typename Handler, typename DefaultCandidate>
+struct boost::asio::associator<Associator, rdmarpc::detail::unary_reply_handler<Reply, Handler>, DefaultCandidate>
+    : Associator<Handler, DefaultCandidate> {
+  static typename Associator<Handler, DefaultCandidate>::type get(
+      const rdmarpc::detail::unary_reply_handler<Reply, Handler>& h) noexcept {
+    return Associator<Handler, DefaultCandidate>::get(h.handler_);
+  }
+  static auto get(const rdmarpc::detail::unary_reply_handler<Reply, Handler>& h, const DefaultCandidate& c) noexcept
+      -> decltype(Associator<Handler, DefaultCandidate>::get(h.handler_, c)) {
+    return Associator<Handler, DefaultCandidate>::get(h.handler_, c);
+  }
+};

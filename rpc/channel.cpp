@@ -1,0 +1,476 @@
+#include "rpc/channel.hpp"
+
+#include "rpc/extras.hpp"
+#include "rpc/frame.hpp"
+#include "transport/connect.hpp"
+
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/execution/outstanding_work.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/prefer.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <google/protobuf/message_lite.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <deque>
+#include <limits>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+namespace rdmarpc {
+namespace {
+
+using clock = std::chrono::steady_clock;
+using call_handler = boost::asio::any_completion_handler<channel::call_signature>;
+
+// One call from start_unary_call until its handler is posted. Owned by channel_impl::calls_.
+struct pending_call {
+  std::uint32_t id = 0;
+  method_descriptor method{};
+  client_context* context = nullptr;
+  google::protobuf::MessageLite* response = nullptr;
+  std::string body;  // extras followed by the serialized request; freed once sent
+  std::uint32_t extras_length = 0;
+  clock::time_point deadline = clock::time_point::max();
+  call_handler handler;
+  // Keeps the channel's executor from running out of work (io_context::run returning) while
+  // the call waits for a reply that only the peer can trigger.
+  boost::asio::any_io_executor work;
+  std::optional<boost::asio::steady_timer> timer;
+  bool sent = false;
+  // Set when the call failed before reaching the channel's executor (serialization).
+  status_code early_status = status_code::ok;
+  std::string early_message;
+};
+
+class channel_impl;
+
+// A finished call on its way to the user's handler; associated with the handler's executor.
+struct posted_completion {
+  using executor_type = boost::asio::any_completion_executor;
+  call_handler handler;
+  boost::system::error_code ec;
+  executor_type executor;
+
+  executor_type get_executor() const noexcept { return executor; }
+  void operator()() {
+    // Clear the slot on the handler's own executor, where the caller emits cancellations.
+    auto slot = boost::asio::get_associated_cancellation_slot(handler);
+    if (slot.is_connected()) slot.clear();
+    std::move(handler)(ec);
+  }
+};
+
+// What the connection holds as its handler. A separate object so a connection generation can be
+// attached: events from a connection that was replaced are ignored.
+class connection_events final : public transport::connection_handler {
+ public:
+  connection_events(std::shared_ptr<channel_impl> ch, std::uint64_t generation)
+      : channel_(std::move(ch)), generation_(generation) {}
+  void on_message(transport::received_message message) override;
+  void on_close(const boost::system::error_code& reason) override;
+
+ private:
+  std::shared_ptr<channel_impl> channel_;  // dropped after on_close (the connection drops us)
+  std::uint64_t generation_;
+};
+
+class channel_impl final : public std::enable_shared_from_this<channel_impl> {
+ public:
+  channel_impl(boost::asio::any_io_executor ex, std::optional<transport::endpoint> ep, channel_options options)
+      : ex_(std::move(ex)), endpoint_(std::move(ep)), options_(std::move(options)) {
+    if (options_.max_in_flight == 0) options_.max_in_flight = 1;
+  }
+
+  boost::asio::any_io_executor get_executor() const noexcept { return ex_; }
+
+  // Adopts an established connection (create(connection)). Runs before the channel is shared.
+  void adopt(std::shared_ptr<transport::connection> conn) {
+    boost::asio::post(ex_, [self = shared_from_this(), conn = std::move(conn)]() mutable {
+      self->attach(std::move(conn));
+    });
+  }
+
+  void start_unary_call(const method_descriptor& method, client_context* context,
+                        const google::protobuf::MessageLite& request, google::protobuf::MessageLite& response,
+                        call_handler handler) {
+    auto c = std::make_unique<pending_call>();
+    c->method = method;
+    c->context = context;
+    c->response = &response;
+    c->deadline = context != nullptr ? context->deadline() : clock::time_point::max();
+    if (c->deadline == clock::time_point::max() && options_.default_timeout != clock::duration::max()) {
+      const auto now = clock::now();
+      c->deadline = options_.default_timeout >= clock::time_point::max() - now ? clock::time_point::max()
+                                                                               : now + options_.default_timeout;
+    }
+    // Serialize now, on the caller's thread: the caller may reuse `request` as soon as we return.
+    if (context != nullptr) c->body = extras::encode_request(context->request_metadata());
+    c->extras_length = static_cast<std::uint32_t>(c->body.size());
+    if (c->body.size() > std::numeric_limits<std::uint32_t>::max()) {
+      c->early_status = status_code::resource_exhausted;
+      c->early_message = "request metadata too large";
+    } else if (!request.AppendToString(&c->body)) {
+      c->early_status = status_code::invalid_argument;
+      c->early_message = "cannot serialize request (missing required fields?)";
+    } else if (c->body.size() - c->extras_length > std::numeric_limits<std::uint32_t>::max()) {
+      c->early_status = status_code::resource_exhausted;
+      c->early_message = "request too large";
+    }
+    c->id = allocate_id();
+    // The slot is emitted from the caller's side (any thread); hop to our executor by call id so a
+    // late cancellation of a finished call finds nothing and does nothing.
+    auto slot = boost::asio::get_associated_cancellation_slot(handler);
+    if (slot.is_connected()) slot.template emplace<cancel_fn>(weak_from_this(), c->id);
+    c->handler = std::move(handler);
+    c->work = boost::asio::prefer(ex_, boost::asio::execution::outstanding_work.tracked);
+    calls_started_.fetch_add(1, std::memory_order_relaxed);
+    boost::asio::post(ex_, [self = shared_from_this(), c = std::move(c)]() mutable { self->submit(std::move(c)); });
+  }
+
+  void close() {
+    boost::asio::post(ex_, [self = shared_from_this()] { self->close_now("channel closed"); });
+  }
+
+  // The user dropped its last reference: finish the calls already made, then close.
+  void release() {
+    boost::asio::post(ex_, [self = shared_from_this()] {
+      self->released_ = true;
+      self->maybe_close_released();
+    });
+  }
+
+  channel_stats stats() const {
+    channel_stats s;
+    s.calls_started = calls_started_.load(std::memory_order_relaxed);
+    s.calls_ok = calls_ok_.load(std::memory_order_relaxed);
+    s.calls_failed = calls_failed_.load(std::memory_order_relaxed);
+    s.connects = connects_.load(std::memory_order_relaxed);
+    return s;
+  }
+
+  // Connection events (on ex_) ----------------------------------------------------------------
+  void on_message(std::uint64_t generation, transport::received_message message) {
+    if (generation != generation_ || !conn_) return;
+    frame::decode_error err{};
+    const auto v = frame::decode(message.bytes(), err);
+    if (err != frame::decode_error::none) {
+      protocol_violation(frame::to_string(err));
+      return;
+    }
+    if (v.header.kind != frame::kind::response) {
+      protocol_violation("unexpected frame kind from server");
+      return;
+    }
+    std::string status_message;
+    if (!extras::decode_response(v.extras, status_message)) {
+      protocol_violation("response extras do not parse");
+      return;
+    }
+    auto it = calls_.find(v.header.call_id);
+    if (it == calls_.end() || !it->second->sent) return;  // finished already (deadline, cancel)
+    pending_call& c = *it->second;
+    status_code code = v.header.status;
+    if (code == status_code::ok) {
+      if (v.payload.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
+          !c.response->ParseFromArray(v.payload.data(), static_cast<int>(v.payload.size()))) {
+        code = status_code::internal;
+        status_message = "cannot parse the response of " + std::string(c.method.full_name);
+      }
+    }
+    message.release();
+    finish(v.header.call_id, code, std::move(status_message));
+    pump();
+  }
+
+  void on_close(std::uint64_t generation, const boost::system::error_code& reason) {
+    if (generation != generation_) return;
+    conn_.reset();
+    waiting_writable_ = false;
+    if (!closed_) spdlog::debug("rdmarpc channel: connection ended: {}", reason.message());
+    fail_all(status_code::unavailable, closed_ ? std::string("channel closed") : "connection lost: " + reason.message());
+    if (!endpoint_) closed_ = true;  // a channel over a given connection cannot reconnect
+  }
+
+ private:
+  struct cancel_fn {
+    std::weak_ptr<channel_impl> channel;
+    std::uint32_t id;
+    void operator()(boost::asio::cancellation_type type) const {
+      if (type == boost::asio::cancellation_type::none) return;
+      if (auto ch = channel.lock()) {
+        boost::asio::post(ch->ex_, [ch, id = id] { ch->expire(id, status_code::cancelled, "cancelled by the caller"); });
+      }
+    }
+  };
+
+  std::uint32_t allocate_id() noexcept {
+    std::uint32_t id = next_id_.fetch_add(1, std::memory_order_relaxed);
+    if (id == 0) id = next_id_.fetch_add(1, std::memory_order_relaxed);  // 0 is never used
+    return id;
+  }
+
+  void submit(std::unique_ptr<pending_call> c) {
+    const std::uint32_t id = c->id;
+    if (c->early_status != status_code::ok) {
+      const status_code code = c->early_status;
+      std::string message = std::move(c->early_message);
+      return complete(std::move(c), code, std::move(message));
+    }
+    if (closed_) return complete(std::move(c), status_code::unavailable, "channel closed");
+    if (c->deadline <= clock::now()) return complete(std::move(c), status_code::deadline_exceeded, "deadline exceeded");
+    if (queue_.size() >= options_.max_queued_calls && in_flight_ >= options_.max_in_flight)
+      return complete(std::move(c), status_code::resource_exhausted, "too many calls waiting on the channel");
+    if (calls_.contains(id)) return complete(std::move(c), status_code::resource_exhausted, "call id space exhausted");
+    if (c->deadline != clock::time_point::max()) {
+      c->timer.emplace(ex_, c->deadline);
+      c->timer->async_wait([weak = weak_from_this(), id](const boost::system::error_code& ec) {
+        if (ec) return;  // the call finished and destroyed its timer
+        if (auto self = weak.lock()) self->expire(id, status_code::deadline_exceeded, "deadline exceeded");
+      });
+    }
+    calls_.emplace(id, std::move(c));
+    queue_.push_back(id);
+    pump();
+  }
+
+  // Sends queued calls while in-flight slots, the connection and its send queue allow.
+  void pump() {
+    if (queue_.empty()) return;
+    if (!conn_) {
+      if (closed_ || connecting_) return;
+      if (!endpoint_) {
+        fail_all(status_code::unavailable, "not connected");
+        return;
+      }
+      start_connect();
+      return;
+    }
+    while (!queue_.empty() && in_flight_ < options_.max_in_flight && !waiting_writable_ && conn_) {
+      const std::uint32_t id = queue_.front();
+      pending_call& c = *calls_.at(id);
+      frame::header h;
+      h.kind = frame::kind::request;
+      h.call_id = id;
+      h.method_id = c.method.id;
+      h.extras_length = c.extras_length;
+      h.payload_length = static_cast<std::uint32_t>(c.body.size() - c.extras_length);
+      if (c.deadline != clock::time_point::max()) {
+        const auto left = c.deadline - clock::now();
+        if (left <= clock::duration::zero()) {
+          queue_.pop_front();
+          finish(id, status_code::deadline_exceeded, "deadline exceeded", /*in_queue=*/false);
+          continue;
+        }
+        // Round up so the server never gives up before the client does.
+        const auto us = std::chrono::ceil<std::chrono::microseconds>(left).count();
+        if (static_cast<std::uint64_t>(us) <= frame::kMaxTimeoutUs) {
+          h.flags |= frame::kFlagHasTimeout;
+          h.timeout_us = static_cast<std::uint64_t>(us);
+        }
+      }
+      const auto head = frame::encode_header(h);
+      const boost::asio::const_buffer parts[] = {boost::asio::buffer(head), boost::asio::buffer(c.body)};
+      const auto ec = conn_->send(parts);
+      if (!ec) {
+        queue_.pop_front();
+        c.sent = true;
+        std::string().swap(c.body);
+        ++in_flight_;
+        continue;
+      }
+      if (ec == transport::errc::send_queue_full) {
+        wait_writable();
+        return;
+      }
+      queue_.pop_front();
+      if (ec == transport::errc::message_too_large) {
+        finish(id, status_code::resource_exhausted, "request larger than the connection's maximum message size", false);
+        continue;
+      }
+      finish(id, to_status_code(ec), "send failed: " + ec.message(), false);
+    }
+  }
+
+  void wait_writable() {
+    waiting_writable_ = true;
+    conn_->async_wait_writable([self = shared_from_this(), gen = generation_](const boost::system::error_code& ec) {
+      if (gen != self->generation_) return;
+      self->waiting_writable_ = false;
+      if (!ec) self->pump();  // on error on_close follows and fails the calls
+    });
+  }
+
+  void start_connect() {
+    connecting_ = true;
+    transport::async_connect(
+        ex_, *endpoint_, options_.transport,
+        [self = shared_from_this()](const boost::system::error_code& ec, std::shared_ptr<transport::connection> conn) {
+          self->connecting_ = false;
+          if (self->closed_) {
+            if (conn) conn->close();
+            return;
+          }
+          if (ec) {
+            spdlog::debug("rdmarpc channel: connect to {} failed: {}", self->endpoint_->to_uri(), ec.message());
+            self->fail_all(status_code::unavailable, "cannot connect to " + self->endpoint_->to_uri() + ": " + ec.message());
+            return;
+          }
+          self->attach(std::move(conn));
+        });
+  }
+
+  void attach(std::shared_ptr<transport::connection> conn) {
+    conn_ = std::move(conn);
+    ++generation_;
+    connects_.fetch_add(1, std::memory_order_relaxed);
+    conn_->start(std::make_shared<connection_events>(shared_from_this(), generation_));
+    pump();
+  }
+
+  void protocol_violation(const char* why) {
+    spdlog::warn("rdmarpc channel: closing connection to {}: {}", conn_->remote_address(), why);
+    // Fail now rather than waiting for on_close: the connection is not trustworthy any more.
+    auto conn = std::move(conn_);
+    ++generation_;
+    conn->close();
+    fail_all(status_code::unavailable, std::string("connection closed: protocol error: ") + why);
+    if (!endpoint_) closed_ = true;
+  }
+
+  // Deadline or cancellation of call `id` (no-op when it already finished).
+  void expire(std::uint32_t id, status_code code, const char* why) {
+    auto it = calls_.find(id);
+    if (it == calls_.end()) return;
+    if (it->second->sent && conn_) {
+      // Tell the server to stop. Best effort: if the send queue is full the server's own deadline
+      // (or the connection's end) stops the handler.
+      frame::header h;
+      h.kind = frame::kind::cancel;
+      h.call_id = id;
+      const auto head = frame::encode_header(h);
+      (void)conn_->send(boost::asio::buffer(head));
+    }
+    finish(id, code, why);
+    pump();
+  }
+
+  void finish(std::uint32_t id, status_code code, std::string message, bool in_queue = true) {
+    auto it = calls_.find(id);
+    if (it == calls_.end()) return;
+    auto c = std::move(it->second);
+    calls_.erase(it);
+    if (c->sent) {
+      --in_flight_;
+    } else if (in_queue) {
+      for (auto q = queue_.begin(); q != queue_.end(); ++q) {
+        if (*q == id) {
+          queue_.erase(q);
+          break;
+        }
+      }
+    }
+    complete(std::move(c), code, std::move(message));
+  }
+
+  void fail_all(status_code code, const std::string& message) {
+    auto calls = std::move(calls_);
+    calls_.clear();
+    queue_.clear();
+    in_flight_ = 0;
+    for (auto& [id, c] : calls) complete(std::move(c), code, message);
+  }
+
+  void close_now(const char* why) {
+    if (closed_ && !conn_ && calls_.empty()) return;
+    closed_ = true;
+    fail_all(status_code::unavailable, why);
+    if (conn_) conn_->close();  // on_close follows (ignored: no calls left)
+  }
+
+  void maybe_close_released() {
+    if (released_ && calls_.empty() && !closed_) close_now("channel released");
+  }
+
+  // Posts the handler to its associated executor (never inline) with the call's status.
+  void complete(std::unique_ptr<pending_call> c, status_code code, std::string message) {
+    if (c->context != nullptr) c->context->set_result(code, std::move(message));
+    (code == status_code::ok ? calls_ok_ : calls_failed_).fetch_add(1, std::memory_order_relaxed);
+    if (c->timer) c->timer->cancel();
+    auto handler = std::move(c->handler);
+    auto work = std::move(c->work);  // released after the completion is posted
+    c.reset();
+    const boost::system::error_code ec = code == status_code::ok ? boost::system::error_code{} : make_error_code(code);
+    // Hop through ex_ (never inline), then Asio dispatches to the handler's associated executor.
+    auto target = boost::asio::get_associated_executor(handler, ex_);
+    boost::asio::post(ex_, posted_completion{std::move(handler), ec, std::move(target)});
+    if (released_) maybe_close_released();
+  }
+
+  const boost::asio::any_io_executor ex_;
+  const std::optional<transport::endpoint> endpoint_;  // empty: created over a given connection
+  channel_options options_;
+
+  // Owned by ex_:
+  std::shared_ptr<transport::connection> conn_;
+  std::uint64_t generation_ = 0;  // bumped per connection; stale events are ignored
+  bool connecting_ = false;
+  bool waiting_writable_ = false;
+  bool closed_ = false;
+  bool released_ = false;
+  std::unordered_map<std::uint32_t, std::unique_ptr<pending_call>> calls_;  // queued and sent
+  std::deque<std::uint32_t> queue_;                                         // not yet sent, in order
+  std::size_t in_flight_ = 0;                                               // sent, not answered
+
+  // Any thread:
+  std::atomic<std::uint32_t> next_id_{1};
+  std::atomic<std::uint64_t> calls_started_{0}, calls_ok_{0}, calls_failed_{0}, connects_{0};
+};
+
+void connection_events::on_message(transport::received_message message) {
+  channel_->on_message(generation_, std::move(message));
+}
+
+void connection_events::on_close(const boost::system::error_code& reason) {
+  channel_->on_close(generation_, reason);
+  channel_.reset();
+}
+
+// What users hold. Its destruction lets the implementation finish in-flight calls, then close.
+class channel_handle final : public channel {
+ public:
+  explicit channel_handle(std::shared_ptr<channel_impl> impl) : impl_(std::move(impl)) {}
+  ~channel_handle() override { impl_->release(); }
+
+  executor_type get_executor() const noexcept override { return impl_->get_executor(); }
+  void start_unary_call(const method_descriptor& method, client_context* context,
+                        const google::protobuf::MessageLite& request, google::protobuf::MessageLite& response,
+                        boost::asio::any_completion_handler<call_signature> handler) override {
+    impl_->start_unary_call(method, context, request, response, std::move(handler));
+  }
+  void close() override { impl_->close(); }
+  channel_stats stats() const override { return impl_->stats(); }
+
+ private:
+  std::shared_ptr<channel_impl> impl_;
+};
+
+}  // namespace
+
+std::shared_ptr<channel> channel::create(executor_type ex, std::string_view uri, channel_options options) {
+  auto ep = transport::parse_endpoint(uri);
+  if (!ep) throw boost::system::system_error(ep.error(), "rdmarpc::channel::create(" + std::string(uri) + ")");
+  return std::make_shared<channel_handle>(std::make_shared<channel_impl>(std::move(ex), *ep, std::move(options)));
+}
+
+std::shared_ptr<channel> channel::create(std::shared_ptr<transport::connection> connection, channel_options options) {
+  auto impl = std::make_shared<channel_impl>(connection->get_executor(), std::nullopt, std::move(options));
+  impl->adopt(std::move(connection));
+  return std::make_shared<channel_handle>(std::move(impl));
+}
+
+}  // namespace rdmarpc

@@ -1,0 +1,442 @@
+#include "rpc/server.hpp"
+
+#include "rpc/extras.hpp"
+#include "rpc/frame.hpp"
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace rdmarpc {
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+struct method_entry {
+  service* svc = nullptr;
+  std::size_t index = 0;
+  std::string_view full_name;
+};
+
+// One request being served. Owned by its server_connection until the handler coroutine ends.
+struct active_call {
+  active_call(boost::asio::any_io_executor ex, std::string_view method, std::string peer, clock::time_point deadline,
+              metadata md)
+      : ctx(std::move(ex), method, std::move(peer), deadline, std::move(md)) {}
+  server_context ctx;
+  boost::asio::cancellation_signal signal;  // terminal cancellation into the handler coroutine
+  std::optional<boost::asio::steady_timer> timer;
+  // A copy of the request payload: holding the received_message instead would pin an rdma receive
+  // slot (a peer credit) for as long as a slow handler runs.
+  std::vector<std::byte> request;
+  std::string response;
+};
+
+}  // namespace
+
+class server::impl : public std::enable_shared_from_this<server::impl> {
+ public:
+  class connection_state;
+
+  impl(boost::asio::any_io_executor ex, server_options options) : ex_(std::move(ex)), options_(std::move(options)) {
+    if (options_.max_in_flight_per_connection == 0) options_.max_in_flight_per_connection = 1;
+    for (std::size_t i = 0; i < options_.threads; ++i) {
+      contexts_.push_back(std::make_unique<boost::asio::io_context>(1));
+      guards_.emplace_back(contexts_.back()->get_executor());
+    }
+    for (auto& ctx : contexts_) threads_.emplace_back([c = ctx.get()] { c->run(); });
+  }
+
+  void add_service(service& s) {
+    for (service* existing : services_) {
+      if (existing == &s || existing->full_name() == s.full_name())
+        throw std::invalid_argument("rdmarpc::server: service " + std::string(s.full_name()) + " added twice");
+    }
+    std::unordered_map<std::uint32_t, method_entry> added;
+    const auto methods = s.methods();
+    for (std::size_t i = 0; i < methods.size(); ++i) {
+      const auto& m = methods[i];
+      if (m.id != method_id(m.full_name))
+        throw std::invalid_argument("rdmarpc::server: method " + std::string(m.full_name) +
+                                    " has an id that is not method_id(full name)");
+      const auto clash = [&](const method_entry& other) {
+        return std::invalid_argument("rdmarpc::server: method id of " + std::string(m.full_name) + " collides with " +
+                                     std::string(other.full_name));
+      };
+      if (auto it = methods_.find(m.id); it != methods_.end()) throw clash(it->second);
+      if (auto it = added.find(m.id); it != added.end()) throw clash(it->second);
+      added.emplace(m.id, method_entry{&s, i, m.full_name});
+    }
+    methods_.merge(added);
+    services_.push_back(&s);
+  }
+
+  const method_entry* find_method(std::uint32_t id) const noexcept {
+    auto it = methods_.find(id);
+    return it == methods_.end() ? nullptr : &it->second;
+  }
+
+  transport::endpoint listen(std::string_view uri) {
+    auto ep = transport::parse_endpoint(uri);
+    if (!ep) throw boost::system::system_error(ep.error(), "rdmarpc::server::listen(" + std::string(uri) + ")");
+    std::shared_ptr<transport::listener> l = transport::make_listener(ex_, *ep, options_.transport);
+    auto bound = l->local_endpoint();
+    {
+      std::lock_guard lock(mutex_);
+      if (shutting_down_) throw std::logic_error("rdmarpc::server::listen after shutdown");
+      listeners_.push_back(l);
+    }
+    spdlog::info("rdmarpc server: listening on {}", bound.to_uri());
+    boost::asio::post(ex_, [self = shared_from_this(), l] { self->accept_next(l); });
+    return bound;
+  }
+
+  void serve(std::shared_ptr<transport::connection> conn);
+
+  void async_shutdown(clock::duration grace, boost::asio::any_completion_handler<void()> handler) {
+    boost::asio::post(ex_, [self = shared_from_this(), grace, handler = std::move(handler)]() mutable {
+      self->begin_shutdown();
+      self->shutdown_handlers_.push_back(std::move(handler));
+      if (self->in_flight_.load() == 0) {
+        self->finish_shutdown();
+        return;
+      }
+      if (!self->shutdown_timer_) {
+        self->shutdown_timer_.emplace(self->ex_, grace);
+        self->shutdown_timer_->async_wait([self](const boost::system::error_code& ec) {
+          if (!ec) self->finish_shutdown();
+        });
+      }
+    });
+  }
+
+  // ~server: stop accepting, close every connection, stop our threads.
+  void stop() {
+    begin_shutdown();
+    close_connections();
+    for (auto& g : guards_) g.reset();
+    for (auto& t : threads_) t.join();
+    std::lock_guard lock(mutex_);
+    contexts_.clear();  // destroys handlers still queued there (and the references they hold)
+  }
+
+  // Called on a connection's executor whenever a call starts / ends.
+  void call_started() noexcept { in_flight_.fetch_add(1); }
+  void call_finished() {
+    if (in_flight_.fetch_sub(1) == 1 && shutting_down_.load()) {
+      boost::asio::post(ex_, [self = shared_from_this()] {
+        if (self->in_flight_.load() == 0 && !self->shutdown_handlers_.empty()) self->finish_shutdown();
+      });
+    }
+  }
+  bool shutting_down() const noexcept { return shutting_down_.load(); }
+  const server_options& options() const noexcept { return options_; }
+
+  void remove_connection(connection_state* c) {
+    std::lock_guard lock(mutex_);
+    connections_.erase(c);
+  }
+
+ private:
+  boost::asio::any_io_executor next_connection_executor() {
+    std::lock_guard lock(mutex_);
+    if (contexts_.empty()) return ex_;
+    return contexts_[next_context_++ % contexts_.size()]->get_executor();
+  }
+
+  void accept_next(std::shared_ptr<transport::listener> l) {
+    if (shutting_down_) return;
+    l->async_accept(next_connection_executor(), [self = shared_from_this(), l](const boost::system::error_code& ec,
+                                                                                std::shared_ptr<transport::connection> conn) {
+      if (self->shutting_down_) {
+        if (conn) boost::asio::post(conn->get_executor(), [conn] { conn->close(); });
+        return;
+      }
+      if (ec) {
+        if (ec == boost::asio::error::operation_aborted) return;
+        // E.g. out of file descriptors or a failed rdma handshake: keep serving, but do not spin.
+        spdlog::warn("rdmarpc server: accept on {} failed: {}", l->local_endpoint().to_uri(), ec.message());
+        auto timer = std::make_shared<boost::asio::steady_timer>(self->ex_, std::chrono::milliseconds(50));
+        timer->async_wait([self, l, timer](const boost::system::error_code&) { self->accept_next(l); });
+        return;
+      }
+      self->serve(std::move(conn));
+      self->accept_next(l);
+    });
+  }
+
+  void begin_shutdown() {
+    std::vector<std::shared_ptr<transport::listener>> listeners;
+    {
+      std::lock_guard lock(mutex_);
+      shutting_down_ = true;
+      listeners.swap(listeners_);
+    }
+    for (auto& l : listeners) boost::asio::post(ex_, [l] { l->close(); });
+  }
+
+  void finish_shutdown() {
+    if (shutdown_timer_) shutdown_timer_->cancel();
+    close_connections();
+    auto handlers = std::move(shutdown_handlers_);
+    shutdown_handlers_.clear();
+    for (auto& h : handlers) boost::asio::post(ex_, std::move(h));
+  }
+
+  void close_connections();
+
+  const boost::asio::any_io_executor ex_;
+  server_options options_;
+  // Registered before serving, read-only afterwards (from every connection's thread).
+  std::vector<service*> services_;
+  std::unordered_map<std::uint32_t, method_entry> methods_;
+
+  std::vector<std::unique_ptr<boost::asio::io_context>> contexts_;
+  std::vector<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guards_;
+  std::vector<std::thread> threads_;
+
+  std::mutex mutex_;  // guards the members below up to in_flight_
+  std::vector<std::shared_ptr<transport::listener>> listeners_;
+  std::unordered_map<connection_state*, std::weak_ptr<connection_state>> connections_;
+  std::size_t next_context_ = 0;
+  std::atomic<bool> shutting_down_{false};
+  std::atomic<std::size_t> in_flight_{0};
+
+  // On ex_:
+  std::optional<boost::asio::steady_timer> shutdown_timer_;
+  std::vector<boost::asio::any_completion_handler<void()>> shutdown_handlers_;
+};
+
+// The server side of one connection: decodes frames, runs calls, sends responses.
+// Everything runs on the connection's executor.
+class server::impl::connection_state final : public transport::connection_handler,
+                                              public std::enable_shared_from_this<connection_state> {
+ public:
+  connection_state(std::shared_ptr<server::impl> srv, std::shared_ptr<transport::connection> conn)
+      : server_(std::move(srv)), conn_(std::move(conn)), ex_(conn_->get_executor()), peer_(conn_->remote_address()) {}
+
+  void start() { conn_->start(shared_from_this()); }
+  const boost::asio::any_io_executor& get_executor_for_close() const noexcept { return ex_; }
+  void close() {
+    if (!closed_) conn_->close();
+  }
+
+  void on_message(transport::received_message message) override {
+    if (closed_) return;
+    frame::decode_error err{};
+    const auto v = frame::decode(message.bytes(), err);
+    if (err != frame::decode_error::none) return violation(frame::to_string(err));
+    switch (v.header.kind) {
+      case frame::kind::request: return on_request(v);
+      case frame::kind::cancel: return on_cancel(v.header.call_id);
+      case frame::kind::response: return violation("response frame sent to a server");
+    }
+  }
+
+  void on_close(const boost::system::error_code& reason) override {
+    if (!closed_) spdlog::debug("rdmarpc server: connection from {} ended: {}", peer_, reason.message());
+    closed_ = true;
+    backlog_.clear();
+    for (auto& [id, c] : calls_) cancel(*c);
+    server_->remove_connection(this);
+    // conn_ is kept: calls still running hold us, and send() on a closed connection is harmless.
+  }
+
+ private:
+  void violation(const char* why) {
+    spdlog::warn("rdmarpc server: closing connection from {}: {}", peer_, why);
+    closed_ = true;
+    for (auto& [id, c] : calls_) cancel(*c);
+    conn_->close();
+  }
+
+  static void cancel(active_call& c) {
+    if (c.ctx.is_cancelled()) return;
+    c.ctx.mark_cancelled();
+    if (c.timer) c.timer->cancel();
+    c.signal.emit(boost::asio::cancellation_type::terminal);
+  }
+
+  void on_cancel(std::uint32_t id) {
+    if (auto it = calls_.find(id); it != calls_.end()) cancel(*it->second);
+  }
+
+  void on_request(const frame::view& v) {
+    const std::uint32_t id = v.header.call_id;
+    if (calls_.contains(id)) return violation("duplicate call id");
+    metadata md;
+    if (!extras::decode_request(v.extras, md)) return violation("request extras do not parse");
+    if (server_->shutting_down()) return respond(id, status_code::unavailable, "server shutting down", {});
+    if (calls_.size() >= server_->options().max_in_flight_per_connection)
+      return respond(id, status_code::resource_exhausted, "too many calls in flight on this connection", {});
+    const method_entry* m = server_->find_method(v.header.method_id);
+    if (m == nullptr) {
+      return respond(id, status_code::unimplemented,
+                     "unknown method id " + std::to_string(v.header.method_id), {});
+    }
+    const auto deadline = v.header.has_timeout() ? clock::now() + std::chrono::microseconds(v.header.timeout_us)
+                                                 : clock::time_point::max();
+    auto c = std::make_unique<active_call>(ex_, m->full_name, peer_, deadline, std::move(md));
+    c->request.assign(v.payload.begin(), v.payload.end());
+    active_call& call = *c;
+    calls_.emplace(id, std::move(c));
+    server_->call_started();
+    if (deadline != clock::time_point::max()) {
+      call.timer.emplace(ex_, deadline);
+      call.timer->async_wait([weak = weak_from_this(), id](const boost::system::error_code& ec) {
+        if (ec) return;
+        if (auto self = weak.lock()) self->on_cancel(id);
+      });
+    }
+    boost::asio::co_spawn(ex_, m->svc->dispatch(m->index, call.ctx, call.request, call.response),
+                          boost::asio::bind_cancellation_slot(
+                              call.signal.slot(), [self = shared_from_this(), id](std::exception_ptr e) {
+                                self->on_call_done(id, std::move(e));
+                              }));
+  }
+
+  void on_call_done(std::uint32_t id, std::exception_ptr e) {
+    auto it = calls_.find(id);
+    auto c = std::move(it->second);
+    calls_.erase(it);
+    server_->call_finished();
+    if (c->ctx.is_cancelled()) return;  // the client gave up (or is gone): nobody reads a reply
+    if (e) {
+      try {
+        std::rethrow_exception(e);
+      } catch (const status_error& se) {
+        c->ctx.set_status(se.code(), se.message());
+      } catch (const std::exception& ex) {
+        c->ctx.set_status(status_code::internal, std::string("handler threw: ") + ex.what());
+      } catch (...) {
+        c->ctx.set_status(status_code::internal, "handler threw a non-standard exception");
+      }
+    }
+    if (c->ctx.status() == status_code::ok) {
+      respond(id, status_code::ok, {}, c->response);
+    } else {
+      respond(id, c->ctx.status(), c->ctx.status_message(), {});
+    }
+  }
+
+  void respond(std::uint32_t id, status_code code, std::string_view message, std::string_view payload) {
+    if (closed_) return;
+    const std::string ex = extras::encode_response(message);
+    frame::header h;
+    h.kind = frame::kind::response;
+    h.call_id = id;
+    h.status = code;
+    h.extras_length = static_cast<std::uint32_t>(ex.size());
+    h.payload_length = static_cast<std::uint32_t>(payload.size());
+    if (payload.size() > std::numeric_limits<std::uint32_t>::max() ||
+        frame::kHeaderSize + ex.size() + payload.size() > conn_->max_message_size()) {
+      return respond(id, status_code::resource_exhausted, "response larger than the connection's maximum message size",
+                     {});
+    }
+    const auto head = frame::encode_header(h);
+    if (backlog_.empty()) {
+      const boost::asio::const_buffer parts[] = {boost::asio::buffer(head), boost::asio::buffer(ex),
+                                                 boost::asio::buffer(payload)};
+      const auto ec = conn_->send(parts);
+      if (!ec) return;
+      if (ec != transport::errc::send_queue_full) return;  // connection ending: on_close follows
+    }
+    // Transport back-pressure: keep the response until the connection is writable again. Bounded:
+    // a client that sends requests but never reads replies is cut off.
+    if (backlog_.size() >= 2 * server_->options().max_in_flight_per_connection) {
+      return violation("peer does not read its responses");
+    }
+    std::string frame_bytes;
+    frame_bytes.reserve(head.size() + ex.size() + payload.size());
+    frame_bytes.append(reinterpret_cast<const char*>(head.data()), head.size());
+    frame_bytes.append(ex);
+    frame_bytes.append(payload);
+    backlog_.push_back(std::move(frame_bytes));
+    if (!waiting_writable_) wait_writable();
+  }
+
+  void wait_writable() {
+    waiting_writable_ = true;
+    conn_->async_wait_writable([self = shared_from_this()](const boost::system::error_code& ec) {
+      self->waiting_writable_ = false;
+      if (ec || self->closed_) return;
+      while (!self->backlog_.empty()) {
+        const auto err = self->conn_->send(boost::asio::buffer(self->backlog_.front()));
+        if (err == transport::errc::send_queue_full) {
+          self->wait_writable();
+          return;
+        }
+        self->backlog_.pop_front();
+        if (err) return;
+      }
+    });
+  }
+
+  std::shared_ptr<server::impl> server_;
+  std::shared_ptr<transport::connection> conn_;
+  boost::asio::any_io_executor ex_;
+  std::string peer_;
+  bool closed_ = false;
+  bool waiting_writable_ = false;
+  std::unordered_map<std::uint32_t, std::unique_ptr<active_call>> calls_;
+  std::deque<std::string> backlog_;
+};
+
+void server::impl::serve(std::shared_ptr<transport::connection> conn) {
+  auto state = std::make_shared<connection_state>(shared_from_this(), conn);
+  {
+    std::lock_guard lock(mutex_);
+    if (shutting_down_) {
+      boost::asio::post(conn->get_executor(), [conn] { conn->close(); });
+      return;
+    }
+    connections_.emplace(state.get(), state);
+  }
+  boost::asio::post(conn->get_executor(), [state] { state->start(); });
+}
+
+void server::impl::close_connections() {
+  std::vector<std::shared_ptr<connection_state>> conns;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& [ptr, weak] : connections_) {
+      if (auto c = weak.lock()) conns.push_back(std::move(c));
+    }
+  }
+  for (auto& c : conns) {
+    auto ex = c->get_executor_for_close();
+    boost::asio::post(ex, [c] { c->close(); });
+  }
+}
+
+server::server(boost::asio::any_io_executor ex, server_options options)
+    : impl_(std::make_shared<impl>(std::move(ex), std::move(options))) {}
+
+server::~server() { impl_->stop(); }
+
+void server::add_service(service& s) { impl_->add_service(s); }
+
+transport::endpoint server::listen(std::string_view uri) { return impl_->listen(uri); }
+
+void server::serve(std::shared_ptr<transport::connection> connection) { impl_->serve(std::move(connection)); }
+
+void server::async_shutdown(std::chrono::steady_clock::duration grace,
+                            boost::asio::any_completion_handler<void()> handler) {
+  impl_->async_shutdown(grace, std::move(handler));
+}
+
+}  // namespace rdmarpc
