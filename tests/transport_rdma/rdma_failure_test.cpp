@@ -1,0 +1,336 @@
+// The rdma transport's failure paths across processes and raw rdma_cm peers: a peer killed with
+// SIGKILL mid-stream, malformed handshakes refused while the listener keeps accepting; plus the
+// 64 B ping-pong RTT between two processes (printed, never asserted). Label rdma (VM only).
+
+#include "tests/transport_rdma/rdma_test_support.hpp"
+
+#include <arpa/inet.h>
+#include <boost/asio/post.hpp>
+#include <catch2/catch.hpp>
+#include <poll.h>
+#include <rdma/rdma_cma.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+
+#include "transport/rdma/wire.hpp"
+
+using namespace rdmarpc;
+using namespace rdmarpc::test;
+using transport::errc;
+
+namespace {
+
+// A child process for a test. Forked before this process touches any verbs object, so the child
+// never shares the parent's device context (no ibv_fork_init needed).
+struct child_process {
+  pid_t pid = -1;
+  int to_child = -1;    // parent writes
+  int from_child = -1;  // parent reads
+
+  template <typename Body>
+  static child_process spawn(Body body) {
+    int down[2], up[2];
+    REQUIRE(::pipe(down) == 0);
+    REQUIRE(::pipe(up) == 0);
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      ::close(down[1]);
+      ::close(up[0]);
+      int rc = 1;
+      try {
+        rc = body(down[0], up[1]);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "child: %s\n", e.what());
+      }
+      std::_Exit(rc);
+    }
+    ::close(down[0]);
+    ::close(up[1]);
+    return child_process{pid, down[1], up[0]};
+  }
+
+  ~child_process() {
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+    if (to_child >= 0) ::close(to_child);
+    if (from_child >= 0) ::close(from_child);
+  }
+};
+
+bool read_byte(int fd, char& out, int timeout_ms) {
+  pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, timeout_ms) != 1) return false;
+  return ::read(fd, &out, 1) == 1;
+}
+
+}  // namespace
+
+TEST_CASE("rdma peer killed with SIGKILL mid-stream ends the survivor's connection within 2 s") {
+  constexpr std::uint16_t kPort = 7510;
+  // The child connects and streams messages until it is killed.
+  child_process child = child_process::spawn([](int from_parent, int) {
+    char go = 0;
+    if (!read_byte(from_parent, go, 30000)) return 2;
+    boost::asio::io_context io;
+    std::shared_ptr<transport::connection> conn;
+    boost::system::error_code cec;
+    bool done = false;
+    transport::rdma::async_connect(io.get_executor(), rdma_endpoint(kPort), {},
+                                   [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
+                                     cec = ec;
+                                     conn = std::move(c);
+                                     done = true;
+                                   });
+    run_until(io, [&] { return done; });
+    if (cec || !conn) return 3;
+    auto rec = std::make_shared<recorder>();
+    conn->start(rec);
+    std::uint64_t seq = 0;
+    std::function<void()> pump = [&] {
+      for (;;) {
+        const auto ec = conn->send(boost::asio::buffer(&seq, sizeof seq));
+        if (ec == errc::send_queue_full) {
+          conn->async_wait_writable([&](boost::system::error_code wec) {
+            if (!wec) pump();
+          });
+          return;
+        }
+        if (ec) return;
+        ++seq;
+      }
+    };
+    boost::asio::post(io, pump);
+    run_until(io, [&] { return rec->closed.has_value(); }, std::chrono::seconds(60));
+    return 0;
+  });
+
+  boost::asio::io_context io;
+  auto listener = transport::rdma::make_listener(io.get_executor(), rdma_endpoint(kPort), {});
+  std::shared_ptr<transport::connection> server;
+  listener->async_accept(io.get_executor(), [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
+    if (!ec) server = std::move(c);
+  });
+  REQUIRE(::write(child.to_child, "g", 1) == 1);
+  REQUIRE(run_until(io, [&] { return server != nullptr; }));
+  auto rec = std::make_shared<recorder>();
+  std::uint64_t received = 0;
+  rec->on_each = [&](transport::received_message&) { ++received; };
+  server->start(rec);
+  REQUIRE(run_until(io, [&] { return received >= 2000; }));
+
+  const auto killed_at = std::chrono::steady_clock::now();
+  REQUIRE(::kill(child.pid, SIGKILL) == 0);
+  const bool ended = run_until(io, [&] { return rec->closed.has_value(); }, std::chrono::seconds(10));
+  REQUIRE(ended);
+  const auto elapsed = rec->closed_at - killed_at;
+  INFO("connection ended " << std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count()
+                           << " ms after SIGKILL with: " << rec->closed->message());
+  CHECK(*rec->closed);
+  CHECK(*rec->closed != errc::closed_locally);
+  CHECK(elapsed < std::chrono::seconds(2));
+  CHECK(server->send(boost::asio::buffer(&received, sizeof received)) == errc::not_connected);
+  std::printf("kill: survivor saw '%s' %lld ms after SIGKILL (after %llu messages)\n", rec->closed->message().c_str(),
+              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count()),
+              static_cast<unsigned long long>(received));
+}
+
+namespace {
+
+// Waits (running `io` meanwhile, the listener lives there) for the next event on a raw channel.
+rdma_cm_event_type next_raw_event(boost::asio::io_context& io, rdma_event_channel* ch) {
+  rdma_cm_event* event = nullptr;
+  const bool got = run_until(io, [&] { return rdma_get_cm_event(ch, &event) == 0; }, std::chrono::seconds(10));
+  if (!got) return static_cast<rdma_cm_event_type>(-1);
+  const auto type = event->event;
+  rdma_ack_cm_event(event);
+  return type;
+}
+
+// A raw rdma_cm client that sends `private_data` as its handshake; returns the final event.
+rdma_cm_event_type raw_connect(boost::asio::io_context& io, std::uint16_t port, std::span<const std::byte> private_data) {
+  rdma_event_channel* ch = rdma_create_event_channel();
+  REQUIRE(ch != nullptr);
+  const int flags = ::fcntl(ch->fd, F_GETFL);
+  REQUIRE(::fcntl(ch->fd, F_SETFL, flags | O_NONBLOCK) == 0);
+  rdma_cm_id* id = nullptr;
+  REQUIRE(rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP) == 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  REQUIRE(::inet_pton(AF_INET, kRdmaHost, &addr.sin_addr) == 1);
+  REQUIRE(rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr*>(&addr), 2000) == 0);
+  REQUIRE(next_raw_event(io, ch) == RDMA_CM_EVENT_ADDR_RESOLVED);
+  REQUIRE(rdma_resolve_route(id, 2000) == 0);
+  REQUIRE(next_raw_event(io, ch) == RDMA_CM_EVENT_ROUTE_RESOLVED);
+  ibv_pd* pd = ibv_alloc_pd(id->verbs);
+  REQUIRE(pd != nullptr);
+  ibv_cq* cq = ibv_create_cq(id->verbs, 8, nullptr, nullptr, 0);
+  REQUIRE(cq != nullptr);
+  ibv_qp_init_attr attr{};
+  attr.send_cq = cq;
+  attr.recv_cq = cq;
+  attr.qp_type = IBV_QPT_RC;
+  attr.cap.max_send_wr = attr.cap.max_recv_wr = 4;
+  attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;
+  REQUIRE(rdma_create_qp(id, pd, &attr) == 0);
+  rdma_conn_param param{};
+  param.private_data = private_data.empty() ? nullptr : private_data.data();
+  param.private_data_len = static_cast<std::uint8_t>(private_data.size());
+  param.retry_count = 7;
+  REQUIRE(rdma_connect(id, &param) == 0);
+  const auto result = next_raw_event(io, ch);
+  rdma_destroy_qp(id);
+  ibv_destroy_cq(cq);
+  ibv_dealloc_pd(pd);
+  rdma_destroy_id(id);
+  rdma_destroy_event_channel(ch);
+  return result;
+}
+
+}  // namespace
+
+TEST_CASE("rdma listener refuses malformed handshakes and keeps accepting") {
+  boost::asio::io_context io;
+  constexpr std::uint16_t kPort = 7511;
+  auto listener = transport::rdma::make_listener(io.get_executor(), rdma_endpoint(kPort), {});
+  std::shared_ptr<transport::connection> server;
+  listener->async_accept(io.get_executor(), [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
+    if (!ec) server = std::move(c);
+  });
+
+  std::vector<std::byte> garbage(40, std::byte{0x5a});
+  CHECK(raw_connect(io, kPort, garbage) == RDMA_CM_EVENT_REJECTED);
+  std::vector<std::byte> short_data(5, std::byte{0x01});
+  CHECK(raw_connect(io, kPort, short_data) == RDMA_CM_EVENT_REJECTED);
+  CHECK(raw_connect(io, kPort, {}) == RDMA_CM_EVENT_REJECTED);
+  // Right magic and version but a ring depth of 0.
+  auto bad = transport::rdma::wire::encode_handshake({transport::rdma::wire::kProtocolVersion, 0, 4096, 1024});
+  CHECK(raw_connect(io, kPort, bad) == RDMA_CM_EVENT_REJECTED);
+  CHECK(server == nullptr);
+
+  // A well-formed client still gets in and can talk.
+  std::shared_ptr<transport::connection> client;
+  transport::rdma::async_connect(io.get_executor(), rdma_endpoint(kPort), {},
+                                 [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
+                                   REQUIRE_FALSE(ec);
+                                   client = std::move(c);
+                                 });
+  REQUIRE(run_until(io, [&] { return client && server; }));
+  auto crec = std::make_shared<recorder>();
+  auto srec = std::make_shared<recorder>();
+  client->start(crec);
+  server->start(srec);
+  const auto msg = pattern(100, 3);
+  REQUIRE_FALSE(client->send(boost::asio::buffer(msg)));
+  REQUIRE(run_until(io, [&] { return srec->messages.size() == 1; }));
+  CHECK(srec->messages[0] == msg);
+  client->close();
+  REQUIRE(run_until(io, [&] { return crec->closed && srec->closed; }));
+}
+
+TEST_CASE("rdma connect to a port nobody listens on fails cleanly") {
+  boost::asio::io_context io;
+  boost::system::error_code result;
+  bool done = false;
+  transport::rdma::async_connect(io.get_executor(), rdma_endpoint(7512), {},
+                                 [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
+                                   result = ec;
+                                   CHECK(c == nullptr);
+                                   done = true;
+                                 });
+  REQUIRE(run_until(io, [&] { return done; }, std::chrono::seconds(20)));
+  CHECK((result == errc::unreachable || result == errc::handshake_rejected || result == errc::connect_timeout));
+}
+
+namespace {
+
+double percentile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))];
+}
+
+// 64 B ping-pong between two processes (like ib_send_lat); prints the RTT, asserts only delivery.
+void measure_rtt(std::uint16_t port, bool busy_poll) {
+  transport::connection_options options;
+  options.busy_poll = busy_poll;
+  child_process child = child_process::spawn([&](int, int to_parent) {
+    boost::asio::io_context io;
+    auto listener = transport::rdma::make_listener(io.get_executor(), rdma_endpoint(port), options);
+    std::shared_ptr<transport::connection> conn;
+    listener->async_accept(io.get_executor(), [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
+      if (!ec) conn = std::move(c);
+    });
+    if (::write(to_parent, "l", 1) != 1) return 2;
+    if (!run_until(io, [&] { return conn != nullptr; })) return 3;
+    auto rec = std::make_shared<recorder>();
+    std::weak_ptr<transport::connection> weak = conn;
+    rec->on_each = [weak](transport::received_message& m) {
+      if (auto c = weak.lock()) (void)c->send(boost::asio::buffer(m.bytes().data(), m.size()));
+    };
+    conn->start(rec);
+    run_until(io, [&] { return rec->closed.has_value(); }, std::chrono::seconds(120));
+    return 0;
+  });
+  char ready = 0;
+  REQUIRE(read_byte(child.from_child, ready, 30000));
+
+  boost::asio::io_context io;
+  std::shared_ptr<transport::connection> conn;
+  transport::rdma::async_connect(io.get_executor(), rdma_endpoint(port), options,
+                                 [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
+                                   REQUIRE_FALSE(ec);
+                                   conn = std::move(c);
+                                 });
+  REQUIRE(run_until(io, [&] { return conn != nullptr; }));
+  auto rec = std::make_shared<recorder>();
+  std::size_t replies = 0;
+  rec->on_each = [&](transport::received_message& m) {
+    if (m.size() == 64) ++replies;
+  };
+  conn->start(rec);
+  const auto msg = pattern(64, 1);
+  constexpr int kWarmup = 200, kRounds = 5000;
+  std::vector<double> rtts;
+  rtts.reserve(kRounds);
+  for (int i = 0; i < kWarmup + kRounds; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    REQUIRE_FALSE(conn->send(boost::asio::buffer(msg)));
+    const std::size_t want = static_cast<std::size_t>(i) + 1;
+    if (busy_poll) {
+      while (replies < want && !rec->closed) io.poll_one();
+    }
+    REQUIRE(run_until(io, [&] { return replies >= want; }, std::chrono::seconds(10)));
+    const auto t1 = std::chrono::steady_clock::now();
+    if (i >= kWarmup) rtts.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+  }
+  double sum = 0;
+  for (double r : rtts) sum += r;
+  std::printf("rdmarpc 64 B ping-pong RTT (%s, 2 processes, %d rounds): median %.1f us, mean %.1f us, p99 %.1f us\n",
+              busy_poll ? "busy_poll" : "event mode", kRounds, percentile(rtts, 0.5), sum / kRounds,
+              percentile(rtts, 0.99));
+  std::fflush(stdout);
+  CHECK(replies == static_cast<std::size_t>(kWarmup + kRounds));
+  CHECK(conn->stats().rnr_errors == 0);
+  conn->close();
+  run_until(io, [&] { return rec->closed.has_value(); });
+  int status = 0;
+  REQUIRE(::waitpid(child.pid, &status, 0) == child.pid);
+  child.pid = -1;
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("rdma 64 B ping-pong RTT between two processes (event mode)") { measure_rtt(7513, false); }
+TEST_CASE("rdma 64 B ping-pong RTT between two processes (busy poll)") { measure_rtt(7514, true); }
