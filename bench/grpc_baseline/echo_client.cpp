@@ -93,4 +93,13 @@ bench_result echo_client::run_point(std::uint64_t payload, std::uint64_t concurr
   return result;
 }
 
+void echo_client::idle(std::chrono::nanoseconds duration) {
+  const auto until = clock::now() + duration;
+  void* tag = nullptr;
+  bool ok = false;
+  while (clock::now() < until) {
+    if (cq_.AsyncNext(&tag, &ok, to_gpr(until)) == grpc::CompletionQueue::SHUTDOWN) return;
+  }
+}
+
 }  // namespace rdmarpc::bench::grpc_baseline

@@ -29,6 +29,9 @@ class echo_client {
   // std::runtime_error when the point makes no progress (server gone).
   bench_result run_point(std::uint64_t payload, std::uint64_t concurrency, const load_spec& load, progress& out);
 
+  // Polls the completion queue for `duration` with nothing in flight, as an idle client would.
+  void idle(std::chrono::nanoseconds duration);
+
  private:
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<EchoBench::Stub> stub_;

@@ -127,7 +127,7 @@ int run(int argc, char** argv) {
         run_matrix(client, one);
         const auto cpu0 = process_cpu_time();
         const auto t0 = std::chrono::steady_clock::now();
-        std::this_thread::sleep_for(std::chrono::duration<double>(idle_seconds));
+        client.idle(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(idle_seconds)));
         idle_result r{"grpc", "tcp", "event",
                       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
                       std::chrono::duration<double>(process_cpu_time() - cpu0).count()};

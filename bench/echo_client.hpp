@@ -1,0 +1,38 @@
+#pragma once
+// rdmarpc::bench::echo_client: the rdmarpc echo client of the benchmark. Through the generated
+// EchoBench::Stub (what users call) it keeps N calls in flight on one rdmarpc::channel and
+// measures them with closed_loop, exactly like the gRPC baseline's client. Layer: bench.
+// Threading: run_point() runs the given io_context on the calling thread until the point is done;
+// nothing else may run that io_context meanwhile.
+
+#include "bench/common/bench_result.hpp"
+#include "bench/common/closed_loop.hpp"
+#include "bench/common/progress.hpp"
+#include "echo_bench.rdmarpc.pb.h"
+
+#include <boost/asio/io_context.hpp>
+
+#include <memory>
+#include <string>
+
+namespace rdmarpc::bench {
+
+class echo_client {
+ public:
+  // `transport` and `mode` only label the results ("tcp", "event").
+  echo_client(boost::asio::io_context& io, std::shared_ptr<rdmarpc::channel> channel, std::string transport,
+              std::string mode);
+
+  // One point: `concurrency` calls in flight with `payload` bytes each way. Throws
+  // std::runtime_error when the point makes no progress (server gone).
+  bench_result run_point(std::uint64_t payload, std::uint64_t concurrency, const load_spec& load, progress& out);
+
+ private:
+  boost::asio::io_context& io_;
+  std::shared_ptr<rdmarpc::channel> channel_;
+  EchoBench::Stub stub_;
+  std::string transport_;
+  std::string mode_;
+};
+
+}  // namespace rdmarpc::bench

@@ -1,0 +1,12 @@
+#include "bench/echo_service.hpp"
+
+namespace rdmarpc::bench {
+
+boost::asio::awaitable<EchoReply> echo_service::echo(rdmarpc::server_context& /*context*/,
+                                                     const EchoRequest& request) {
+  EchoReply reply;
+  reply.set_payload(request.payload());
+  co_return reply;
+}
+
+}  // namespace rdmarpc::bench

@@ -1,0 +1,243 @@
+// rdmarpc_echo_bench: the rdmarpc echo benchmark (bench/echo_bench.proto through the generated
+// stub), with the same client flags as grpc_echo_bench. Modes:
+//   server --listen URI [--busy-poll]                 serve until SIGINT/SIGTERM
+//   client --target URI [--busy-poll] [client flags]  run the payload x concurrency matrix
+//   inproc [--listen URI|loopback] [client flags]     server thread + client in one process
+//                                                     (loopback transport, callgrind runs)
+//   idle [--listen URI] [--seconds S] [--busy-poll]   CPU used by a connected, idle pair
+// URIs: rdma://10.0.0.1:7471, tcp://127.0.0.1:7472 (port 0 = any, for inproc/idle).
+#include "bench/common/bench_result.hpp"
+#include "bench/common/client_options.hpp"
+#include "bench/common/cpu_time.hpp"
+#include "bench/common/progress.hpp"
+#include "bench/echo_client.hpp"
+#include "bench/echo_service.hpp"
+#include "rpc/channel.hpp"
+#include "rpc/server.hpp"
+#include "transport/loopback/loopback_transport.hpp"
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <spdlog/spdlog.h>
+
+#include <exception>
+#include <fstream>
+#include <future>
+#include <iostream>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using namespace rdmarpc::bench;
+namespace asio = boost::asio;
+
+void usage() {
+  std::cerr << "usage: rdmarpc_echo_bench server --listen URI [--busy-poll]\n"
+               "       rdmarpc_echo_bench client --target URI [--busy-poll] [client flags]\n"
+               "       rdmarpc_echo_bench inproc [--listen URI|loopback] [client flags]\n"
+               "       rdmarpc_echo_bench idle [--listen URI] [--seconds S] [--busy-poll] [--json PATH]\n"
+               "URIs: rdma://HOST:PORT, tcp://HOST:PORT\n"
+               "client flags:\n"
+            << client_flags_help();
+}
+
+std::string transport_of(const std::string& uri) {
+  if (uri == "loopback") return "loopback";
+  return uri.substr(0, uri.find("://"));
+}
+
+struct settings {
+  std::string mode;
+  std::string uri = "tcp://127.0.0.1:0";
+  bool busy_poll = false;
+  double idle_seconds = 5;
+  client_options client;
+
+  rdmarpc::transport::connection_options transport() const {
+    rdmarpc::transport::connection_options o;
+    o.busy_poll = busy_poll;
+    return o;
+  }
+  std::string mode_label() const { return busy_poll ? "busy_poll" : "event"; }
+};
+
+std::vector<bench_result> run_matrix(echo_client& client, const client_options& options) {
+  progress out(options.progress);
+  std::vector<bench_result> results;
+  for (auto payload : options.payloads) {
+    for (auto concurrency : options.concurrency) {
+      results.push_back(client.run_point(payload, concurrency, options.load, out));
+      if (!options.json_path.empty()) append_json_line(options.json_path, results.back());
+    }
+  }
+  return results;
+}
+
+int serve(const settings& s) {
+  asio::io_context io;
+  echo_service service;
+  rdmarpc::server_options options;
+  options.transport = s.transport();
+  rdmarpc::server server(io.get_executor(), options);
+  server.add_service(service);
+  const auto bound = server.listen(s.uri);
+  std::cerr << "rdmarpc_echo_bench: listening on " << bound.to_uri() << " (" << s.mode_label() << ")" << std::endl;
+  asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](boost::system::error_code, int) {
+    server.async_shutdown(std::chrono::milliseconds(200), [&] { io.stop(); });
+  });
+  io.run();
+  return 0;
+}
+
+int run_client(const settings& s) {
+  asio::io_context io;
+  rdmarpc::channel_options options;
+  options.transport = s.transport();
+  auto channel = rdmarpc::channel::create(io.get_executor(), s.uri, options);
+  echo_client client(io, channel, transport_of(s.uri), s.mode_label());
+  const auto results = run_matrix(client, s.client);
+  channel->close();
+  io.restart();
+  io.poll();
+  print_table(std::cout, results);
+  return 0;
+}
+
+// A server on its own thread and io_context, and a client channel to it on the caller's.
+class inproc_pair {
+ public:
+  explicit inproc_pair(const settings& s) : work_(server_io_.get_executor()) {
+    rdmarpc::server_options server_options;
+    server_options.transport = s.transport();
+    server_.emplace(server_io_.get_executor(), server_options);
+    server_->add_service(service_);
+    rdmarpc::channel_options channel_options;
+    channel_options.transport = s.transport();
+    if (s.uri == "loopback") {
+      rdmarpc::transport::loopback::loopback_options lo;
+      lo.connection = s.transport();
+      auto [server_end, client_end] =
+          rdmarpc::transport::loopback::make_loopback_pair(server_io_.get_executor(), client_io_.get_executor(), lo);
+      server_->serve(server_end);
+      channel_ = rdmarpc::channel::create(client_end, channel_options);
+    } else {
+      const auto bound = server_->listen(s.uri);
+      channel_ = rdmarpc::channel::create(client_io_.get_executor(), bound.to_uri(), channel_options);
+    }
+    thread_ = std::thread([this] { server_io_.run(); });
+  }
+
+  ~inproc_pair() {
+    channel_->close();
+    client_io_.restart();
+    client_io_.poll();
+    std::promise<void> done;
+    asio::post(server_io_, [&] {
+      server_->async_shutdown(std::chrono::milliseconds(200), [&] { done.set_value(); });
+    });
+    done.get_future().wait_for(std::chrono::seconds(5));
+    work_.reset();
+    server_io_.stop();
+    thread_.join();
+  }
+
+  asio::io_context& client_io() { return client_io_; }
+  const std::shared_ptr<rdmarpc::channel>& channel() const { return channel_; }
+
+ private:
+  asio::io_context server_io_;
+  asio::io_context client_io_;
+  asio::executor_work_guard<asio::io_context::executor_type> work_;
+  echo_service service_;
+  std::optional<rdmarpc::server> server_;
+  std::shared_ptr<rdmarpc::channel> channel_;
+  std::thread thread_;
+};
+
+int run_inproc(const settings& s) {
+  std::vector<bench_result> results;
+  {
+    inproc_pair pair(s);
+    echo_client client(pair.client_io(), pair.channel(), transport_of(s.uri), s.mode_label());
+    results = run_matrix(client, s.client);
+  }
+  print_table(std::cout, results);
+  return 0;
+}
+
+int run_idle(const settings& s) {
+  inproc_pair pair(s);
+  echo_client client(pair.client_io(), pair.channel(), transport_of(s.uri), s.mode_label());
+  // One call proves the pair is connected; then both sides wait for work that never comes, each
+  // running its io_context as a real program would.
+  client_options one;
+  one.payloads = {64};
+  one.concurrency = {1};
+  one.load.warmup = std::chrono::nanoseconds(0);
+  one.load.calls = 1;
+  one.progress = false;
+  run_matrix(client, one);
+  const auto cpu0 = process_cpu_time();
+  const auto t0 = std::chrono::steady_clock::now();
+  pair.client_io().restart();
+  pair.client_io().run_for(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(s.idle_seconds)));
+  idle_result r{"rdmarpc", transport_of(s.uri), s.mode_label(),
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                std::chrono::duration<double>(process_cpu_time() - cpu0).count()};
+  std::cout << to_json(r) << std::endl;
+  if (!s.client.json_path.empty()) std::ofstream(s.client.json_path, std::ios::app) << to_json(r) << '\n';
+  return 0;
+}
+
+int run(int argc, char** argv) {
+  if (argc < 2) {
+    usage();
+    return 2;
+  }
+  settings s;
+  s.mode = argv[1];
+  arg_reader args(argc, argv, 2);
+  while (!args.done()) {
+    if (parse_client_flag(args, s.client)) continue;
+    const auto f = args.flag();
+    if (f == "--listen" || f == "--target") {
+      s.uri = args.value();
+    } else if (f == "--busy-poll") {
+      s.busy_poll = true;
+      args.skip();
+    } else if (f == "--seconds") {
+      s.idle_seconds = std::stod(args.value());
+    } else {
+      std::cerr << "unknown flag " << f << "\n";
+      usage();
+      return 2;
+    }
+  }
+  spdlog::set_level(spdlog::level::warn);  // the library's info logs would interleave with progress
+  if (s.mode == "server") return serve(s);
+  if (s.mode == "client") return run_client(s);
+  if (s.mode == "inproc") return run_inproc(s);
+  if (s.mode == "idle") return run_idle(s);
+  usage();
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "rdmarpc_echo_bench: " << e.what() << "\n";
+    // A stuck point leaves calls referencing its stack frame: leave without unwinding further.
+    std::_Exit(1);
+  }
+}
