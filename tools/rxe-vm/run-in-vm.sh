@@ -473,7 +473,9 @@ boot() {
     if ((QUIET && SECONDS - last_beat >= 30)); then last_beat=$SECONDS; log "still running ($((SECONDS - start)) s)"; fi
     sleep 0.2
   done
-  if [[ -n $VM_RESULT ]]; then kill "$QEMU_PID" 2>/dev/null; sleep 0.5; kill -9 "$QEMU_PID" 2>/dev/null; fi
+  if [[ -n $VM_RESULT ]]; then
+    kill "$QEMU_PID" 2>/dev/null || true; sleep 0.5; kill -9 "$QEMU_PID" 2>/dev/null || true
+  fi
   wait "$QEMU_PID" 2>/dev/null || true
   QEMU_PID=""
   if [[ -n $TAIL_PID ]]; then  # tail ends by itself once qemu is gone (--pid); let it drain
@@ -547,7 +549,8 @@ if [[ -z $rc ]]; then
   exit 125
 fi
 if ((QUIET)); then  # otherwise they were streamed already
-  tr -d '\r' <"$CONSOLE" | grep -E '^(RXE-VM-CHECK|RXE-VM-SETUP-FAILED):' | while read -r line; do log "$line"; done
+  tr -d '\r' <"$CONSOLE" | { grep -E '^(RXE-VM-CHECK|RXE-VM-SETUP-FAILED):' || true; } |
+    while read -r line; do log "$line"; done
 fi
 if grep -q '^RXE-VM-SETUP-FAILED:' "$CONSOLE"; then
   log "$(grep -m1 '^RXE-VM-SETUP-FAILED:' "$CONSOLE" | tr -d '\r')"
