@@ -50,7 +50,10 @@ bool build_service(const pb::ServiceDescriptor& service, const std::string& pack
                    std::string& error) {
   out.class_name = service_class_name(service.name());
   out.full_name = codegen::service_full_name(package, service.name());
-  std::map<std::string, std::string> used;  // generated C++ name -> the rpc that took it
+  // Generated C++ name -> the rpc that took it, per scope: handlers live in Service, async_/do_
+  // functions in Interface, descriptors in the service class (so get_method may be both the
+  // handler of rpc GetMethod and the descriptor of rpc Get).
+  std::map<std::string, std::string> handlers, client_functions, descriptors;
   for (int i = 0; i < service.method_count(); ++i) {
     const pb::MethodDescriptor& method = *service.method(i);
     if (method.client_streaming() || method.server_streaming()) {
@@ -65,8 +68,9 @@ bool build_service(const pb::ServiceDescriptor& service, const std::string& pack
     m.request_type = qualified_class_name(*method.input_type());
     m.response_type = qualified_class_name(*method.output_type());
     m.request_proto_name = method.input_type()->full_name();
-    for (const std::string* name : {&m.names.handler, &m.names.async_name, &m.names.descriptor}) {
-      auto [it, inserted] = used.emplace(*name, method.name());
+    for (auto [used, name] : {std::pair{&handlers, &m.names.handler}, std::pair{&client_functions, &m.names.async_name},
+                              std::pair{&descriptors, &m.names.descriptor}}) {
+      auto [it, inserted] = used->emplace(*name, method.name());
       if (!inserted) {
         error = "methods " + it->second + " and " + method.name() + " of service " + service.full_name() +
                 " both map to the C++ name '" + *name + "'; rename one of them";

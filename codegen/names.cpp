@@ -119,7 +119,12 @@ method_names make_method_names(std::string_view proto_method_name) {
   return names;
 }
 
-std::string service_class_name(std::string_view proto_service_name) { return escape_identifier(proto_service_name); }
+std::string service_class_name(std::string_view proto_service_name) {
+  std::string name = escape_identifier(proto_service_name);
+  // A class cannot have a member with its own name, and these three are nested in every service.
+  if (name == "Interface" || name == "Stub" || name == "Service") name.push_back('_');
+  return name;
+}
 
 std::string protobuf_class_name(std::string_view relative_name) {
   std::string out;

@@ -33,7 +33,8 @@ struct method_names {
 };
 method_names make_method_names(std::string_view proto_method_name);
 
-// A generated service class name: the proto name, escaped like any identifier.
+// A generated service class name: the proto name, escaped like any identifier, and with a
+// trailing underscore when it equals one of its nested classes (Interface, Stub, Service).
 std::string service_class_name(std::string_view proto_service_name);
 
 // The C++ class protoc's C++ generator (libprotoc 3.21) emits for a message or enum, given its

@@ -1,0 +1,178 @@
+// The generated Service::dispatch, called directly (no server, no network): request parsing,
+// handler selection by index (with escaped names), reply serialization, and the statuses it sets.
+
+#include "test_services.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <span>
+#include <string>
+
+namespace {
+
+using namespace codegen_test;
+using rdmarpc::status_code;
+
+struct outcome {
+  status_code status;
+  std::string message;
+  std::string response;
+};
+
+outcome run_dispatch(rdmarpc::service& service, std::size_t index, const std::string& request) {
+  asio::io_context io;
+  rdmarpc::server_context context(io.get_executor(), "/test/Method", "test-peer",
+                                  rdmarpc::server_context::clock::time_point::max(), {});
+  std::string response;
+  bool done = false;
+  std::exception_ptr failure;
+  asio::co_spawn(io, service.dispatch(index, context, std::as_bytes(std::span(request)), response),
+                 [&](std::exception_ptr e) {
+                   done = true;
+                   failure = e;
+                 });
+  io.run_for(std::chrono::seconds(10));
+  REQUIRE(done);
+  if (failure) std::rethrow_exception(failure);
+  return {context.status(), context.status_message(), response};
+}
+
+template <typename Message>
+std::string bytes_of(const Message& m) {
+  return m.SerializeAsString();
+}
+
+template <typename Message>
+Message parse(const std::string& bytes) {
+  Message m;
+  REQUIRE(m.ParseFromString(bytes));
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("dispatch parses the request, runs the handler and serializes its reply") {
+  adder_impl adder;
+  multi::Number n;
+  n.set_value(41);
+  const outcome out = run_dispatch(adder, 0, bytes_of(n));
+  CHECK(out.status == status_code::ok);
+  CHECK(parse<multi::Number>(out.response).value() == 42);
+}
+
+TEST_CASE("dispatch answers INVALID_ARGUMENT for a request that does not parse") {
+  adder_impl adder;
+  const outcome out = run_dispatch(adder, 0, std::string("\xff\xff\xff\xff", 4));
+  CHECK(out.status == status_code::invalid_argument);
+  CHECK(out.message == "cannot parse multi.Number");
+  CHECK(out.response.empty());
+}
+
+TEST_CASE("dispatch answers INVALID_ARGUMENT when a proto2 required field is missing") {
+  search_impl search;
+  legacy_api::v1::Query partial;
+  partial.set_limit(2);  // `text` is required and absent
+  const outcome out = run_dispatch(search, 0, partial.SerializePartialAsString());
+  CHECK(out.status == status_code::invalid_argument);
+  CHECK(out.message == "cannot parse legacy_api.v1.Query");
+
+  legacy_api::v1::Query query;
+  query.set_text("x");
+  const outcome ok = run_dispatch(search, 0, bytes_of(query));
+  CHECK(ok.status == status_code::ok);
+  CHECK(parse<legacy_api::v1::Result>(ok.response).lines_size() == 10);  // the proto2 default limit
+}
+
+TEST_CASE("dispatch answers UNIMPLEMENTED for an index past methods()") {
+  adder_impl adder;
+  CHECK(run_dispatch(adder, 1, "").status == status_code::unimplemented);
+  nothing_impl nothing;
+  CHECK(nothing.methods().empty());
+  CHECK(run_dispatch(nothing, 0, "").status == status_code::unimplemented);
+}
+
+TEST_CASE("a handler's set_status suppresses the reply; a status_error propagates to the server") {
+  bare_impl bare;
+  const outcome out = run_dispatch(bare, 0, bytes_of(::HelloRequest{}));
+  CHECK(out.status == status_code::invalid_argument);
+  CHECK(out.message == "name is empty");
+  CHECK(out.response.empty());
+
+  shop_impl shop;
+  common::types::Outer_Inner_Deepest missing;
+  missing.set_sku("missing");
+  try {
+    run_dispatch(shop, 0, bytes_of(missing));
+    FAIL("dispatch should have thrown");
+  } catch (const rdmarpc::status_error& e) {
+    CHECK(e.code() == status_code::not_found);
+    CHECK(e.message() == "no sku missing");
+  }
+}
+
+TEST_CASE("full_name and methods describe the service in declaration order") {
+  negator_impl negator;
+  CHECK(negator.full_name() == "multi.Negator");
+  REQUIRE(negator.methods().size() == 2);
+  CHECK(negator.methods()[0].full_name == "/multi.Negator/Negate");
+  CHECK(negator.methods()[1].full_name == "/multi.Negator/GetHTTPStatus");
+  CHECK(negator.methods()[1].id == rdmarpc::method_id("/multi.Negator/GetHTTPStatus"));
+
+  bare_impl bare_object;
+  const ::Bare::Service& bare = bare_object;
+  CHECK(bare.full_name() == "Bare");
+  CHECK(bare.methods()[0].full_name == "/Bare/Hello");
+}
+
+TEST_CASE("escaped handler names dispatch in declaration order") {
+  collide_impl collide;
+  REQUIRE(collide.methods().size() == 13);
+  CHECK(collide.methods()[1].full_name == "/kw.Collide/Dispatch");
+
+  kw::class_ c;
+  c.set_value(3);
+  CHECK(parse<kw::new_>(run_dispatch(collide, 0, bytes_of(c)).response).value() == 300);
+  const auto dispatched = parse<kw::class_>(run_dispatch(collide, 1, bytes_of(kw::new_{})).response);
+  CHECK(dispatched.value() == 1);
+  CHECK(dispatched.inner().value() == 11);
+  CHECK(parse<kw::Stub>(run_dispatch(collide, 2, bytes_of(kw::Interface{})).response).value() == 2);
+  CHECK(parse<kw::Service>(run_dispatch(collide, 3, bytes_of(kw::Stub{})).response).value() == 3);
+  CHECK(parse<kw::Interface>(run_dispatch(collide, 4, bytes_of(kw::Service{})).response).value() == 4);
+  CHECK(parse<kw::class__new>(run_dispatch(collide, 5, bytes_of(kw::class__new{})).response).value() == 5);
+  for (int i = 6; i < 13; ++i) {
+    INFO("method index " << i << " " << collide.methods()[static_cast<std::size_t>(i)].full_name);
+    CHECK(parse<kw::new_>(run_dispatch(collide, static_cast<std::size_t>(i), bytes_of(kw::new_{})).response).value() == i);
+  }
+}
+
+TEST_CASE("proto3 optional presence survives dispatch") {
+  configurator_impl configurator;
+  opt::Settings with;
+  with.set_retries(0);  // present, with the default value
+  with.set_name("");
+  const auto echoed = parse<opt::Settings>(run_dispatch(configurator, 0, bytes_of(with)).response);
+  CHECK(echoed.has_retries());
+  CHECK(echoed.retries() == 1);
+  CHECK(echoed.has_name());
+  CHECK_FALSE(echoed.has_enabled());
+
+  const auto empty = parse<opt::Settings>(run_dispatch(configurator, 0, bytes_of(opt::Settings{})).response);
+  CHECK_FALSE(empty.has_retries());
+  CHECK_FALSE(empty.has_name());
+}
+
+TEST_CASE("well-known types as request and reply") {
+  clock_impl clock;
+  const auto now = parse<google::protobuf::Timestamp>(run_dispatch(clock, 0, "").response);
+  CHECK(now.seconds() == 1'700'000'000);
+  google::protobuf::StringValue name;
+  name.set_value("bob");
+  CHECK(parse<google::protobuf::StringValue>(run_dispatch(clock, 1, bytes_of(name)).response).value() == "hi bob");
+  const outcome reset = run_dispatch(clock, 2, "");
+  CHECK(reset.status == status_code::ok);
+  CHECK(reset.response.empty());
+  CHECK(clock.resets == 1);
+}
