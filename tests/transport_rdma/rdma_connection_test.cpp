@@ -13,7 +13,7 @@
 #include <deque>
 
 using namespace rdmarpc;
-using namespace rdmarpc::test;
+using namespace rdmarpc::rdma_test;
 using transport::errc;
 
 namespace {

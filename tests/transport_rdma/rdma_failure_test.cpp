@@ -22,7 +22,7 @@
 #include "transport/rdma/wire.hpp"
 
 using namespace rdmarpc;
-using namespace rdmarpc::test;
+using namespace rdmarpc::rdma_test;
 using transport::errc;
 
 namespace {
@@ -278,8 +278,9 @@ void measure_rtt(std::uint16_t port, bool busy_poll) {
       if (auto c = weak.lock()) (void)c->send(boost::asio::buffer(m.bytes().data(), m.size()));
     };
     conn->start(rec);
-    run_until(io, [&] { return rec->closed.has_value(); }, std::chrono::seconds(120));
-    return 0;
+    const bool closed = run_until(io, [&] { return rec->closed.has_value(); }, std::chrono::seconds(120));
+    if (!closed) std::fprintf(stderr, "child: no close seen (messages %llu)\n", static_cast<unsigned long long>(conn->stats().messages_received));
+    return closed ? 0 : 4;
   });
   char ready = 0;
   REQUIRE(read_byte(child.from_child, ready, 30000));
@@ -306,8 +307,9 @@ void measure_rtt(std::uint16_t port, bool busy_poll) {
     const auto t0 = std::chrono::steady_clock::now();
     REQUIRE_FALSE(conn->send(boost::asio::buffer(msg)));
     const std::size_t want = static_cast<std::size_t>(i) + 1;
-    if (busy_poll) {
-      while (replies < want && !rec->closed) io.poll_one();
+    if (busy_poll) {  // spin like ib_send_lat does, bounded
+      const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (replies < want && !rec->closed && std::chrono::steady_clock::now() < limit) io.poll_one();
     }
     REQUIRE(run_until(io, [&] { return replies >= want; }, std::chrono::seconds(10)));
     const auto t1 = std::chrono::steady_clock::now();
@@ -322,12 +324,16 @@ void measure_rtt(std::uint16_t port, bool busy_poll) {
   CHECK(replies == static_cast<std::size_t>(kWarmup + kRounds));
   CHECK(conn->stats().rnr_errors == 0);
   conn->close();
-  run_until(io, [&] { return rec->closed.has_value(); });
-  int status = 0;
-  REQUIRE(::waitpid(child.pid, &status, 0) == child.pid);
-  child.pid = -1;
+  CHECK(run_until(io, [&] { return rec->closed.has_value(); }, std::chrono::seconds(10)));
+  // The child exits once it sees the disconnect; bounded wait, then ~child_process kills it.
+  int status = -1;
+  const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (::waitpid(child.pid, &status, WNOHANG) == 0 && std::chrono::steady_clock::now() < limit) {
+    run_until(io, [] { return false; }, std::chrono::milliseconds(50));
+  }
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
+  if (WIFEXITED(status)) child.pid = -1;
 }
 
 }  // namespace

@@ -16,7 +16,7 @@
 #include <optional>
 #include <vector>
 
-namespace rdmarpc::test {
+namespace rdmarpc::rdma_test {
 
 inline constexpr const char* kRdmaHost = "10.0.0.1";
 
@@ -96,4 +96,4 @@ inline std::vector<std::byte> pattern(std::size_t size, unsigned seed) {
   return v;
 }
 
-}  // namespace rdmarpc::test
+}  // namespace rdmarpc::rdma_test

@@ -227,7 +227,8 @@ void rdma_connection::handle_receive(const ibv_wc& wc) {
     fail(make_error_code(errc::protocol_error));
     return;
   }
-  if (imm->credit_only) {
+  // Nothing is delivered after close() (the user asked to stop); credits above still count.
+  if (imm->credit_only || state_ != state::open) {
     repost(slot);
     return;
   }
@@ -274,7 +275,8 @@ void rdma_connection::on_cm_readable() {
     event.reset();  // acknowledged: nothing of the event is needed beyond its type
     switch (type) {
       case RDMA_CM_EVENT_DISCONNECTED:
-        fail(make_error_code(errc::closed_by_peer));
+        // Both sides closing at once: ours was asked for, so it is our close.
+        fail(make_error_code(state_ == state::closing ? errc::closed_locally : errc::closed_by_peer));
         break;
       case RDMA_CM_EVENT_DEVICE_REMOVAL:
         fail(make_error_code(errc::device_error));
@@ -293,7 +295,7 @@ void rdma_connection::on_cm_readable() {
 // --- send path ---------------------------------------------------------------------------------
 
 boost::system::error_code rdma_connection::send(std::span<const boost::asio::const_buffer> parts) {
-  if (state_ != state::open && state_ != state::idle) return make_error_code(errc::not_connected);
+  if (state_ != state::open) return make_error_code(errc::not_connected);
   std::size_t total = 0;
   for (const auto& part : parts) total += part.size();
   if (total > max_send_message_) return make_error_code(errc::message_too_large);

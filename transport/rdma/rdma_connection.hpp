@@ -36,7 +36,7 @@ class rdma_connection final : public connection, public received_message::owner 
   using connection::send;
   boost::system::error_code send(std::span<const boost::asio::const_buffer> parts) override;
   void close() override;
-  bool is_open() const noexcept override { return state_ == state::idle || state_ == state::open; }
+  bool is_open() const noexcept override { return state_ == state::open; }
   std::size_t max_message_size() const noexcept override { return max_send_message_; }
   const connection_stats& stats() const noexcept override { return stats_; }
   std::string remote_address() const override { return remote_address_; }
