@@ -12,7 +12,7 @@ void closed_loop::on_complete(clock::time_point started, clock::time_point now, 
     }
     return;
   }
-  if (stopping_ || started < measure_start_) return;
+  if (stopping_) return;
   if (ok) {
     ++completed_;
     histogram_.record(static_cast<std::uint64_t>(std::chrono::nanoseconds(now - started).count()));

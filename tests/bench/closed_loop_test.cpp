@@ -67,6 +67,27 @@ TEST_CASE("duration mode stops after the duration and drains what is in flight",
   REQUIRE(loop->latency().count() == loop->completed());
 }
 
+TEST_CASE("calls in flight when measuring starts count, with their whole latency", "[closed_loop]") {
+  load_spec spec;
+  spec.warmup = 0ns;
+  spec.calls = 3;
+  const auto t0 = closed_loop::clock::time_point{};
+  closed_loop loop(spec, t0);
+  for (int i = 0; i < 3; ++i) loop.on_start();
+  loop.on_complete(t0, t0 + 1ms, true);  // ends the warm-up; two calls are still out
+  REQUIRE(loop.measuring());
+  REQUIRE(loop.may_start());  // 0 completed + 2 in flight < 3
+  loop.on_start();
+  REQUIRE_FALSE(loop.may_start());
+  loop.on_complete(t0, t0 + 2ms, true);
+  loop.on_complete(t0, t0 + 3ms, true);
+  loop.on_complete(t0 + 1ms, t0 + 4ms, true);
+  REQUIRE(loop.finished());
+  REQUIRE(loop.completed() == 3);
+  REQUIRE(loop.latency().max() == 3'000'000);
+  REQUIRE(loop.measured_time(t0) == 3ms);
+}
+
 TEST_CASE("failed calls are counted as errors, not as latencies", "[closed_loop]") {
   load_spec spec;
   spec.warmup = 0ns;

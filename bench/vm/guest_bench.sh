@@ -1,0 +1,106 @@
+#!/bin/bash
+# bench/vm/guest_bench.sh: runs INSIDE the Soft-RoCE VM (started by bench/compare through
+# tools/rxe-vm/run-in-vm.sh). Runs the raw-verbs baselines (perftest over rdma_cm), rdmarpc over
+# rdma:// and tcp://, the gRPC baseline over TCP, and the idle-cost probes, all on one rxe0 in one
+# VM boot, and leaves raw results in /out for bench/make_report.py:
+#   /out/perftest/<test>-<size>.txt   perftest client output (ib_send_lat[_e], ib_send_bw)
+#   /out/echo.jsonl                   one JSON object per rdmarpc / gRPC point and idle probe
+#   /out/log/*.log                    server logs, for post-mortems
+# Servers run on vCPU 0, clients on vCPU 1: rxe peers sharing a vCPU wait for a timer tick.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+BIN=${BENCH_BIN:-$here/bin}
+IP=${BENCH_IP:-10.0.0.1}
+SIZES=${BENCH_SIZES:-64 4096 65536 1048576}
+CONC=${BENCH_CONCURRENCY:-1,8,64}
+DURATION=${BENCH_DURATION:-1.5}
+WARMUP=${BENCH_WARMUP:-0.3}
+IDLE_SECONDS=${BENCH_IDLE_SECONDS:-5}
+PERFTEST_DELAY=${BENCH_PERFTEST_DELAY:-2}
+OUT=/out
+mkdir -p $OUT/perftest $OUT/log
+payloads=$(echo $SIZES | tr ' ' ',')
+T0=$(date +%s)
+step() { echo "[bench +$(( $(date +%s) - T0 ))s] $*"; }
+
+# perftest iterations per message size: enough samples, bounded time under TCG (~60 MB/s).
+lat_iters() { case $1 in 64) echo 2000;; 4096) echo 1000;; 65536) echo 200;; *) echo 30;; esac; }
+bw_iters() { case $1 in 64) echo 10000;; 4096) echo 5000;; 65536) echo 500;; *) echo 50;; esac; }
+
+# perftest_pair NAME TOOL ARGS...: server on vCPU 0, client on vCPU 1 after PERFTEST_DELAY s.
+# perftest calibrates the CPU clock at start; under TCG that sometimes fails ("inf", r^2 < 0.9):
+# such a run is retried, up to 3 attempts.
+perftest_pair() {
+  local name=$1 tool=$2; shift 2
+  local attempt out=$OUT/perftest/$name.txt
+  for attempt in 1 2 3; do
+    timeout 60 taskset -c 0 "$tool" "$@" >$OUT/log/$name.server.log 2>&1 &
+    local spid=$!
+    sleep "$PERFTEST_DELAY"
+    timeout 60 taskset -c 1 "$tool" "$@" "$IP" >"$out" 2>&1
+    local rc=$?
+    wait $spid
+    if [ $rc = 0 ] && ! grep -qE '(^|[[:space:]])(-?inf|nan)([[:space:]]|$)|r\^2' "$out"; then
+      step "perftest $name ok$( [ $attempt -gt 1 ] && echo " (attempt $attempt)")"
+      return 0
+    fi
+    step "perftest $name attempt $attempt failed (rc=$rc); retrying"
+    sleep 1
+  done
+  step "perftest $name FAILED after 3 attempts"
+  return 1
+}
+
+# echo_pair NAME SERVER_CMD... -- CLIENT_CMD...: starts the server on vCPU 0, waits until it says
+# it is listening, runs the client on vCPU 1, then stops the server.
+echo_pair() {
+  local name=$1; shift
+  local srv=() cli=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do srv+=("$1"); shift; done
+  shift
+  cli=("$@")
+  local log=$OUT/log/$name.server.log
+  timeout 300 taskset -c 0 "${srv[@]}" >"$log" 2>&1 &
+  local spid=$! i
+  for i in $(seq 100); do grep -q 'listening' "$log" && break; kill -0 $spid 2>/dev/null || break; sleep 0.1; done
+  if ! grep -q 'listening' "$log"; then
+    step "$name: server did not start:"; sed 's/^/  | /' "$log"; kill $spid 2>/dev/null; wait $spid 2>/dev/null
+    return 1
+  fi
+  step "$name"
+  timeout 300 taskset -c 1 "${cli[@]}"
+  local rc=$?
+  kill -TERM $spid 2>/dev/null; wait $spid 2>/dev/null
+  [ $rc = 0 ] || step "$name: client exited $rc"
+  return $rc
+}
+
+step "perftest baselines on rxe0 (sizes: $SIZES)"
+for s in $SIZES; do
+  perftest_pair "ib_send_lat-$s" ib_send_lat -R -d rxe0 -s $s -n $(lat_iters $s)
+  perftest_pair "ib_send_lat_e-$s" ib_send_lat -R -e -d rxe0 -s $s -n $(lat_iters $s)
+  perftest_pair "ib_send_bw-$s" ib_send_bw -R -d rxe0 -s $s -n $(bw_iters $s)
+done
+
+common=(--payload "$payloads" --concurrency "$CONC" --duration "$DURATION" --warmup "$WARMUP" --json $OUT/echo.jsonl)
+echo_pair rdmarpc-rdma "$BIN/rdmarpc_echo_bench" server --listen rdma://$IP:7471 -- \
+  "$BIN/rdmarpc_echo_bench" client --target rdma://$IP:7471 "${common[@]}"
+echo_pair rdmarpc-rdma-busy "$BIN/rdmarpc_echo_bench" server --busy-poll --listen rdma://$IP:7473 -- \
+  "$BIN/rdmarpc_echo_bench" client --busy-poll --target rdma://$IP:7473 --payload 64 --concurrency 1,64 \
+  --duration "$DURATION" --warmup "$WARMUP" --json $OUT/echo.jsonl
+echo_pair rdmarpc-tcp "$BIN/rdmarpc_echo_bench" server --listen tcp://$IP:7472 -- \
+  "$BIN/rdmarpc_echo_bench" client --target tcp://$IP:7472 "${common[@]}"
+if [ -x "$BIN/grpc_echo_bench" ]; then
+  echo_pair grpc-tcp "$BIN/grpc_echo_bench" server --listen $IP:7474 -- \
+    "$BIN/grpc_echo_bench" client --target $IP:7474 "${common[@]}"
+else
+  step "grpc_echo_bench not built: no gRPC baseline"
+fi
+
+step "idle cost: a connected client+server doing nothing for ${IDLE_SECONDS}s"
+timeout 60 "$BIN/rdmarpc_echo_bench" idle --listen rdma://$IP:0 --seconds $IDLE_SECONDS --json $OUT/echo.jsonl
+timeout 60 "$BIN/rdmarpc_echo_bench" idle --listen tcp://$IP:0 --seconds $IDLE_SECONDS --json $OUT/echo.jsonl
+[ -x "$BIN/grpc_echo_bench" ] &&
+  timeout 60 "$BIN/grpc_echo_bench" idle --seconds $IDLE_SECONDS --json $OUT/echo.jsonl
+step "done"
+exit 0
