@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# test.sh - runs every rdmarpc test: installs what is missing, builds build/ with warnings as
+# errors, runs the host tests, boots the Soft-RoCE VM once for the stock tool checks and the
+# `rdma`-labelled suite on rxe0, then builds build-asan/ with ASan+UBSan and runs the host tests
+# there. Prints a summary table and, on the last line, "N passed, N failed". Exit 0 only when
+# every stage passed and the rdma suite really ran (no skipped rdma tests, count > 0).
+#
+# Environment:
+#   RDMARPC_SKIP_ASAN=1       skip the ASan+UBSan stage (quick local runs; ignored when CI=true)
+#   RDMARPC_VM_TIMEOUT=SEC    limit of the VM run (default 2400)
+#   RDMARPC_BUILD_LOCK=FILE   run builds, ctest and the VM under `flock FILE` (shared machines)
+#   RXE_VM_CACHE, RXE_VM_*    passed on to tools/rxe-vm/run-in-vm.sh (cache: build/rxe-vm-cache)
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=$ROOT/build
+ASAN_BUILD=$ROOT/build-asan
+RESULTS=$BUILD/test-results
+VM_TIMEOUT=${RDMARPC_VM_TIMEOUT:-2400}
+T0=$SECONDS
+cd "$ROOT"
+
+# ---------------------------------------------------------------- bookkeeping
+STAGE_NAMES=(); STAGE_RESULTS=(); STAGE_SECONDS=(); STAGE_TESTS=()
+TOTAL_PASSED=0; TOTAL_FAILED=0; FAILED_STAGES=0
+
+banner() { printf '\n==== [%4ds] %s\n' "$((SECONDS - T0))" "$*"; }
+note() { printf -- '---- [%4ds] %s\n' "$((SECONDS - T0))" "$*"; }
+locked() {  # CMD...: run CMD, under the shared build lock when one is configured
+  if [[ -n ${RDMARPC_BUILD_LOCK:-} ]]; then flock "$RDMARPC_BUILD_LOCK" "$@"; else "$@"; fi
+}
+
+# record NAME STATUS SECONDS [TESTS]: STATUS is ok | FAILED | skipped
+record() {
+  STAGE_NAMES+=("$1"); STAGE_RESULTS+=("$2"); STAGE_SECONDS+=("$3"); STAGE_TESTS+=("${4:-}")
+  if [[ $2 == FAILED ]]; then
+    FAILED_STAGES=$((FAILED_STAGES + 1))
+    # A stage that fails without a test count (a build, the VM) still counts as one failure,
+    # so the last line can never read "0 failed" for a failed run.
+    [[ -n ${4:-} ]] || TOTAL_FAILED=$((TOTAL_FAILED + 1))
+  fi
+}
+
+# run_stage NAME CMD...: banner, run, record ok/FAILED with the time taken
+run_stage() {
+  local name=$1 start=$SECONDS rc
+  shift
+  banner "$name"
+  "$@"; rc=$?
+  if ((rc == 0)); then record "$name" ok $((SECONDS - start)); else
+    note "$name FAILED (exit $rc)"; record "$name" FAILED $((SECONDS - start))
+  fi
+  return $rc
+}
+
+# junit_counts FILE -> "TESTS FAILED SKIPPED" from ctest's --output-junit (0 0 0 if absent)
+junit_counts() {
+  local head tests failures skipped disabled
+  if [[ ! -s $1 ]]; then echo "0 0 0"; return; fi
+  head=$(sed '/<testcase/,$d' "$1")
+  tests=$(sed -n 's/.*tests="\([0-9]*\)".*/\1/p' <<<"$head" | head -n1)
+  failures=$(sed -n 's/.*failures="\([0-9]*\)".*/\1/p' <<<"$head" | head -n1)
+  skipped=$(sed -n 's/.*skipped="\([0-9]*\)".*/\1/p' <<<"$head" | head -n1)
+  disabled=$(sed -n 's/.*disabled="\([0-9]*\)".*/\1/p' <<<"$head" | head -n1)
+  echo "${tests:-0} ${failures:-0} $((${skipped:-0} + ${disabled:-0}))"
+}
+
+# ctest_stage NAME BUILD_DIR JUNIT CTEST_ARGS...: host tests of one build tree
+ctest_stage() {
+  local name=$1 dir=$2 junit=$3 start=$SECONDS rc n f s p
+  shift 3
+  banner "$name"
+  rm -f "$junit"
+  locked ctest --test-dir "$dir" --output-on-failure --output-junit "$junit" "$@"; rc=$?
+  read -r n f s < <(junit_counts "$junit")
+  p=$((n - f - s))
+  TOTAL_PASSED=$((TOTAL_PASSED + p)); TOTAL_FAILED=$((TOTAL_FAILED + f))
+  note "$name: $n tests ($p passed, $f failed, $s skipped)"
+  if ((rc != 0 || n == 0 || f > 0)); then
+    ((n == 0)) && note "$name: no tests ran"
+    record "$name" FAILED $((SECONDS - start)) "$p/$f/$s"
+  else
+    record "$name" ok $((SECONDS - start)) "$p/$f/$s"
+  fi
+}
+
+# ---------------------------------------------------------------- stages
+configure_and_build() {  # DIR NAME CMAKE_ARGS...: configure + build; false if either failed
+  local dir=$1 name=$2
+  shift 2
+  run_stage "configure $name" locked cmake -S "$ROOT" -B "$dir" -G Ninja "$@" || return 1
+  # -k 0: build everything that can be built, so one broken file does not hide every other result
+  run_stage "build $name" locked ninja -C "$dir" -k 0
+}
+
+rdma_in_vm() {
+  local name="rdma suite in the VM (rxe0)" start=$SECONDS rc n f s p junit=$RESULTS/vm/rdma.xml
+  local console=$RESULTS/vm-console.log
+  banner "$name: stock tool checks, then ctest -L rdma"
+  rm -rf "$RESULTS/vm" "$console"
+  # Static libraries are not needed to run tests; leaving them out keeps the guest's RAM copy lean.
+  locked "$ROOT/tools/rxe-vm/run-in-vm.sh" --stock-checks --timeout "$VM_TIMEOUT" --exclude '*.a' \
+    --out "$RESULTS/vm" --log "$console" "$BUILD" -- \
+    ctest -L rdma --output-on-failure --output-junit /out/rdma.xml
+  rc=$?  # the guest's /out/rdma.xml is now $junit
+  echo
+  grep -h '^RXE-VM-CHECK:' "$console" 2>/dev/null | sed 's/^RXE-VM-CHECK: /stock tool check: /'
+  read -r n f s < <(junit_counts "$junit")
+  p=$((n - f - s))
+  echo "rdma suite: $n tests ran inside the VM on rxe0 ($p passed, $f failed, $s skipped)"
+  TOTAL_PASSED=$((TOTAL_PASSED + p)); TOTAL_FAILED=$((TOTAL_FAILED + f + s))
+  local why=()
+  ((rc == 124)) && why+=("the VM run timed out")
+  ((rc == 125)) && why+=("the VM or its stock tool checks failed (exit 125): the test bed, not the project")
+  ((n == 0)) && why+=("no rdma test ran")
+  ((s > 0)) && why+=("$s rdma tests were skipped (no RDMA device?)")
+  ((f > 0)) && why+=("$f rdma tests failed")
+  ((rc != 0 && rc != 124 && rc != 125 && f == 0)) && why+=("ctest in the VM exited $rc")
+  if ((${#why[@]})); then
+    note "$name FAILED: $(IFS=';'; echo "${why[*]}")"
+    record "$name" FAILED $((SECONDS - start)) "$p/$f/$s"
+  else
+    record "$name" ok $((SECONDS - start)) "$p/$f/$s"
+  fi
+}
+
+summary() {
+  local i
+  banner "summary"
+  printf '%-40s %-8s %7s  %s\n' "stage" "result" "time" "tests passed/failed/skipped"
+  for i in "${!STAGE_NAMES[@]}"; do
+    printf '%-40s %-8s %6ss  %s\n' "${STAGE_NAMES[$i]}" "${STAGE_RESULTS[$i]}" "${STAGE_SECONDS[$i]}" "${STAGE_TESTS[$i]}"
+  done
+  printf '%-40s %-8s %6ss\n' "total" "$( ((FAILED_STAGES == 0)) && echo ok || echo FAILED)" "$((SECONDS - T0))"
+  echo
+  echo "$TOTAL_PASSED passed, $TOTAL_FAILED failed"
+}
+
+# ---------------------------------------------------------------- main
+if run_stage "install dependencies" bash "$ROOT/scripts/install-deps.sh"; then
+  rm -rf "$RESULTS"; mkdir -p "$RESULTS"
+  if configure_and_build "$BUILD" "build/ (-Werror)" -DRDMARPC_WERROR=ON; then :; fi
+  if [[ -f $BUILD/CTestTestfile.cmake ]]; then
+    ctest_stage "host tests (build/)" "$BUILD" "$RESULTS/host.xml" -LE rdma
+    rdma_in_vm
+  fi
+
+  if [[ ${RDMARPC_SKIP_ASAN:-0} == 1 && ${CI:-} != true ]]; then
+    banner "ASan+UBSan stage skipped (RDMARPC_SKIP_ASAN=1)"
+    record "ASan+UBSan (build-asan/)" skipped 0
+  else
+    [[ ${RDMARPC_SKIP_ASAN:-0} == 1 ]] && note "CI=true: RDMARPC_SKIP_ASAN is ignored"
+    configure_and_build "$ASAN_BUILD" "build-asan/ (ASan+UBSan, -Werror)" -DRDMARPC_SANITIZE=ON -DRDMARPC_WERROR=ON
+    if [[ -f $ASAN_BUILD/CTestTestfile.cmake ]]; then
+      mkdir -p "$ASAN_BUILD/test-results"
+      ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} \
+      UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+        ctest_stage "host tests (build-asan/, ASan+UBSan)" "$ASAN_BUILD" "$ASAN_BUILD/test-results/host.xml" -LE rdma
+    fi
+  fi
+fi
+summary
+((FAILED_STAGES == 0))
