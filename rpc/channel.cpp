@@ -29,6 +29,10 @@ using call_handler = boost::asio::any_completion_handler<channel::call_signature
 
 // One call from start_unary_call until its handler is posted. Owned by channel_impl::calls_.
 struct pending_call {
+  // Constructed, never assigned: Boost 1.81's any_completion_handler move-assignment recurses
+  // forever (it copies from an lvalue through its converting constructor).
+  explicit pending_call(call_handler h) : handler(std::move(h)) {}
+
   std::uint32_t id = 0;
   method_descriptor method{};
   client_context* context = nullptr;
@@ -98,7 +102,13 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
   void start_unary_call(const method_descriptor& method, client_context* context,
                         const google::protobuf::MessageLite& request, google::protobuf::MessageLite& response,
                         call_handler handler) {
-    auto c = std::make_unique<pending_call>();
+    // The slot is emitted from the caller's side (any thread); hop to our executor by call id so a
+    // late cancellation of a finished call finds nothing and does nothing.
+    const std::uint32_t id = allocate_id();
+    auto slot = boost::asio::get_associated_cancellation_slot(handler);
+    if (slot.is_connected()) slot.template emplace<cancel_fn>(weak_from_this(), id);
+    auto c = std::make_unique<pending_call>(std::move(handler));
+    c->id = id;
     c->method = method;
     c->context = context;
     c->response = &response;
@@ -121,12 +131,6 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
       c->early_status = status_code::resource_exhausted;
       c->early_message = "request too large";
     }
-    c->id = allocate_id();
-    // The slot is emitted from the caller's side (any thread); hop to our executor by call id so a
-    // late cancellation of a finished call finds nothing and does nothing.
-    auto slot = boost::asio::get_associated_cancellation_slot(handler);
-    if (slot.is_connected()) slot.template emplace<cancel_fn>(weak_from_this(), c->id);
-    c->handler = std::move(handler);
     c->work = boost::asio::prefer(ex_, boost::asio::execution::outstanding_work.tracked);
     calls_started_.fetch_add(1, std::memory_order_relaxed);
     boost::asio::post(ex_, [self = shared_from_this(), c = std::move(c)]() mutable { self->submit(std::move(c)); });

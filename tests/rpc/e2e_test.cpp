@@ -1,0 +1,493 @@
+// End-to-end rpc cases, run over every target the binary lists in e2e_targets() (loopback and
+// tcp on the host, rdma in the Soft-RoCE VM). Each case asserts on what the client and the server
+// observed; every wait is bounded so a bug shows up as a failure, never as a hang.
+#include "e2e_harness.hpp"
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <csignal>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace rdmarpc;
+using namespace rdmarpc::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string pattern(std::size_t n, unsigned seed) {
+  std::string s(n, '\0');
+  for (std::size_t i = 0; i < n; ++i) s[i] = static_cast<char>((i * 131 + seed) & 0xff);
+  return s;
+}
+
+status_code code_of(const call_result& r) { return to_status_code(r.ec); }
+
+// Forks a process serving test_service on `target`, on `port` (0 = any; the bound port is written
+// back). Call it while this process runs no other threads (fork copies only the caller's).
+pid_t fork_server(const std::string& target, std::uint16_t& port) {
+  int fds[2];
+  if (::pipe(fds) != 0) return -1;
+  const pid_t child = ::fork();
+  if (child < 0) return -1;
+  if (child == 0) {
+    ::close(fds[0]);
+    std::uint16_t bound = 0;
+    try {
+      boost::asio::io_context io;
+      test_service svc;
+      rdmarpc::server srv(io.get_executor());
+      srv.add_service(svc);
+      std::string uri = listen_uri(target);
+      uri = uri.substr(0, uri.rfind(':') + 1) + std::to_string(port);
+      bound = srv.listen(uri).port;
+      if (::write(fds[1], &bound, sizeof bound) != static_cast<ssize_t>(sizeof bound)) ::_exit(3);
+      io.run();
+    } catch (...) {
+      (void)!::write(fds[1], &bound, sizeof bound);
+      ::_exit(4);
+    }
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::uint16_t bound = 0;
+  const auto got = ::read(fds[0], &bound, sizeof bound);
+  ::close(fds[0]);
+  if (got != static_cast<ssize_t>(sizeof bound) || bound == 0) {
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+    return -1;
+  }
+  port = bound;
+  return child;
+}
+
+}  // namespace
+
+TEST_CASE("e2e: unary echo with 0 B, 1 KiB and 4 MiB payloads", "[e2e]") {
+  const auto target = GENERATE(from_range(e2e_targets()));
+  CAPTURE(target);
+  e2e_harness h(target);
+  auto ch = h.make_channel();
+  for (std::size_t size : {std::size_t{0}, std::size_t{1024}, std::size_t{4} << 20}) {
+    CAPTURE(size);
+    client_context ctx;
+    const auto data = pattern(size, static_cast<unsigned>(size));
+    const auto r = call(*ch, test_service::echo, make_request(data), &ctx);
+    REQUIRE_FALSE(r.ec);
+    CHECK(ctx.status() == status_code::ok);
+    CHECK(r.reply.data().size() == size);
+    CHECK(r.reply.data() == data);
+  }
+  const auto stats = ch->stats();
+  CHECK(stats.calls_ok == 3);
+  CHECK(stats.calls_failed == 0);
+}
+
+TEST_CASE("e2e: 10000 calls with 64 in flight are all answered and matched to their callers", "[e2e]") {
+  const auto target = GENERATE(from_range(e2e_targets()));
+  CAPTURE(target);
+  e2e_harness h(target);
+  auto ch = h.make_channel();
+  constexpr int kCalls = 10000;
+  constexpr int kWindow = 64;
+
+  struct state {
+    std::shared_ptr<channel> ch;
+    int next = 0;
+    int done = 0;
+    int mismatched = 0;
+    int failed = 0;
+    int max_in_flight = 0;
+    int in_flight = 0;
+    std::promise<void> finished;
+  };
+  auto st = std::make_shared<state>();
+  st->ch = ch;
+  // Runs on the client io thread only (callbacks complete there), so `state` needs no lock.
+  std::function<void()> start_one;
+  start_one = [st, &start_one] {
+    const int i = st->next++;
+    ++st->in_flight;
+    st->max_in_flight = std::max(st->max_in_flight, st->in_flight);
+    async_unary_call<EchoReply>(*st->ch, test_service::echo, nullptr, make_request("call-" + std::to_string(i)),
+                                [st, i, &start_one](boost::system::error_code ec, EchoReply reply) {
+                                  --st->in_flight;
+                                  if (ec) ++st->failed;
+                                  if (reply.data() != "call-" + std::to_string(i)) ++st->mismatched;
+                                  if (++st->done == kCalls) st->finished.set_value();
+                                  if (st->next < kCalls) start_one();
+                                });
+  };
+  auto fut = st->finished.get_future();
+  boost::asio::post(h.client_executor(), [&] {
+    for (int i = 0; i < kWindow; ++i) start_one();
+  });
+  REQUIRE(fut.wait_for(120s) == std::future_status::ready);
+  CHECK(st->done == kCalls);
+  CHECK(st->failed == 0);
+  CHECK(st->mismatched == 0);
+  CHECK(st->max_in_flight == kWindow);
+  st->ch.reset();
+}
+
+TEST_CASE("e2e: an expired deadline gives DEADLINE_EXCEEDED and cancels the server handler", "[e2e]") {
+  const auto target = GENERATE(from_range(e2e_targets()));
+  CAPTURE(target);
+  e2e_harness h(target);
+  auto ch = h.make_channel();
+  client_context ctx;
+  ctx.set_timeout(200ms);
+  const auto r = call(*ch, test_service::sleep, make_request("slow", 20000), &ctx);
+  CHECK(code_of(r) == status_code::deadline_exceeded);
+  CHECK(ctx.status() == status_code::deadline_exceeded);
+  CHECK(r.elapsed < 10s);  // far below the handler's 20 s: the client did not wait for it
+  CHECK(h.service().wait_for([&] { return h.service().sleeps_cancelled.load() == 1; }));
+  CHECK(h.service().sleeps_finished.load() == 0);
+
+  SECTION("channel default_timeout applies when the context has none") {
+    channel_options o;
+    o.default_timeout = 100ms;
+    auto ch2 = h.make_channel(o);
+    const auto r2 = call(*ch2, test_service::sleep, make_request("slow", 20000));
+    CHECK(code_of(r2) == status_code::deadline_exceeded);
+    CHECK(h.service().wait_for([&] { return h.service().sleeps_cancelled.load() == 2; }));
+    // A deadline already in the past fails without reaching the server.
+    client_context past;
+    past.set_deadline(std::chrono::steady_clock::now() - 1s);
+    CHECK(code_of(call(*ch2, test_service::echo, make_request("x"), &past)) == status_code::deadline_exceeded);
+    CHECK(h.service().sleeps_started.load() == 2);
+  }
+}
+
+TEST_CASE("e2e: cancellation through the handler's cancellation slot gives CANCELLED and stops the server", "[e2e]") {
+  const auto target = GENERATE(from_range(e2e_targets()));
+  CAPTURE(target);
+  e2e_harness h(target);
+  auto ch = h.make_channel();
+  boost::asio::cancellation_signal signal;
+  std::promise<call_result> p;
+  auto f = p.get_future();
+  client_context ctx;
+  const auto req = make_request("cancel me", 20000);
+  boost::asio::post(h.client_executor(), [&] {
+    async_unary_call<EchoReply>(*ch, test_service::sleep, &ctx, req,
+                                boost::asio::bind_cancellation_slot(
+                                    signal.slot(), [&p](boost::system::error_code ec, EchoReply reply) {
+                                      p.set_value({ec, std::move(reply), {}});
+                                    }));
+  });
+  REQUIRE(h.service().wait_for([&] { return h.service().sleeps_started.load() == 1; }));
+  // Emit on the handler's executor, as Asio requires.
+  boost::asio::post(h.client_executor(), [&] { signal.emit(boost::asio::cancellation_type::terminal); });
+  REQUIRE(f.wait_for(10s) == std::future_status::ready);
+  CHECK(code_of(f.get()) == status_code::cancelled);
+  CHECK(ctx.status() == status_code::cancelled);
+  CHECK(h.service().wait_for([&] { return h.service().sleeps_cancelled.load() == 1; }));
+  // The channel still works afterwards.
+  CHECK_FALSE(call(*ch, test_service::echo, make_request("after")).ec);
+}
+
+TEST_CASE("e2e: unknown method, handler exceptions, bad payload and metadata", "[e2e]") {
+  const auto target = GENERATE(from_range(e2e_targets()));
+  CAPTURE(target);
+  e2e_harness h(target);
+  auto ch = h.make_channel();
+
+  client_context c1;
+  CHECK(code_of(call(*ch, test_service::unknown, make_request("?"), &c1)) == status_code::unimplemented);
+  CHECK(c1.status() == status_code::unimplemented);
+
+  client_context c2;
+  CHECK(code_of(call(*ch, test_service::throws, make_request("x"), &c2)) == status_code::internal);
+  CHECK(c2.status_message().find("boom") != std::string::npos);
+
+  client_context c3;
+  CHECK(code_of(call(*ch, test_service::fail, make_request("k1"), &c3)) == status_code::not_found);
+  CHECK(c3.status() == status_code::not_found);
+  CHECK(c3.status_message() == "no such key: k1");
+
+  // A request the server cannot parse: invalid UTF-8 in a proto3 string field.
+  RawRequest raw;
+  raw.set_text(std::string("\xff\xfe", 2));
+  std::promise<boost::system::error_code> p;
+  auto f = p.get_future();
+  client_context c4;
+  async_unary_call<EchoReply>(*ch, test_service::echo, &c4, raw,
+                              [&p](boost::system::error_code ec, EchoReply) { p.set_value(ec); });
+  REQUIRE(f.wait_for(10s) == std::future_status::ready);
+  CHECK(to_status_code(f.get()) == status_code::invalid_argument);
+  CHECK(c4.status_message().find("cannot parse") != std::string::npos);
+
+  client_context c5;
+  c5.add_metadata("trace", "t-1");
+  c5.add_metadata("user", "ann");
+  const auto r = call(*ch, test_service::meta, make_request(""), &c5);
+  REQUIRE_FALSE(r.ec);
+  CHECK(r.reply.data() == "trace=t-1;user=ann;");
+
+  // None of the failures above broke the connection.
+  CHECK_FALSE(call(*ch, test_service::echo, make_request("still fine")).ec);
+  CHECK(ch->stats().connects == 1);
+}
+
+TEST_CASE("e2e: max_in_flight bounds calls on the wire and the wait queue, beyond it RESOURCE_EXHAUSTED", "[e2e]") {
+  const auto target = GENERATE(from_range(e2e_targets()));
+  CAPTURE(target);
+  e2e_harness h(target);
+  channel_options o;
+  o.max_in_flight = 2;
+  o.max_queued_calls = 3;
+  auto ch = h.make_channel(o);
+  REQUIRE_FALSE(call(*ch, test_service::echo, make_request("warm up")).ec);  // connected
+  std::vector<std::future<call_result>> calls;
+  for (int i = 0; i < 5; ++i) calls.push_back(start_call(*ch, test_service::sleep, make_request(std::to_string(i), 300)));
+  // Two run, three wait in the queue: the sixth is refused at once.
+  const auto refused = call(*ch, test_service::echo, make_request("one too many"));
+  CHECK(code_of(refused) == status_code::resource_exhausted);
+  for (int i = 0; i < 5; ++i) {
+    REQUIRE(calls[i].wait_for(30s) == std::future_status::ready);
+    const auto r = calls[i].get();
+    CHECK_FALSE(r.ec);
+    CHECK(r.reply.data() == std::to_string(i));
+  }
+  CHECK(h.service().max_concurrent.load() == 2);
+  CHECK(h.service().sleeps_finished.load() == 5);
+}
+
+TEST_CASE("e2e: the server's per-connection in-flight bound answers RESOURCE_EXHAUSTED", "[e2e]") {
+  const auto target = GENERATE(from_range(e2e_targets()));
+  CAPTURE(target);
+  server_options so;
+  so.max_in_flight_per_connection = 2;
+  e2e_harness h(target, so);
+  auto ch = h.make_channel();
+  auto a = start_call(*ch, test_service::sleep, make_request("a", 500));
+  auto b = start_call(*ch, test_service::sleep, make_request("b", 500));
+  REQUIRE(h.service().wait_for([&] { return h.service().sleeps_started.load() == 2; }));
+  client_context ctx;
+  CHECK(code_of(call(*ch, test_service::echo, make_request("c"), &ctx)) == status_code::resource_exhausted);
+  CHECK_FALSE(ctx.status_message().empty());
+  REQUIRE(a.wait_for(30s) == std::future_status::ready);
+  REQUIRE(b.wait_for(30s) == std::future_status::ready);
+  CHECK_FALSE(a.get().ec);
+  CHECK_FALSE(b.get().ec);
+}
+
+TEST_CASE("e2e: graceful shutdown drains in-flight calls, then refuses new ones", "[e2e]") {
+  const auto target = GENERATE(from_range(e2e_targets()));
+  CAPTURE(target);
+  e2e_harness h(target);
+  auto ch = h.make_channel();
+  auto slow = start_call(*ch, test_service::sleep, make_request("drain me", 300));
+  REQUIRE(h.service().wait_for([&] { return h.service().sleeps_started.load() == 1; }));
+  REQUIRE(h.shutdown(10s));
+  REQUIRE(slow.wait_for(10s) == std::future_status::ready);
+  const auto r = slow.get();
+  CHECK_FALSE(r.ec);
+  CHECK(r.reply.data() == "drain me");
+  CHECK(code_of(call(*ch, test_service::echo, make_request("late"))) == status_code::unavailable);
+}
+
+TEST_CASE("e2e: shutdown grace expiry cancels handlers and fails their calls UNAVAILABLE", "[e2e]") {
+  const auto target = GENERATE(from_range(e2e_targets()));
+  CAPTURE(target);
+  e2e_harness h(target);
+  auto ch = h.make_channel();
+  auto stuck = start_call(*ch, test_service::sleep, make_request("stuck", 60000));
+  REQUIRE(h.service().wait_for([&] { return h.service().sleeps_started.load() == 1; }));
+  const auto t0 = std::chrono::steady_clock::now();
+  REQUIRE(h.shutdown(200ms));
+  CHECK(std::chrono::steady_clock::now() - t0 < 10s);
+  REQUIRE(stuck.wait_for(10s) == std::future_status::ready);
+  CHECK(code_of(stuck.get()) == status_code::unavailable);
+  CHECK(h.service().wait_for([&] { return h.service().sleeps_cancelled.load() == 1; }));
+}
+
+TEST_CASE("e2e: the connection dying fails every pending call UNAVAILABLE; a URI channel reconnects", "[e2e]") {
+  const auto target = GENERATE(from_range(e2e_targets()));
+  CAPTURE(target);
+  if (target == "loopback") {
+    e2e_harness h(target);
+    // The server's first message breaks the link (a crash seen from the client).
+    transport::loopback::loopback_faults s2c;
+    s2c.close_at = 1;
+    auto ch = h.make_channel({}, {}, s2c);
+    std::vector<std::future<call_result>> calls;
+    for (int i = 0; i < 8; ++i) calls.push_back(start_call(*ch, test_service::sleep, make_request("s", 60000)));
+    REQUIRE(h.service().wait_for([&] { return h.service().sleeps_started.load() == 8; }));
+    auto trigger = start_call(*ch, test_service::echo, make_request("reply breaks the link"));
+    for (auto& f : calls) {
+      REQUIRE(f.wait_for(10s) == std::future_status::ready);
+      CHECK(code_of(f.get()) == status_code::unavailable);
+    }
+    REQUIRE(trigger.wait_for(10s) == std::future_status::ready);
+    CHECK(code_of(trigger.get()) == status_code::unavailable);
+    // A channel over a given connection does not reconnect.
+    CHECK(code_of(call(*ch, test_service::echo, make_request("x"))) == status_code::unavailable);
+    CHECK(h.service().wait_for([&] { return h.service().sleeps_cancelled.load() == 8; }));
+    return;
+  }
+  // A real server process, killed with SIGKILL while calls are in flight.
+  std::uint16_t port = 0;
+  const pid_t child = fork_server(target, port);
+  REQUIRE(child > 0);
+  std::string uri = listen_uri(target);
+  uri = uri.substr(0, uri.rfind(':') + 1) + std::to_string(port);
+  {
+    io_thread client;
+    auto ch = channel::create(client.executor(), uri);
+    REQUIRE_FALSE(call(*ch, test_service::echo, make_request("hello")).ec);
+    std::vector<std::future<call_result>> calls;
+    for (int i = 0; i < 8; ++i) calls.push_back(start_call(*ch, test_service::sleep, make_request("s", 60000)));
+    // The connection is ordered: once this reply is here, the server has all 8 sleeps running.
+    REQUIRE_FALSE(call(*ch, test_service::echo, make_request("barrier")).ec);
+    REQUIRE(::kill(child, SIGKILL) == 0);
+    int wstatus = 0;
+    REQUIRE(::waitpid(child, &wstatus, 0) == child);
+    for (auto& f : calls) {
+      REQUIRE(f.wait_for(15s) == std::future_status::ready);
+      const auto r = f.get();
+      CHECK(code_of(r) == status_code::unavailable);
+    }
+    // The next call tries to reconnect, and fails UNAVAILABLE: nobody listens any more.
+    client_context ctx;
+    CHECK(code_of(call(*ch, test_service::echo, make_request("anyone?"), &ctx)) == status_code::unavailable);
+    CHECK(ctx.status_message().find("cannot connect") != std::string::npos);
+    CHECK(ch->stats().connects == 1);
+    // A new server on the same port: the channel reconnects on its next call.
+    std::uint16_t port2 = port;
+    const pid_t child2 = fork_server(target, port2);
+    REQUIRE(child2 > 0);
+    CHECK(port2 == port);
+    CHECK_FALSE(call(*ch, test_service::echo, make_request("back")).ec);
+    CHECK(ch->stats().connects == 2);
+    ch.reset();
+    ::kill(child2, SIGKILL);
+    REQUIRE(::waitpid(child2, &wstatus, 0) == child2);
+    CHECK(client.drain());
+  }
+}
+
+TEST_CASE("e2e: a URI channel connects lazily and reconnects after the server side closed it", "[e2e]") {
+  const auto target = GENERATE(from_range(e2e_targets()));
+  CAPTURE(target);
+  if (target == "loopback") return;  // loopback channels are made over a given connection
+  io_thread client;
+  std::string uri;
+  {
+    e2e_harness h(target);
+    uri = h.uri();
+    auto ch = h.make_channel();
+    CHECK(ch->stats().connects == 0);
+    REQUIRE_FALSE(call(*ch, test_service::echo, make_request("1")).ec);
+    CHECK(ch->stats().connects == 1);
+    ch->close();
+    CHECK(code_of(call(*ch, test_service::echo, make_request("2"))) == status_code::unavailable);
+  }
+  // Nothing listens on the URI any more: connecting fails every waiting call UNAVAILABLE.
+  auto ch = channel::create(client.executor(), uri);
+  client_context ctx;
+  auto a = start_call(*ch, test_service::echo, make_request("a"), &ctx);
+  auto b = start_call(*ch, test_service::echo, make_request("b"));
+  REQUIRE(a.wait_for(20s) == std::future_status::ready);
+  REQUIRE(b.wait_for(20s) == std::future_status::ready);
+  CHECK(code_of(a.get()) == status_code::unavailable);
+  CHECK(code_of(b.get()) == status_code::unavailable);
+  CHECK(ctx.status_message().find("cannot connect") != std::string::npos);
+  ch.reset();
+  CHECK(client.drain());
+}
+
+TEST_CASE("e2e: a malformed frame closes only that connection; other clients carry on", "[e2e]") {
+  const auto target = GENERATE(from_range(e2e_targets()));
+  CAPTURE(target);
+  if (target == "rdma") return;  // raw garbage needs tcp or the loopback corrupt fault
+  e2e_harness h(target);
+  auto good = h.make_channel();
+  REQUIRE_FALSE(call(*good, test_service::echo, make_request("before")).ec);
+  auto slow = start_call(*good, test_service::sleep, make_request("across the incident", 300));
+
+  if (target == "loopback") {
+    transport::loopback::loopback_faults c2s;
+    c2s.corrupt_at = 2;  // the second request arrives with every byte inverted
+    auto bad = h.make_channel({}, c2s);
+    REQUIRE_FALSE(call(*bad, test_service::echo, make_request("first is fine")).ec);
+    client_context ctx;
+    CHECK(code_of(call(*bad, test_service::echo, make_request("garbled"), &ctx)) == status_code::unavailable);
+  } else {
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::socket sock(io);
+    const auto port = static_cast<std::uint16_t>(std::stoi(h.uri().substr(h.uri().rfind(':') + 1)));
+    sock.connect({boost::asio::ip::make_address("127.0.0.1"), port});
+    // A valid tcp length prefix (16, little-endian) followed by 16 bytes that are no rpc frame.
+    std::array<unsigned char, 20> garbage{};
+    garbage[0] = 16;
+    std::fill(garbage.begin() + 4, garbage.end(), 0xAB);
+    boost::asio::write(sock, boost::asio::buffer(garbage));
+    // The server must close the socket: a read ends with eof / reset, bounded by run_for.
+    std::array<char, 64> buf;
+    boost::system::error_code read_ec;
+    bool done = false;
+    sock.async_read_some(boost::asio::buffer(buf), [&](boost::system::error_code ec, std::size_t) {
+      read_ec = ec;
+      done = true;
+    });
+    io.run_for(10s);
+    REQUIRE(done);
+    CHECK((read_ec == boost::asio::error::eof || read_ec == boost::asio::error::connection_reset));
+  }
+  // The other client's connection and its in-flight call were not affected.
+  REQUIRE(slow.wait_for(10s) == std::future_status::ready);
+  CHECK_FALSE(slow.get().ec);
+  CHECK_FALSE(call(*good, test_service::echo, make_request("after")).ec);
+  auto fresh = h.make_channel();
+  CHECK_FALSE(call(*fresh, test_service::echo, make_request("new client")).ec);
+}
+
+TEST_CASE("e2e: p50 latency of a 64 B echo (printed, not asserted)", "[e2e][latency]") {
+  const auto target = GENERATE(from_range(e2e_targets()));
+  CAPTURE(target);
+  e2e_harness h(target);
+  auto ch = h.make_channel();
+  constexpr int kWarmup = 200;
+  constexpr int kCalls = 5000;
+  const auto req = make_request(std::string(64, 'x'));
+  std::promise<std::vector<std::chrono::nanoseconds>> p;
+  auto f = p.get_future();
+  boost::asio::co_spawn(
+      h.client_executor(),
+      [&]() -> boost::asio::awaitable<void> {
+        std::vector<std::chrono::nanoseconds> samples;
+        samples.reserve(kCalls);
+        for (int i = 0; i < kWarmup + kCalls; ++i) {
+          const auto t0 = std::chrono::steady_clock::now();
+          auto reply = co_await async_unary_call<EchoReply>(*ch, test_service::echo, nullptr, req,
+                                                            boost::asio::use_awaitable);
+          if (i >= kWarmup) samples.push_back(std::chrono::steady_clock::now() - t0);
+          if (reply.data().size() != 64) throw std::runtime_error("short reply");
+        }
+        p.set_value(std::move(samples));
+      },
+      [&p](std::exception_ptr e) {
+        if (e) p.set_exception(e);
+      });
+  REQUIRE(f.wait_for(300s) == std::future_status::ready);
+  auto samples = f.get();
+  REQUIRE(samples.size() == kCalls);
+  std::sort(samples.begin(), samples.end());
+  const auto us = [](std::chrono::nanoseconds d) { return static_cast<double>(d.count()) / 1000.0; };
+  std::printf("rdmarpc latency %-8s 64 B echo, %d sequential calls: p50 %.1f us, p99 %.1f us\n", target.c_str(),
+              kCalls, us(samples[kCalls / 2]), us(samples[kCalls * 99 / 100]));
+  std::fflush(stdout);
+}

@@ -1,0 +1,58 @@
+#pragma once
+// A hand-written rdmarpc::service for the rpc tests (independent of protoc-gen-rdmarpc): Echo,
+// Sleep (waits on a timer, records cancellation), Throw, Fail (status_error), Metadata.
+// Threading: handlers run on the server's connection executors; counters are atomics and the
+// waits use a mutex + condition variable with bounded timeouts.
+
+#include "rpc/service.hpp"
+#include "rpc_test.pb.h"
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+
+namespace rdmarpc::test {
+
+class test_service final : public rdmarpc::service {
+ public:
+  static constexpr method_descriptor echo{"/rdmarpc.test.Test/Echo", method_id("/rdmarpc.test.Test/Echo")};
+  static constexpr method_descriptor sleep{"/rdmarpc.test.Test/Sleep", method_id("/rdmarpc.test.Test/Sleep")};
+  static constexpr method_descriptor throws{"/rdmarpc.test.Test/Throw", method_id("/rdmarpc.test.Test/Throw")};
+  static constexpr method_descriptor fail{"/rdmarpc.test.Test/Fail", method_id("/rdmarpc.test.Test/Fail")};
+  static constexpr method_descriptor meta{"/rdmarpc.test.Test/Metadata", method_id("/rdmarpc.test.Test/Metadata")};
+  static constexpr method_descriptor unknown{"/rdmarpc.test.Test/Nope", method_id("/rdmarpc.test.Test/Nope")};
+
+  std::string_view full_name() const noexcept override { return "rdmarpc.test.Test"; }
+  std::span<const method_descriptor> methods() const noexcept override { return methods_; }
+  boost::asio::awaitable<void> dispatch(std::size_t index, server_context& ctx, std::span<const std::byte> request,
+                                        std::string& response) override;
+
+  // Observations, readable from any thread.
+  std::atomic<int> sleeps_started{0};
+  std::atomic<int> sleeps_cancelled{0};   // handler saw terminal cancellation / ctx.is_cancelled()
+  std::atomic<int> sleeps_finished{0};
+  std::atomic<int> concurrent{0};
+  std::atomic<int> max_concurrent{0};
+
+  // Waits (bounded) until pred() holds; pred reads the atomics above.
+  template <typename Pred>
+  bool wait_for(Pred pred, std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+    std::unique_lock lock(mutex_);
+    return cv_.wait_for(lock, timeout, pred);
+  }
+
+ private:
+  void notify() {
+    { std::lock_guard lock(mutex_); }
+    cv_.notify_all();
+  }
+  boost::asio::awaitable<EchoReply> do_sleep(server_context& ctx, const EchoRequest& req);
+
+  static constexpr std::array<method_descriptor, 5> methods_{echo, sleep, throws, fail, meta};
+  std::mutex mutex_;
+  std::condition_variable cv_;
+};
+
+}  // namespace rdmarpc::test
