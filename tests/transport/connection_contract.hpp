@@ -1,0 +1,458 @@
+#pragma once
+// The transport::connection contract as reusable test bodies: every implementation (loopback,
+// tcp, rdma) runs the same assertions through RDMARPC_CONNECTION_CONTRACT_TESTS with a factory that
+// returns a connected (client, server) pair on an io_context. Test code only (Catch2 v2).
+// Threading: single-threaded; every test drives its io_context from the test thread.
+//
+// Assumptions the bodies make about any transport (all part of the contract in connection.hpp):
+//  * neither end of a fresh pair is started; a connection that is not started delivers nothing and
+//    so does not consume what its peer sends (that is how back-pressure is provoked);
+//  * options.max_message_size and options.send_queue_limit are honoured by both ends.
+
+#include "transport/connection.hpp"
+#include "transport/error.hpp"
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace rdmarpc::test {
+
+struct connected_pair {
+  std::shared_ptr<transport::connection> client;
+  std::shared_ptr<transport::connection> server;
+};
+
+// Builds a connected pair, both ends on `io`, neither started. May run `io` to connect.
+using pair_factory = std::function<connected_pair(boost::asio::io_context& io, const transport::connection_options& options)>;
+
+// Runs `io` until `done()` or the timeout (a bound against hangs, never a latency assertion).
+inline bool run_until(boost::asio::io_context& io, const std::function<bool()>& done,
+                      std::chrono::steady_clock::duration timeout = std::chrono::seconds(60)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto guard = boost::asio::make_work_guard(io);  // run_one_for waits for work instead of returning
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    if (io.stopped()) io.restart();
+    io.run_one_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+// Runs whatever is ready now (and what that makes ready), without waiting.
+inline void run_ready(boost::asio::io_context& io) {
+  if (io.stopped()) io.restart();
+  io.poll();
+}
+
+// A test message: bytes derived from (index, size) so that order and content can both be checked.
+inline std::vector<std::byte> make_message(std::uint64_t index, std::size_t size) {
+  std::vector<std::byte> out(size);
+  for (std::size_t i = 0; i < size; ++i) out[i] = static_cast<std::byte>((index * 131 + i * 7 + (i >> 8)) & 0xff);
+  for (std::size_t i = 0; i < size && i < 8; ++i) out[i] = static_cast<std::byte>((index >> (8 * i)) & 0xff);
+  return out;
+}
+inline bool is_message(const std::vector<std::byte>& got, std::uint64_t index, std::size_t size) {
+  return got == make_message(index, size);
+}
+
+// Set while the test is inside a connection call; handlers check it to prove they never run inline.
+struct call_guard {
+  bool active = false;
+};
+
+// Records what a connection delivers. Copies each message and releases it at once (on rdma a held
+// message pins a receive slot).
+class recording_handler : public transport::connection_handler {
+ public:
+  explicit recording_handler(const call_guard* guard = nullptr) : guard_(guard) {}
+
+  void on_message(transport::received_message message) override {
+    if (guard_ != nullptr && guard_->active) ++inline_calls;
+    if (close_calls > 0) ++messages_after_close;
+    messages.emplace_back(message.bytes().begin(), message.bytes().end());
+    message.release();
+    if (on_message_hook) on_message_hook(messages.size());
+  }
+  void on_close(const boost::system::error_code& reason) override {
+    if (guard_ != nullptr && guard_->active) ++inline_calls;
+    ++close_calls;
+    close_reason = reason;
+  }
+
+  std::vector<std::vector<std::byte>> messages;
+  int close_calls = 0;
+  boost::system::error_code close_reason;
+  int inline_calls = 0;
+  int messages_after_close = 0;
+  std::function<void(std::size_t)> on_message_hook;  // called with the count after each message
+
+ private:
+  const call_guard* guard_;
+};
+
+inline boost::system::error_code send_bytes(transport::connection& c, const std::vector<std::byte>& bytes) {
+  return c.send(boost::asio::buffer(bytes));
+}
+
+// Sends messages [0, count) of size size_of(i), waiting on async_wait_writable whenever the queue
+// is full. Finishes with `error` set if anything but send_queue_full came back.
+class blaster : public std::enable_shared_from_this<blaster> {
+ public:
+  blaster(std::shared_ptr<transport::connection> c, std::uint64_t count, std::function<std::size_t(std::uint64_t)> size_of)
+      : connection_(std::move(c)), count_(count), size_of_(std::move(size_of)) {}
+  void run() {
+    while (next < count_) {
+      const auto ec = send_bytes(*connection_, make_message(next, size_of_(next)));
+      if (ec == transport::errc::send_queue_full) {
+        ++full_count;
+        connection_->async_wait_writable([self = shared_from_this()](boost::system::error_code wait_ec) {
+          if (wait_ec) {
+            self->error = wait_ec;
+            return;
+          }
+          self->run();
+        });
+        return;
+      }
+      if (ec) {
+        error = ec;
+        return;
+      }
+      ++next;
+    }
+  }
+  std::uint64_t next = 0;
+  std::uint64_t full_count = 0;
+  boost::system::error_code error;
+
+ private:
+  std::shared_ptr<transport::connection> connection_;
+  std::uint64_t count_;
+  std::function<std::size_t(std::uint64_t)> size_of_;
+};
+
+// --- the contract ------------------------------------------------------------------------------
+
+inline void contract_start_and_not_connected(const pair_factory& make) {
+  boost::asio::io_context io;
+  auto pair = make(io, {});
+  const std::vector<std::byte> one(1, std::byte{7});
+  CHECK(send_bytes(*pair.client, one) == transport::errc::not_connected);  // not started yet
+  CHECK_FALSE(pair.client->is_open());
+  auto ch = std::make_shared<recording_handler>();
+  auto sh = std::make_shared<recording_handler>();
+  pair.client->start(ch);
+  pair.server->start(sh);
+  CHECK(pair.client->is_open());
+  CHECK(pair.server->is_open());
+  CHECK(pair.client->max_message_size() == transport::connection_options{}.max_message_size);
+  CHECK_FALSE(pair.client->remote_address().empty());
+  REQUIRE_FALSE(send_bytes(*pair.client, one));
+  REQUIRE(run_until(io, [&] { return sh->messages.size() == 1; }));
+  CHECK(sh->messages[0] == one);
+  pair.client->close();
+  pair.server->close();
+  REQUIRE(run_until(io, [&] { return ch->close_calls == 1 && sh->close_calls == 1; }));
+}
+
+inline void contract_ordered_delivery(const pair_factory& make) {
+  boost::asio::io_context io;
+  transport::connection_options options;
+  options.send_queue_limit = 64;
+  auto pair = make(io, options);
+  auto ch = std::make_shared<recording_handler>();
+  auto sh = std::make_shared<recording_handler>();
+  pair.client->start(ch);
+  pair.server->start(sh);
+  constexpr std::uint64_t kCount = 20000;
+  const auto size_of = [](std::uint64_t i) { return static_cast<std::size_t>((i * 37) % 300); };
+  auto up = std::make_shared<blaster>(pair.client, kCount, size_of);
+  auto down = std::make_shared<blaster>(pair.server, kCount, size_of);
+  up->run();
+  down->run();
+  REQUIRE(run_until(io, [&] {
+    return (sh->messages.size() == kCount && ch->messages.size() == kCount) || up->error || down->error;
+  }));
+  REQUIRE_FALSE(up->error);
+  REQUIRE_FALSE(down->error);
+  CHECK(up->full_count > 0);  // the 64-deep queue filled: back-pressure was exercised on the way
+  std::uint64_t bad_up = 0, bad_down = 0, bytes = 0;
+  for (std::uint64_t i = 0; i < kCount; ++i) {
+    if (!is_message(sh->messages[i], i, size_of(i))) ++bad_up;
+    if (!is_message(ch->messages[i], i, size_of(i))) ++bad_down;
+    bytes += size_of(i);
+  }
+  CHECK(bad_up == 0);
+  CHECK(bad_down == 0);
+  // Counters add up (senders count when a message leaves their queue, so let that finish).
+  REQUIRE(run_until(io, [&] {
+    return pair.client->stats().messages_sent == kCount && pair.server->stats().messages_sent == kCount;
+  }));
+  for (const auto* c : {pair.client.get(), pair.server.get()}) {
+    CHECK(c->stats().messages_sent == kCount);
+    CHECK(c->stats().messages_received == kCount);
+    CHECK(c->stats().bytes_sent == bytes);
+    CHECK(c->stats().bytes_received == bytes);
+    CHECK(c->stats().rnr_errors == 0);
+  }
+  CHECK(ch->close_calls == 0);
+  CHECK(sh->close_calls == 0);
+  pair.client->close();
+  REQUIRE(run_until(io, [&] { return ch->close_calls == 1 && sh->close_calls == 1; }));
+}
+
+inline void contract_message_sizes(const pair_factory& make) {
+  boost::asio::io_context io;
+  transport::connection_options options;  // default max: 16 MiB
+  auto pair = make(io, options);
+  auto sh = std::make_shared<recording_handler>();
+  pair.client->start(std::make_shared<recording_handler>());
+  pair.server->start(sh);
+  const std::vector<std::size_t> sizes{0, 1, 8192, 8193, std::size_t{1} << 20, options.max_message_size, 5};
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    CAPTURE(sizes[i]);
+    REQUIRE_FALSE(send_bytes(*pair.client, make_message(i, sizes[i])));
+  }
+  REQUIRE(run_until(io, [&] { return sh->messages.size() == sizes.size(); }));
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    CAPTURE(sizes[i]);
+    CHECK(sh->messages[i].size() == sizes[i]);
+    CHECK(is_message(sh->messages[i], i, sizes[i]));
+  }
+  // Gathered parts arrive as one message.
+  const auto whole = make_message(99, 3000);
+  const std::array<boost::asio::const_buffer, 3> parts{boost::asio::buffer(whole.data(), 1000),
+                                                      boost::asio::buffer(whole.data() + 1000, 0),
+                                                      boost::asio::buffer(whole.data() + 1000, 2000)};
+  REQUIRE_FALSE(pair.client->send(std::span<const boost::asio::const_buffer>(parts)));
+  REQUIRE(run_until(io, [&] { return sh->messages.size() == sizes.size() + 1; }));
+  CHECK(sh->messages.back() == whole);
+  pair.client->close();
+  REQUIRE(run_until(io, [&] { return sh->close_calls == 1; }));
+}
+
+inline void contract_too_large(const pair_factory& make) {
+  boost::asio::io_context io;
+  transport::connection_options options;
+  options.max_message_size = 64 * 1024;
+  auto pair = make(io, options);
+  auto sh = std::make_shared<recording_handler>();
+  pair.client->start(std::make_shared<recording_handler>());
+  pair.server->start(sh);
+  CHECK(pair.client->max_message_size() == options.max_message_size);
+  const auto big = make_message(1, options.max_message_size + 1);
+  CHECK(send_bytes(*pair.client, big) == transport::errc::message_too_large);
+  // Gathered parts count as a whole.
+  const std::array<boost::asio::const_buffer, 2> parts{boost::asio::buffer(big.data(), 40000),
+                                                      boost::asio::buffer(big.data() + 40000, 30000)};
+  CHECK(pair.client->send(std::span<const boost::asio::const_buffer>(parts)) == transport::errc::message_too_large);
+  CHECK(pair.client->is_open());  // refused, not fatal
+  const auto marker = make_message(2, 10);
+  REQUIRE_FALSE(send_bytes(*pair.client, marker));
+  REQUIRE(run_until(io, [&] { return sh->messages.size() == 1 && pair.client->stats().messages_sent == 1; }));
+  CHECK(sh->messages[0] == marker);  // nothing of the refused messages went out
+  CHECK(pair.client->stats().bytes_sent == marker.size());
+  pair.client->close();
+  REQUIRE(run_until(io, [&] { return sh->close_calls == 1; }));
+  CHECK(sh->messages.size() == 1);
+}
+
+inline void contract_back_pressure(const pair_factory& make) {
+  boost::asio::io_context io;
+  transport::connection_options options;
+  options.send_queue_limit = 4;
+  auto pair = make(io, options);
+  auto ch = std::make_shared<recording_handler>();
+  pair.client->start(ch);  // the server is NOT started: it consumes nothing yet
+  constexpr std::size_t kSize = 256 * 1024;
+  std::uint64_t accepted = 0;
+  boost::system::error_code ec;
+  for (; accepted < 4096; ++accepted) {  // bounded: a transport that never pushes back fails here
+    ec = send_bytes(*pair.client, make_message(accepted, kSize));
+    if (ec) break;
+    run_ready(io);  // let the transport move what it can towards the peer
+  }
+  REQUIRE(ec == transport::errc::send_queue_full);
+  CHECK(pair.client->is_open());
+
+  // Per-operation cancellation: the wait ends with operation_aborted and harms nothing.
+  boost::asio::cancellation_signal cancel;
+  std::optional<boost::system::error_code> cancelled;
+  pair.client->async_wait_writable(boost::asio::bind_cancellation_slot(
+      cancel.slot(), [&](boost::system::error_code e) { cancelled = e; }));
+  CHECK_FALSE(cancelled);  // never inline
+  cancel.emit(boost::asio::cancellation_type::terminal);
+  REQUIRE(run_until(io, [&] { return cancelled.has_value(); }));
+  CHECK(*cancelled == boost::asio::error::operation_aborted);
+
+  std::optional<boost::system::error_code> writable;
+  pair.client->async_wait_writable([&](boost::system::error_code e) { writable = e; });
+  CHECK_FALSE(writable);
+  auto sh = std::make_shared<recording_handler>();
+  pair.server->start(sh);  // the peer consumes now: the queue drains
+  REQUIRE(run_until(io, [&] { return writable.has_value(); }));
+  CHECK_FALSE(*writable);
+  const auto last = make_message(accepted, kSize);
+  REQUIRE_FALSE(send_bytes(*pair.client, last));
+  ++accepted;
+  REQUIRE(run_until(io, [&] { return sh->messages.size() == accepted; }));
+  std::uint64_t bad = 0;
+  for (std::uint64_t i = 0; i < accepted; ++i) bad += is_message(sh->messages[i], i, kSize) ? 0 : 1;
+  CHECK(bad == 0);
+  pair.client->close();
+  REQUIRE(run_until(io, [&] { return ch->close_calls == 1 && sh->close_calls == 1; }));
+}
+
+// `closer_is_client`: which side calls close(); the other must see closed_by_peer after every
+// message the closer had queued.
+inline void contract_graceful_close(const pair_factory& make, bool closer_is_client) {
+  boost::asio::io_context io;
+  auto pair = make(io, {});
+  auto& closer = closer_is_client ? pair.client : pair.server;
+  auto& other = closer_is_client ? pair.server : pair.client;
+  auto closer_h = std::make_shared<recording_handler>();
+  auto other_h = std::make_shared<recording_handler>();
+  closer->start(closer_h);
+  other->start(other_h);
+  constexpr std::uint64_t kQueued = 50;
+  for (std::uint64_t i = 0; i < kQueued; ++i) REQUIRE_FALSE(send_bytes(*closer, make_message(i, 20000)));
+  closer->close();  // right behind the sends: they must be flushed first
+  CHECK_FALSE(closer->is_open());
+  CHECK(send_bytes(*closer, make_message(0, 1)) == transport::errc::not_connected);
+  std::optional<boost::system::error_code> wait_result;
+  closer->async_wait_writable([&](boost::system::error_code e) { wait_result = e; });
+  REQUIRE(run_until(io, [&] { return closer_h->close_calls == 1 && other_h->close_calls == 1 && wait_result; }));
+  CHECK(closer_h->close_reason == transport::errc::closed_locally);
+  CHECK(other_h->close_reason == transport::errc::closed_by_peer);
+  CHECK(*wait_result);  // an ended connection is never "writable"
+  REQUIRE(other_h->messages.size() == kQueued);
+  for (std::uint64_t i = 0; i < kQueued; ++i) CHECK(is_message(other_h->messages[i], i, 20000));
+  CHECK_FALSE(other->is_open());
+  CHECK(send_bytes(*other, make_message(0, 1)) == transport::errc::not_connected);
+  closer->close();  // idempotent
+  other->close();
+  run_ready(io);
+  CHECK(closer_h->close_calls == 1);
+  CHECK(other_h->close_calls == 1);
+  CHECK(closer_h->messages_after_close + other_h->messages_after_close == 0);
+}
+
+inline void contract_never_inline(const pair_factory& make) {
+  boost::asio::io_context io;
+  auto pair = make(io, {});
+  call_guard guard;
+  auto ch = std::make_shared<recording_handler>(&guard);
+  auto sh = std::make_shared<recording_handler>(&guard);
+  pair.client->start(ch);
+  pair.server->start(sh);
+  // Echo from inside on_message: calling send() from a handler is allowed and must not recurse.
+  sh->on_message_hook = [&](std::size_t n) {
+    guard.active = true;
+    const auto ec = send_bytes(*pair.server, sh->messages[n - 1]);
+    guard.active = false;
+    CHECK_FALSE(ec);
+  };
+  for (int round = 0; round < 100; ++round) {
+    guard.active = true;
+    const auto ec = send_bytes(*pair.client, make_message(round, 100));
+    std::optional<boost::system::error_code> writable;
+    pair.client->async_wait_writable([&](boost::system::error_code e) { writable = e; });
+    const bool completed_inline = writable.has_value();
+    guard.active = false;
+    REQUIRE_FALSE(ec);
+    CHECK_FALSE(completed_inline);
+    REQUIRE(run_until(io, [&] { return writable.has_value(); }));
+    CHECK_FALSE(*writable);
+  }
+  REQUIRE(run_until(io, [&] { return ch->messages.size() == 100; }));
+  guard.active = true;
+  pair.client->close();
+  const bool closed_inline = ch->close_calls > 0;
+  guard.active = false;
+  CHECK_FALSE(closed_inline);
+  REQUIRE(run_until(io, [&] { return ch->close_calls == 1 && sh->close_calls == 1; }));
+  CHECK(ch->inline_calls == 0);
+  CHECK(sh->inline_calls == 0);
+}
+
+inline void contract_close_from_handler_and_both_sides(const pair_factory& make) {
+  boost::asio::io_context io;
+  auto pair = make(io, {});
+  auto ch = std::make_shared<recording_handler>();
+  auto sh = std::make_shared<recording_handler>();
+  // The server closes from inside its 3rd on_message: no delivery after that.
+  sh->on_message_hook = [&](std::size_t n) {
+    if (n == 3) pair.server->close();
+  };
+  pair.client->start(ch);
+  pair.server->start(sh);
+  for (int i = 0; i < 20; ++i) REQUIRE_FALSE(send_bytes(*pair.client, make_message(i, 10)));
+  REQUIRE(run_until(io, [&] { return sh->close_calls == 1 && ch->close_calls == 1; }));
+  CHECK(sh->messages.size() == 3);
+  CHECK(sh->close_reason == transport::errc::closed_locally);
+  CHECK(ch->close_reason == transport::errc::closed_by_peer);
+
+  // Both sides close in the same turn: each sees closed_locally, exactly once.
+  boost::asio::io_context io2;
+  auto pair2 = make(io2, {});
+  auto a = std::make_shared<recording_handler>();
+  auto b = std::make_shared<recording_handler>();
+  pair2.client->start(a);
+  pair2.server->start(b);
+  REQUIRE_FALSE(send_bytes(*pair2.client, make_message(0, 10)));
+  pair2.client->close();
+  pair2.server->close();
+  pair2.client->close();
+  REQUIRE(run_until(io2, [&] { return a->close_calls == 1 && b->close_calls == 1; }));
+  run_ready(io2);
+  CHECK(a->close_calls == 1);
+  CHECK(b->close_calls == 1);
+  CHECK(a->close_reason == transport::errc::closed_locally);
+  CHECK(b->close_reason == transport::errc::closed_locally);
+}
+
+}  // namespace rdmarpc::test
+
+// Instantiates every contract test for one transport. NAME is a string literal used as the test
+// name prefix, TAG a Catch tag string such as "[tcp]", FACTORY an expression of type pair_factory.
+#define RDMARPC_CONNECTION_CONTRACT_TESTS(NAME, TAG, FACTORY)                                              \
+  TEST_CASE(NAME " contract: start, and not_connected before it", "[contract]" TAG) {                      \
+    rdmarpc::test::contract_start_and_not_connected(FACTORY);                                              \
+  }                                                                                                        \
+  TEST_CASE(NAME " contract: many messages both ways arrive in order, counters add up", "[contract]" TAG) { \
+    rdmarpc::test::contract_ordered_delivery(FACTORY);                                                     \
+  }                                                                                                        \
+  TEST_CASE(NAME " contract: sizes 0, 1, 8K, 8K+1, 1M, max; gathered parts", "[contract]" TAG) {          \
+    rdmarpc::test::contract_message_sizes(FACTORY);                                                        \
+  }                                                                                                        \
+  TEST_CASE(NAME " contract: larger than max is message_too_large and sends nothing", "[contract]" TAG) {  \
+    rdmarpc::test::contract_too_large(FACTORY);                                                            \
+  }                                                                                                        \
+  TEST_CASE(NAME " contract: send_queue_full, cancellable async_wait_writable", "[contract]" TAG) {        \
+    rdmarpc::test::contract_back_pressure(FACTORY);                                                        \
+  }                                                                                                        \
+  TEST_CASE(NAME " contract: graceful close by the client flushes first", "[contract]" TAG) {             \
+    rdmarpc::test::contract_graceful_close(FACTORY, true);                                                 \
+  }                                                                                                        \
+  TEST_CASE(NAME " contract: graceful close by the server flushes first", "[contract]" TAG) {             \
+    rdmarpc::test::contract_graceful_close(FACTORY, false);                                                \
+  }                                                                                                        \
+  TEST_CASE(NAME " contract: handlers never run inline from send/close/async_wait_writable",              \
+            "[contract]" TAG) {                                                                            \
+    rdmarpc::test::contract_never_inline(FACTORY);                                                         \
+  }                                                                                                        \
+  TEST_CASE(NAME " contract: close from a handler; simultaneous close; on_close exactly once",            \
+            "[contract]" TAG) {                                                                            \
+    rdmarpc::test::contract_close_from_handler_and_both_sides(FACTORY);                                    \
+  }

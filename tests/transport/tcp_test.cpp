@@ -1,0 +1,289 @@
+// The connection contract over tcp (127.0.0.1, port 0), plus tcp specifics: the frame format on
+// the wire, malformed input from a raw socket, EOF handling, connect errors and the listener.
+#include "tests/transport/connection_contract.hpp"
+#include "transport/connect.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+
+using namespace rdmarpc;
+using test::recording_handler;
+using test::run_until;
+using boost::asio::ip::tcp;
+
+namespace {
+
+transport::endpoint any_port() { return transport::parse_endpoint("tcp://127.0.0.1:0").value(); }
+
+struct accepted {
+  boost::system::error_code ec;
+  std::shared_ptr<transport::connection> connection;
+  bool done = false;
+};
+
+void accept_into(transport::listener& l, boost::asio::io_context& io, accepted& out) {
+  l.async_accept(io.get_executor(), [&out](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
+    out.ec = ec;
+    out.connection = std::move(c);
+    out.done = true;
+  });
+}
+
+test::connected_pair make_pair(boost::asio::io_context& io, const transport::connection_options& options) {
+  auto l = transport::make_listener(io.get_executor(), any_port(), options);
+  accepted server, client;
+  accept_into(*l, io, server);
+  transport::async_connect(io.get_executor(), l->local_endpoint(), options,
+                           [&client](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
+                             client.ec = ec;
+                             client.connection = std::move(c);
+                             client.done = true;
+                           });
+  REQUIRE(run_until(io, [&] { return server.done && client.done; }));
+  REQUIRE_FALSE(server.ec);
+  REQUIRE_FALSE(client.ec);
+  return {client.connection, server.connection};
+}
+
+std::array<std::byte, 4> le_length(std::uint32_t n) {
+  return {std::byte(n & 0xff), std::byte((n >> 8) & 0xff), std::byte((n >> 16) & 0xff), std::byte(n >> 24)};
+}
+
+// A listener, one started server connection per accepted socket, and a raw client socket.
+struct raw_fixture {
+  boost::asio::io_context io;
+  std::unique_ptr<transport::listener> listener = transport::make_listener(io.get_executor(), any_port(), {});
+  tcp::endpoint target{boost::asio::ip::make_address("127.0.0.1"), listener->local_endpoint().port};
+
+  // Accepts one connection and starts it with a fresh recording handler.
+  std::pair<std::shared_ptr<transport::connection>, std::shared_ptr<recording_handler>> accept_started() {
+    accepted a;
+    accept_into(*listener, io, a);
+    REQUIRE(run_until(io, [&] { return a.done; }));
+    REQUIRE_FALSE(a.ec);
+    auto h = std::make_shared<recording_handler>();
+    a.connection->start(h);
+    return {a.connection, h};
+  }
+};
+
+}  // namespace
+
+RDMARPC_CONNECTION_CONTRACT_TESTS("tcp", "[tcp]", make_pair)
+
+TEST_CASE("tcp: listener on port 0 reports the real port", "[tcp][listener]") {
+  boost::asio::io_context io;
+  auto l = transport::make_listener(io.get_executor(), any_port(), {});
+  const auto ep = l->local_endpoint();
+  CHECK(ep.scheme == transport::scheme::tcp);
+  CHECK(ep.host == "127.0.0.1");
+  CHECK(ep.port != 0);
+  // Binding the same port again fails loudly (setup code throws).
+  CHECK_THROWS_AS(transport::make_listener(io.get_executor(), ep, {}), boost::system::system_error);
+}
+
+TEST_CASE("tcp: closing the listener aborts a pending accept", "[tcp][listener]") {
+  boost::asio::io_context io;
+  auto l = transport::make_listener(io.get_executor(), any_port(), {});
+  accepted a;
+  accept_into(*l, io, a);
+  l->close();
+  l->close();  // idempotent
+  REQUIRE(run_until(io, [&] { return a.done; }));
+  CHECK(a.ec == boost::asio::error::operation_aborted);
+  CHECK_FALSE(a.connection);
+  accepted again;
+  accept_into(*l, io, again);
+  REQUIRE(run_until(io, [&] { return again.done; }));
+  CHECK(again.ec == boost::asio::error::operation_aborted);
+}
+
+TEST_CASE("tcp: connect to a port nobody listens on is unreachable", "[tcp][connect]") {
+  boost::asio::io_context io;
+  transport::endpoint closed;
+  {
+    auto l = transport::make_listener(io.get_executor(), any_port(), {});
+    closed = l->local_endpoint();
+  }  // closed again: connecting is refused
+  accepted client;
+  transport::async_connect(io.get_executor(), closed, {},
+                           [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
+                             client = {ec, std::move(c), true};
+                           });
+  CHECK_FALSE(client.done);  // never inline
+  REQUIRE(run_until(io, [&] { return client.done; }));
+  CHECK(client.ec == transport::errc::unreachable);
+  CHECK_FALSE(client.connection);
+}
+
+TEST_CASE("tcp: connect that never completes ends with connect_timeout", "[tcp][connect]") {
+  boost::asio::io_context io;
+  // A listener whose accept queue is full: Linux drops further SYNs, so a connect hangs.
+  tcp::acceptor full(io, tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0));
+  full.listen(0);
+  const auto port = full.local_endpoint().port();
+  std::vector<std::unique_ptr<tcp::socket>> fillers;
+  for (int i = 0; i < 2; ++i) {
+    fillers.push_back(std::make_unique<tcp::socket>(io));
+    fillers.back()->async_connect(full.local_endpoint(), [](boost::system::error_code) {});
+  }
+  test::run_ready(io);
+  transport::connection_options options;
+  options.connect_timeout = std::chrono::milliseconds(300);
+  accepted client;
+  transport::async_connect(io.get_executor(), transport::endpoint{transport::scheme::tcp, "127.0.0.1", port}, options,
+                           [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
+                             client = {ec, std::move(c), true};
+                           });
+  REQUIRE(run_until(io, [&] { return client.done; }, std::chrono::seconds(30)));
+  CHECK(client.ec == transport::errc::connect_timeout);
+  CHECK_FALSE(client.connection);
+}
+
+TEST_CASE("tcp: frames on the wire are a 4-byte little-endian length then the bytes", "[tcp][wire]") {
+  raw_fixture f;
+  tcp::socket raw(f.io);
+  raw.connect(f.target);
+  auto [server, h] = f.accept_started();
+  const auto payload = test::make_message(5, 300);
+  const auto header = le_length(300);
+  std::vector<boost::asio::const_buffer> frame{boost::asio::buffer(header), boost::asio::buffer(payload)};
+  boost::asio::write(raw, frame);
+  boost::asio::write(raw, boost::asio::buffer(le_length(0)));  // an empty message
+  REQUIRE(run_until(f.io, [&] { return h->messages.size() == 2; }));
+  CHECK(h->messages[0] == payload);
+  CHECK(h->messages[1].empty());
+  // And the other way: what send() writes.
+  REQUIRE_FALSE(test::send_bytes(*server, test::make_message(6, 70000)));
+  std::array<std::byte, 4> got_header{};
+  std::vector<std::byte> body(70000);
+  bool read_done = false;
+  boost::asio::async_read(raw, boost::asio::buffer(got_header), [&](boost::system::error_code ec, std::size_t) {
+    REQUIRE_FALSE(ec);
+    boost::asio::async_read(raw, boost::asio::buffer(body), [&](boost::system::error_code ec2, std::size_t) {
+      REQUIRE_FALSE(ec2);
+      read_done = true;
+    });
+  });
+  REQUIRE(run_until(f.io, [&] { return read_done; }));
+  CHECK(got_header == le_length(70000));
+  CHECK(test::is_message(body, 6, 70000));
+  server->close();
+}
+
+TEST_CASE("tcp: an absurd length closes only that connection with protocol_error", "[tcp][malformed]") {
+  raw_fixture f;
+  // A well-behaved client on the same listener.
+  accepted good_client;
+  transport::async_connect(f.io.get_executor(), f.listener->local_endpoint(), {},
+                           [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
+                             good_client = {ec, std::move(c), true};
+                           });
+  auto [good_server, good_h] = f.accept_started();
+  REQUIRE(run_until(f.io, [&] { return good_client.done; }));
+  REQUIRE_FALSE(good_client.ec);
+  auto good_client_h = std::make_shared<recording_handler>();
+  good_client.connection->start(good_client_h);
+
+  tcp::socket raw(f.io);
+  raw.connect(f.target);
+  auto [bad_server, bad_h] = f.accept_started();
+  boost::asio::write(raw, boost::asio::buffer(le_length(0xfffffff0u)));
+  REQUIRE(run_until(f.io, [&] { return bad_h->close_calls == 1; }));
+  CHECK(bad_h->close_reason == transport::errc::protocol_error);
+  CHECK(bad_h->messages.empty());
+  CHECK_FALSE(bad_server->is_open());
+  // The raw peer sees its connection end.
+  std::array<std::byte, 1> scratch{};
+  std::optional<boost::system::error_code> raw_end;
+  raw.async_read_some(boost::asio::buffer(scratch), [&](boost::system::error_code ec, std::size_t) { raw_end = ec; });
+  REQUIRE(run_until(f.io, [&] { return raw_end.has_value(); }));
+  CHECK(*raw_end);
+
+  // The other connection is unaffected, both ways.
+  REQUIRE_FALSE(test::send_bytes(*good_client.connection, test::make_message(1, 100)));
+  REQUIRE_FALSE(test::send_bytes(*good_server, test::make_message(2, 100)));
+  REQUIRE(run_until(f.io, [&] { return good_h->messages.size() == 1 && good_client_h->messages.size() == 1; }));
+  CHECK(test::is_message(good_h->messages[0], 1, 100));
+  CHECK(test::is_message(good_client_h->messages[0], 2, 100));
+  CHECK(good_server->is_open());
+  // And the listener still accepts new connections.
+  tcp::socket another(f.io);
+  another.connect(f.target);
+  auto [third, third_h] = f.accept_started();
+  CHECK(third->is_open());
+  good_client.connection->close();
+  third->close();
+  REQUIRE(run_until(f.io, [&] { return good_h->close_calls == 1 && third_h->close_calls == 1; }));
+  CHECK(good_h->close_reason == transport::errc::closed_by_peer);
+}
+
+TEST_CASE("tcp: a length just above max_message_size is a protocol_error too", "[tcp][malformed]") {
+  boost::asio::io_context io;
+  transport::connection_options options;
+  options.max_message_size = 1000;
+  auto l = transport::make_listener(io.get_executor(), any_port(), options);
+  tcp::socket raw(io);
+  raw.connect(tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), l->local_endpoint().port));
+  accepted a;
+  accept_into(*l, io, a);
+  REQUIRE(run_until(io, [&] { return a.done; }));
+  auto h = std::make_shared<recording_handler>();
+  a.connection->start(h);
+  std::vector<std::byte> ok(4 + 1000, std::byte{1});
+  const auto ok_header = le_length(1000);
+  std::copy(ok_header.begin(), ok_header.end(), ok.begin());
+  boost::asio::write(raw, boost::asio::buffer(ok));
+  boost::asio::write(raw, boost::asio::buffer(le_length(1001)));
+  REQUIRE(run_until(io, [&] { return h->close_calls == 1; }));
+  CHECK(h->messages.size() == 1);  // the frame at exactly the limit was fine
+  CHECK(h->close_reason == transport::errc::protocol_error);
+}
+
+TEST_CASE("tcp: peer EOF between frames is closed_by_peer, inside a frame connection_lost", "[tcp][eof]") {
+  raw_fixture f;
+  SECTION("between frames") {
+    tcp::socket raw(f.io);
+    raw.connect(f.target);
+    auto [server, h] = f.accept_started();
+    boost::asio::write(raw, boost::asio::buffer(le_length(0)));
+    raw.shutdown(tcp::socket::shutdown_send);
+    REQUIRE(run_until(f.io, [&] { return h->close_calls == 1; }));
+    CHECK(h->messages.size() == 1);
+    CHECK(h->close_reason == transport::errc::closed_by_peer);
+  }
+  SECTION("inside a frame") {
+    tcp::socket raw(f.io);
+    raw.connect(f.target);
+    auto [server, h] = f.accept_started();
+    boost::asio::write(raw, boost::asio::buffer(le_length(100)));
+    boost::asio::write(raw, boost::asio::buffer(test::make_message(0, 10)));
+    raw.close();
+    REQUIRE(run_until(f.io, [&] { return h->close_calls == 1; }));
+    CHECK(h->messages.empty());
+    CHECK(h->close_reason == transport::errc::connection_lost);
+  }
+  SECTION("inside a large frame read straight into the message") {
+    tcp::socket raw(f.io);
+    raw.connect(f.target);
+    auto [server, h] = f.accept_started();
+    boost::asio::write(raw, boost::asio::buffer(le_length(1 << 20)));
+    boost::asio::write(raw, boost::asio::buffer(test::make_message(0, 100000)));
+    raw.close();
+    REQUIRE(run_until(f.io, [&] { return h->close_calls == 1; }));
+    CHECK(h->messages.empty());
+    CHECK(h->close_reason == transport::errc::connection_lost);
+  }
+}
+
+TEST_CASE("tcp: a reset peer is connection_lost", "[tcp][eof]") {
+  raw_fixture f;
+  tcp::socket raw(f.io);
+  raw.connect(f.target);
+  auto [server, h] = f.accept_started();
+  raw.set_option(boost::asio::socket_base::linger(true, 0));  // close() sends RST
+  raw.close();
+  REQUIRE(run_until(f.io, [&] { return h->close_calls == 1; }));
+  CHECK(h->close_reason == transport::errc::connection_lost);
+}

@@ -1,0 +1,86 @@
+#pragma once
+// loopback_connection: one end of an in-memory transport::connection pair (see
+// loopback_transport.hpp). Layer: transport. Threading: every member runs on this end's executor;
+// the two ends exchange messages, credits and close notices only by posting to each other's executor.
+
+#include "transport/connection.hpp"
+#include "transport/loopback/loopback_transport.hpp"
+#include "transport/writable_waiters.hpp"
+
+#include <boost/asio/steady_timer.hpp>
+
+#include <deque>
+#include <optional>
+#include <vector>
+
+namespace rdmarpc::transport::loopback {
+
+class loopback_connection final : public connection {
+ public:
+  loopback_connection(boost::asio::any_io_executor ex, const loopback_options& options, loopback_faults faults,
+                      std::string name);
+  ~loopback_connection() override;
+
+  // Wires the two ends together; called once by make_loopback_pair before either is used.
+  static void link(const std::shared_ptr<loopback_connection>& a, const std::shared_ptr<loopback_connection>& b);
+
+  executor_type get_executor() const noexcept override { return ex_; }
+  void start(std::shared_ptr<connection_handler> handler) override;
+  using connection::send;
+  boost::system::error_code send(std::span<const boost::asio::const_buffer> parts) override;
+  void close() override;
+  bool is_open() const noexcept override { return state_ == state::open; }
+  std::size_t max_message_size() const noexcept override { return options_.connection.max_message_size; }
+  const connection_stats& stats() const noexcept override { return stats_; }
+  std::string remote_address() const override { return "loopback://" + peer_name_; }
+
+ protected:
+  void async_wait_writable_impl(boost::asio::any_completion_handler<wait_signature> handler) override;
+
+ private:
+  enum class state { idle, open, closing, closed };
+
+  // Called on this end's executor by the peer's posts.
+  void on_arrival(std::vector<std::byte> message);
+  void on_delivered();                             // the peer delivered one of ours: capacity back
+  void on_peer_end(boost::system::error_code reason);
+
+  void pump();                       // moves queued messages to the peer while capacity allows
+  void hand_to_peer(std::vector<std::byte> message);
+  void schedule_delivery();
+  void deliver();
+  void return_capacity();                          // tell the peer one of its messages left our inbox
+  void notify_peer(boost::system::error_code reason);  // once: how we ended, as the peer sees it
+  void maybe_finish_close();
+  // Ends the connection once: completes waiters, posts on_close(reason), drops the handler, and
+  // tells the peer `peer_reason` (unless empty or already told).
+  void finish(boost::system::error_code reason, boost::system::error_code peer_reason);
+  std::shared_ptr<loopback_connection> self() {
+    return std::static_pointer_cast<loopback_connection>(shared_from_this());
+  }
+
+  boost::asio::any_io_executor ex_;
+  loopback_options options_;
+  loopback_faults faults_;
+  std::string name_, peer_name_;
+  std::weak_ptr<loopback_connection> peer_;  // set once by link(), read-only afterwards
+
+  state state_ = state::idle;
+  boost::system::error_code end_reason_;  // set when close() is called or the connection ends
+  bool notified_peer_ = false;  // the peer was told we ended (closed_by_peer / connection_lost)
+  std::shared_ptr<connection_handler> handler_;
+  std::deque<std::vector<std::byte>> send_queue_;  // accepted, not yet handed to the peer
+  std::size_t in_flight_ = 0;                       // handed to the peer, not yet delivered there
+  std::uint64_t sequence_ = 0;                      // messages taken off send_queue_ so far
+  bool delaying_ = false;
+  boost::asio::steady_timer delay_timer_;
+
+  std::deque<std::vector<std::byte>> inbound_;  // arrived from the peer, not yet delivered
+  std::optional<boost::system::error_code> peer_end_;  // how the peer ended, once it told us
+  bool delivery_scheduled_ = false;
+
+  writable_waiters waiters_;
+  connection_stats stats_;
+};
+
+}  // namespace rdmarpc::transport::loopback

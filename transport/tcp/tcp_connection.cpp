@@ -1,0 +1,300 @@
+#include "transport/tcp/tcp_connection.hpp"
+
+#include "transport/endpoint.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+namespace rdmarpc::transport::tcp {
+
+namespace {
+constexpr std::size_t kReadBufferSize = 64 * 1024;  // small frames are parsed out of this
+constexpr std::size_t kMaxGather = 64;              // frames per gathered write (the usual IOV_MAX share)
+// After our graceful shutdown we keep reading (and discarding) until the peer closes, so that our
+// close() never turns into a reset that could destroy data the peer has not read yet; bounded.
+constexpr std::chrono::seconds kDrainTimeout{5};
+
+std::string describe(const boost::asio::ip::tcp::socket& socket) {
+  boost::system::error_code ec;
+  const auto remote = socket.remote_endpoint(ec);
+  if (ec) return "tcp://?";
+  return endpoint{scheme::tcp, remote.address().to_string(), remote.port()}.to_uri();
+}
+}  // namespace
+
+tcp_connection::tcp_connection(boost::asio::ip::tcp::socket socket, const connection_options& options)
+    : ex_(socket.get_executor()),
+      socket_(std::move(socket)),
+      options_(options),
+      remote_address_(describe(socket_)),
+      read_buffer_(kReadBufferSize),
+      drain_timer_(ex_),
+      waiters_(ex_) {
+  boost::system::error_code ec;
+  socket_.set_option(boost::asio::ip::tcp::no_delay(true), ec);  // messages are latency-bound
+  if (ec) spdlog::debug("tcp {}: TCP_NODELAY failed: {}", remote_address_, ec.message());
+}
+
+tcp_connection::~tcp_connection() = default;
+
+void tcp_connection::start(std::shared_ptr<connection_handler> handler) {
+  if (state_ != state::idle || !handler) return;
+  handler_ = std::move(handler);
+  state_ = state::open;
+  start_read();
+}
+
+boost::system::error_code tcp_connection::send(std::span<const boost::asio::const_buffer> parts) {
+  if (state_ != state::open) return errc::not_connected;
+  std::size_t size = 0;
+  for (const auto& part : parts) size += part.size();
+  if (size > options_.max_message_size || size > std::numeric_limits<std::uint32_t>::max()) {
+    return errc::message_too_large;
+  }
+  if (send_queue_.size() >= options_.send_queue_limit) return errc::send_queue_full;
+  std::vector<std::byte> frame(kHeaderSize + size);
+  for (std::size_t i = 0; i < kHeaderSize; ++i) frame[i] = static_cast<std::byte>((size >> (8 * i)) & 0xffu);
+  std::size_t offset = kHeaderSize;
+  for (const auto& part : parts) {
+    if (part.size() != 0) std::memcpy(frame.data() + offset, part.data(), part.size());
+    offset += part.size();
+  }
+  send_queue_.push_back(std::move(frame));
+  start_write();  // only initiates: completions run later on the executor
+  return {};
+}
+
+void tcp_connection::async_wait_writable_impl(boost::asio::any_completion_handler<wait_signature> handler) {
+  if (state_ == state::idle) {
+    writable_waiters::post_completion(ex_, std::move(handler), errc::not_connected);
+  } else if (state_ != state::open) {
+    writable_waiters::post_completion(ex_, std::move(handler), end_reason_);
+  } else if (send_queue_.size() < options_.send_queue_limit) {
+    writable_waiters::post_completion(ex_, std::move(handler), {});
+  } else {
+    waiters_.add(std::move(handler));
+  }
+}
+
+void tcp_connection::close() {
+  switch (state_) {
+    case state::idle: {
+      state_ = state::closed;
+      end_reason_ = errc::closed_locally;
+      boost::system::error_code ec;
+      socket_.close(ec);
+      return;
+    }
+    case state::open:
+      state_ = state::closing;
+      end_reason_ = errc::closed_locally;
+      waiters_.complete_all(errc::closed_locally);
+      if (writing_ == 0 && send_queue_.empty()) shutdown_send();
+      return;  // otherwise on_written shuts down once the queue is flushed
+    case state::closing:
+    case state::draining:
+    case state::closed:
+      return;
+  }
+}
+
+// --- receiving ---------------------------------------------------------------------------------
+
+void tcp_connection::start_read() {
+  if (reading_) return;
+  if (read_begin_ == read_end_) {
+    read_begin_ = read_end_ = 0;
+  } else if (read_begin_ > 0) {  // keep the partial frame, make room behind it
+    std::memmove(read_buffer_.data(), read_buffer_.data() + read_begin_, read_end_ - read_begin_);
+    read_end_ -= read_begin_;
+    read_begin_ = 0;
+  }
+  reading_ = true;
+  socket_.async_read_some(
+      boost::asio::buffer(read_buffer_.data() + read_end_, read_buffer_.size() - read_end_),
+      [self = self()](boost::system::error_code ec, std::size_t n) { self->on_read(ec, n); });
+}
+
+void tcp_connection::on_read(boost::system::error_code ec, std::size_t n) {
+  reading_ = false;
+  if (state_ == state::closed) return;
+  if (state_ == state::draining) {
+    if (ec) {  // the peer closed (or failed): done
+      state_ = state::closed;
+      drain_timer_.cancel();
+      socket_.close(ec);
+      return;
+    }
+    read_begin_ = read_end_ = 0;  // discard: we are no longer interested
+    start_read();
+    return;
+  }
+  if (ec) {
+    if (state_ == state::closing) {
+      finish(errc::closed_locally, true);  // the flush cannot complete any more
+    } else if (ec == boost::asio::error::eof && read_begin_ == read_end_) {
+      finish(errc::closed_by_peer, true);
+    } else {
+      spdlog::debug("tcp {}: read failed: {}", remote_address_, ec.message());
+      finish(errc::connection_lost, true);  // reset, or EOF in the middle of a frame
+    }
+    return;
+  }
+  read_end_ += n;
+  if (!parse_frames()) return;
+  if (state_ == state::open || state_ == state::closing || state_ == state::draining) start_read();
+}
+
+bool tcp_connection::parse_frames() {
+  while (state_ == state::open || state_ == state::closing) {
+    const std::size_t available = read_end_ - read_begin_;
+    if (available < kHeaderSize) return true;
+    const std::byte* frame = read_buffer_.data() + read_begin_;
+    std::uint32_t length = 0;
+    for (std::size_t i = 0; i < kHeaderSize; ++i) length |= static_cast<std::uint32_t>(frame[i]) << (8 * i);
+    if (length > options_.max_message_size) {
+      spdlog::warn("tcp {}: peer sent a frame of {} bytes, above the maximum message size {}; closing the connection",
+                   remote_address_, length, options_.max_message_size);
+      finish(errc::protocol_error, true);
+      return false;
+    }
+    if (available - kHeaderSize >= length) {
+      std::vector<std::byte> message(frame + kHeaderSize, frame + kHeaderSize + length);
+      read_begin_ += kHeaderSize + length;
+      deliver(std::move(message));
+      continue;
+    }
+    if (kHeaderSize + length <= read_buffer_.size()) return true;  // fits once more is read
+    // Too large for the buffer: read the rest of the body straight into the message.
+    const std::size_t have = available - kHeaderSize;
+    body_.resize(length);
+    std::memcpy(body_.data(), frame + kHeaderSize, have);
+    read_begin_ = read_end_ = 0;
+    reading_ = true;
+    boost::asio::async_read(socket_, boost::asio::buffer(body_.data() + have, length - have),
+                            [self = self()](boost::system::error_code ec, std::size_t) { self->on_body_read(ec); });
+    return false;
+  }
+  return false;
+}
+
+void tcp_connection::on_body_read(boost::system::error_code ec) {
+  reading_ = false;
+  if (state_ == state::closed) {
+    body_ = {};
+    return;
+  }
+  if (state_ == state::draining) {
+    body_ = {};
+    if (ec) {
+      state_ = state::closed;
+      drain_timer_.cancel();
+      socket_.close(ec);
+    } else {
+      start_read();
+    }
+    return;
+  }
+  if (ec) {
+    if (state_ == state::closing) {
+      finish(errc::closed_locally, true);
+    } else {
+      spdlog::debug("tcp {}: read failed inside a frame: {}", remote_address_, ec.message());
+      finish(errc::connection_lost, true);
+    }
+    return;
+  }
+  deliver(std::exchange(body_, {}));
+  if (state_ == state::open || state_ == state::closing || state_ == state::draining) start_read();
+}
+
+void tcp_connection::deliver(std::vector<std::byte> message) {
+  if (state_ != state::open) return;  // close() was called: no deliveries after it
+  ++stats_.messages_received;
+  stats_.bytes_received += message.size();
+  auto handler = handler_;  // on_message may close() us
+  handler->on_message(received_message(std::move(message)));
+}
+
+// --- sending -----------------------------------------------------------------------------------
+
+void tcp_connection::start_write() {
+  if (writing_ > 0 || send_queue_.empty()) return;
+  const std::size_t frames = std::min(send_queue_.size(), kMaxGather);
+  std::vector<boost::asio::const_buffer> buffers;
+  buffers.reserve(frames);
+  for (std::size_t i = 0; i < frames; ++i) buffers.emplace_back(boost::asio::buffer(send_queue_[i]));
+  writing_ = frames;
+  boost::asio::async_write(socket_, buffers, [self = self(), frames](boost::system::error_code ec, std::size_t) {
+    self->on_written(ec, frames);
+  });
+}
+
+void tcp_connection::on_written(boost::system::error_code ec, std::size_t frames) {
+  writing_ = 0;
+  if (state_ == state::closed || state_ == state::draining) {
+    send_queue_.clear();  // kept alive until now only because the write referenced it
+    return;
+  }
+  if (ec) {
+    spdlog::debug("tcp {}: write failed: {}", remote_address_, ec.message());
+    finish(state_ == state::closing ? errc::closed_locally : errc::connection_lost, true);
+    return;
+  }
+  for (std::size_t i = 0; i < frames; ++i) {
+    ++stats_.messages_sent;
+    stats_.bytes_sent += send_queue_.front().size() - kHeaderSize;
+    send_queue_.pop_front();
+  }
+  if (state_ == state::open && send_queue_.size() < options_.send_queue_limit) waiters_.complete_all({});
+  if (!send_queue_.empty()) {
+    start_write();
+  } else if (state_ == state::closing) {
+    shutdown_send();
+  }
+}
+
+void tcp_connection::shutdown_send() {
+  boost::system::error_code ec;
+  socket_.shutdown(boost::asio::ip::tcp::socket::shutdown_send, ec);
+  finish(errc::closed_locally, ec.failed());
+}
+
+// --- ending ------------------------------------------------------------------------------------
+
+void tcp_connection::finish(boost::system::error_code reason, bool hard) {
+  if (state_ == state::closed || state_ == state::draining) return;
+  end_reason_ = reason;
+  waiters_.complete_all(reason);
+  if (handler_) {
+    boost::asio::post(ex_, [handler = std::move(handler_), reason] { handler->on_close(reason); });
+    handler_.reset();
+  }
+  if (hard) {
+    state_ = state::closed;
+    drain_timer_.cancel();
+    boost::system::error_code ignored;
+    socket_.close(ignored);  // pending operations complete with operation_aborted and stop
+    // Buffers a pending read or write still references are freed when it completes.
+    if (writing_ == 0) send_queue_.clear();
+    if (!reading_) body_ = {};
+    return;
+  }
+  state_ = state::draining;
+  start_read();
+  drain_timer_.expires_after(kDrainTimeout);
+  drain_timer_.async_wait([self = self()](boost::system::error_code ec) {
+    if (ec || self->state_ != state::draining) return;
+    self->state_ = state::closed;
+    boost::system::error_code ignored;
+    self->socket_.close(ignored);
+  });
+}
+
+}  // namespace rdmarpc::transport::tcp

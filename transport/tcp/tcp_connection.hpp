@@ -1,0 +1,88 @@
+#pragma once
+// tcp_connection: transport::connection over a connected Asio TCP socket. Each message is a frame:
+// a 4-byte little-endian length, then the bytes. Sends are queued (bounded) and written with
+// gathered writes; receives are parsed from a buffered stream. Layer: transport.
+// Threading: every member runs on the socket's executor (see transport/connection.hpp).
+
+#include "transport/connection.hpp"
+#include "transport/writable_waiters.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <deque>
+#include <vector>
+
+namespace rdmarpc::transport::tcp {
+
+class tcp_connection final : public connection {
+ public:
+  // `socket` is connected; its executor becomes the connection's. Sets TCP_NODELAY.
+  tcp_connection(boost::asio::ip::tcp::socket socket, const connection_options& options);
+  ~tcp_connection() override;
+
+  executor_type get_executor() const noexcept override { return ex_; }
+  void start(std::shared_ptr<connection_handler> handler) override;
+  using connection::send;
+  boost::system::error_code send(std::span<const boost::asio::const_buffer> parts) override;
+  void close() override;
+  bool is_open() const noexcept override { return state_ == state::open; }
+  std::size_t max_message_size() const noexcept override { return options_.max_message_size; }
+  const connection_stats& stats() const noexcept override { return stats_; }
+  std::string remote_address() const override { return remote_address_; }
+
+  static constexpr std::size_t kHeaderSize = 4;
+
+ protected:
+  void async_wait_writable_impl(boost::asio::any_completion_handler<wait_signature> handler) override;
+
+ private:
+  enum class state {
+    idle,      // constructed, not started: nothing is read
+    open,
+    closing,   // close() called: flushing the send queue, then shutdown(send)
+    draining,  // ended (on_close posted) after a graceful shutdown: reading until the peer's EOF
+    closed,
+  };
+
+  void start_read();
+  void on_read(boost::system::error_code ec, std::size_t n);
+  void on_body_read(boost::system::error_code ec);
+  bool parse_frames();  // false once the connection ended (protocol error or close from a handler)
+  void deliver(std::vector<std::byte> message);
+
+  void start_write();
+  void on_written(boost::system::error_code ec, std::size_t frames);
+  void shutdown_send();
+
+  // Ends the connection once: completes waiters, posts on_close(reason), drops the handler.
+  // hard: close the socket now (errors); otherwise keep reading to drain until the peer's EOF.
+  void finish(boost::system::error_code reason, bool hard);
+  std::shared_ptr<tcp_connection> self() { return std::static_pointer_cast<tcp_connection>(shared_from_this()); }
+
+  boost::asio::any_io_executor ex_;
+  boost::asio::ip::tcp::socket socket_;
+  connection_options options_;
+  std::string remote_address_;
+  state state_ = state::idle;
+  boost::system::error_code end_reason_;
+  std::shared_ptr<connection_handler> handler_;
+
+  // Sending: frames (header + payload in one buffer) accepted but not fully written yet; the first
+  // `writing_` of them are in the current gathered write.
+  std::deque<std::vector<std::byte>> send_queue_;
+  std::size_t writing_ = 0;
+
+  // Receiving: a buffered window [read_begin_, read_end_) of read_buffer_; a message larger than
+  // what is buffered is read straight into body_ instead.
+  std::vector<std::byte> read_buffer_;
+  std::size_t read_begin_ = 0, read_end_ = 0;
+  std::vector<std::byte> body_;
+  bool reading_ = false;
+  boost::asio::steady_timer drain_timer_;
+
+  writable_waiters waiters_;
+  connection_stats stats_;
+};
+
+}  // namespace rdmarpc::transport::tcp

@@ -1,0 +1,93 @@
+// tcp::async_connect (resolve, connect, bounded by connect_timeout) and tcp::make_listener.
+#include "transport/tcp/tcp_transport.hpp"
+
+#include "transport/tcp/tcp_connection.hpp"
+#include "transport/tcp/tcp_listener.hpp"
+
+#include <boost/asio/append.hpp>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <spdlog/spdlog.h>
+
+namespace rdmarpc::transport::tcp {
+
+namespace {
+
+// One connection attempt: resolver, socket and timer race; the first to finish completes.
+class connect_operation : public std::enable_shared_from_this<connect_operation> {
+ public:
+  connect_operation(boost::asio::any_io_executor ex, endpoint ep, connection_options options,
+                    boost::asio::any_completion_handler<connect_signature> handler)
+      : ex_(std::move(ex)),
+        ep_(std::move(ep)),
+        options_(options),
+        handler_(std::move(handler)),
+        resolver_(ex_),
+        socket_(ex_),
+        timer_(ex_) {}
+
+  void start() {
+    timer_.expires_after(options_.connect_timeout);
+    timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+      if (ec || self->done_) return;
+      self->timed_out_ = true;  // the pending resolve or connect now fails with operation_aborted
+      self->resolver_.cancel();
+      boost::system::error_code ignored;
+      self->socket_.close(ignored);
+    });
+    resolver_.async_resolve(ep_.host, std::to_string(ep_.port),
+                            [self = shared_from_this()](boost::system::error_code ec,
+                                                        boost::asio::ip::tcp::resolver::results_type results) {
+                              self->on_resolved(ec, std::move(results));
+                            });
+  }
+
+ private:
+  void on_resolved(boost::system::error_code ec, boost::asio::ip::tcp::resolver::results_type results) {
+    if (ec) return fail(ec, "resolve");
+    boost::asio::async_connect(socket_, results,
+                               [self = shared_from_this()](boost::system::error_code ec,
+                                                           const boost::asio::ip::tcp::endpoint&) {
+                                 if (ec) return self->fail(ec, "connect");
+                                 self->complete({}, std::make_shared<tcp_connection>(std::move(self->socket_),
+                                                                                     self->options_));
+                               });
+  }
+
+  void fail(boost::system::error_code ec, const char* step) {
+    spdlog::debug("tcp: {} to {} failed: {}", step, ep_.to_uri(), ec.message());
+    complete(timed_out_ ? errc::connect_timeout : errc::unreachable, nullptr);
+  }
+
+  void complete(boost::system::error_code ec, std::shared_ptr<connection> conn) {
+    done_ = true;
+    timer_.cancel();
+    // We run inside a completion on ex_ (never inline in async_connect); go to the handler's executor.
+    boost::asio::dispatch(ex_, boost::asio::append(std::move(handler_), ec, std::move(conn)));
+  }
+
+  boost::asio::any_io_executor ex_;
+  endpoint ep_;
+  connection_options options_;
+  boost::asio::any_completion_handler<connect_signature> handler_;
+  boost::asio::ip::tcp::resolver resolver_;
+  boost::asio::ip::tcp::socket socket_;
+  boost::asio::steady_timer timer_;
+  bool done_ = false;
+  bool timed_out_ = false;
+};
+
+}  // namespace
+
+void async_connect(boost::asio::any_io_executor ex, const endpoint& ep, const connection_options& options,
+                   boost::asio::any_completion_handler<connect_signature> handler) {
+  std::make_shared<connect_operation>(std::move(ex), ep, options, std::move(handler))->start();
+}
+
+std::unique_ptr<listener> make_listener(boost::asio::any_io_executor ex, const endpoint& ep,
+                                        const connection_options& options) {
+  return std::make_unique<tcp_listener>(std::move(ex), ep, options);
+}
+
+}  // namespace rdmarpc::transport::tcp
