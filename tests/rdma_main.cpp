@@ -11,7 +11,7 @@ int main(int argc, char* argv[]) {
   Catch::Session session;
   if (int rc = session.applyCommandLine(argc, argv); rc != 0) return rc;
   const bool listing = session.configData().listTestNamesOnly || session.configData().listTests ||
-                       session.configData().listTags;
+                       session.configData().listTags || session.configData().listReporters;
   if (!listing) {
     int devices = 0;
     ibv_device** list = ibv_get_device_list(&devices);
