@@ -5,8 +5,9 @@
 #   valgrind                              instructions per call (callgrind)
 #   gnuplot-nox                           bench/results/<date>/latency.png
 #   perftest                              raw-verbs baselines (ib_send_lat / ib_send_bw) in the VM
+#   python3 binutils                      the report (make_report.py) and objcopy for the VM stage
 set -euo pipefail
-pkgs=(libgrpc++-dev protobuf-compiler-grpc valgrind gnuplot-nox perftest)
+pkgs=(libgrpc++-dev protobuf-compiler-grpc valgrind gnuplot-nox perftest python3 binutils)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
