@@ -68,8 +68,10 @@ echo_pair() {
     return 1
   fi
   step "$name"
-  timeout 300 taskset -c 1 "${cli[@]}"
-  local rc=$?
+  # Through a pipe, so the client prints one progress line per point instead of redrawing
+  # a status line on the serial console.
+  timeout 300 taskset -c 1 "${cli[@]}" 2>&1 | cat
+  local rc=${PIPESTATUS[0]}
   kill -TERM $spid 2>/dev/null; wait $spid 2>/dev/null
   [ $rc = 0 ] || step "$name: client exited $rc"
   return $rc
@@ -98,9 +100,10 @@ else
 fi
 
 step "idle cost: a connected client+server doing nothing for ${IDLE_SECONDS}s"
-timeout 60 "$BIN/rdmarpc_echo_bench" idle --listen rdma://$IP:0 --seconds $IDLE_SECONDS --json $OUT/echo.jsonl
-timeout 60 "$BIN/rdmarpc_echo_bench" idle --listen tcp://$IP:0 --seconds $IDLE_SECONDS --json $OUT/echo.jsonl
-[ -x "$BIN/grpc_echo_bench" ] &&
-  timeout 60 "$BIN/grpc_echo_bench" idle --seconds $IDLE_SECONDS --json $OUT/echo.jsonl
+timeout 60 "$BIN/rdmarpc_echo_bench" idle --listen rdma://$IP:0 --seconds $IDLE_SECONDS --json $OUT/echo.jsonl 2>&1 | cat
+timeout 60 "$BIN/rdmarpc_echo_bench" idle --listen tcp://$IP:0 --seconds $IDLE_SECONDS --json $OUT/echo.jsonl 2>&1 | cat
+if [ -x "$BIN/grpc_echo_bench" ]; then
+  timeout 60 "$BIN/grpc_echo_bench" idle --seconds $IDLE_SECONDS --json $OUT/echo.jsonl 2>&1 | cat
+fi
 step "done"
 exit 0
