@@ -58,8 +58,11 @@ void print_service(code_writer& p, const file_model& file, const service_model& 
                {"serialize_error", cpp_string_literal("cannot serialize the reply of " + m.full_name)}},
               "    case $index$: {  // rpc $proto_name$\n"
               "      $request$ parsed;\n"
+              "      // Partial parse + IsInitialized: the same check as ParseFromArray, minus libprotobuf's\n"
+              "      // own error log for a missing required field (a bad request is the caller's problem).\n"
               "      if (request.size() > static_cast<::std::size_t>(INT_MAX) ||\n"
-              "          !parsed.ParseFromArray(request.data(), static_cast<int>(request.size()))) {\n"
+              "          !parsed.ParsePartialFromArray(request.data(), static_cast<int>(request.size())) ||\n"
+              "          !parsed.IsInitialized()) {\n"
               "        context.set_status(::rdmarpc::status_code::invalid_argument, $parse_error$);\n"
               "        co_return;\n"
               "      }\n"

@@ -128,9 +128,18 @@ TEST_CASE("several services from one file on one server and one channel") {
     CHECK(nothing_stub.channel() == channel);
     multi::Number n;
     n.set_value(5);
-    CHECK((co_await adder_stub.async_add(n, asio::use_awaitable)).value() == 6);
-    CHECK((co_await negator_stub.async_negate(n, asio::use_awaitable)).value() == -5);
-    CHECK((co_await negator_stub.async_get_http_status(n, asio::use_awaitable)).value() == 200);
+    {
+      auto reply = co_await adder_stub.async_add(n, asio::use_awaitable);
+      CHECK(reply.value() == 6);
+    }
+    {
+      auto reply = co_await negator_stub.async_negate(n, asio::use_awaitable);
+      CHECK(reply.value() == -5);
+    }
+    {
+      auto reply = co_await negator_stub.async_get_http_status(n, asio::use_awaitable);
+      CHECK(reply.value() == 200);
+    }
   });
 }
 
@@ -141,24 +150,66 @@ TEST_CASE("keyword and colliding names, called through the stub") {
     kw::Collide::Stub stub(channel);
     kw::class_ c;
     c.set_value(2);
-    CHECK((co_await stub.async_delete(c, asio::use_awaitable)).value() == 200);
-    CHECK((co_await stub.async_dispatch(kw::new_{}, asio::use_awaitable)).inner().value() == 11);
-    CHECK((co_await stub.async_methods(kw::Interface{}, asio::use_awaitable)).value() == 2);
-    CHECK((co_await stub.async_full_name(kw::Stub{}, asio::use_awaitable)).value() == 3);
-    CHECK((co_await stub.async_service(kw::Service{}, asio::use_awaitable)).value() == 4);
-    CHECK((co_await stub.async_channel(kw::class__new{}, asio::use_awaitable)).value() == 5);
-    CHECK((co_await stub.async_assert(kw::new_{}, asio::use_awaitable)).value() == 6);
-    CHECK((co_await stub.async_co_await(kw::new_{}, asio::use_awaitable)).value() == 7);
-    CHECK((co_await stub.async_request(kw::new_{}, asio::use_awaitable)).value() == 8);
-    CHECK((co_await stub.async_response(kw::new_{}, asio::use_awaitable)).value() == 9);
-    CHECK((co_await stub.async_context(kw::new_{}, asio::use_awaitable)).value() == 10);
-    CHECK((co_await stub.async_get_method(kw::new_{}, asio::use_awaitable)).value() == 11);
-    CHECK((co_await stub.async_get(kw::new_{}, asio::use_awaitable)).value() == 12);
+    {
+      auto reply = co_await stub.async_delete(c, asio::use_awaitable);
+      CHECK(reply.value() == 200);
+    }
+    {
+      auto reply = co_await stub.async_dispatch(kw::new_{}, asio::use_awaitable);
+      CHECK(reply.inner().value() == 11);
+    }
+    {
+      auto reply = co_await stub.async_methods(kw::Interface{}, asio::use_awaitable);
+      CHECK(reply.value() == 2);
+    }
+    {
+      auto reply = co_await stub.async_full_name(kw::Stub{}, asio::use_awaitable);
+      CHECK(reply.value() == 3);
+    }
+    {
+      auto reply = co_await stub.async_service(kw::Service{}, asio::use_awaitable);
+      CHECK(reply.value() == 4);
+    }
+    {
+      auto reply = co_await stub.async_channel(kw::class__new{}, asio::use_awaitable);
+      CHECK(reply.value() == 5);
+    }
+    {
+      auto reply = co_await stub.async_assert(kw::new_{}, asio::use_awaitable);
+      CHECK(reply.value() == 6);
+    }
+    {
+      auto reply = co_await stub.async_co_await(kw::new_{}, asio::use_awaitable);
+      CHECK(reply.value() == 7);
+    }
+    {
+      auto reply = co_await stub.async_request(kw::new_{}, asio::use_awaitable);
+      CHECK(reply.value() == 8);
+    }
+    {
+      auto reply = co_await stub.async_response(kw::new_{}, asio::use_awaitable);
+      CHECK(reply.value() == 9);
+    }
+    {
+      auto reply = co_await stub.async_context(kw::new_{}, asio::use_awaitable);
+      CHECK(reply.value() == 10);
+    }
+    {
+      auto reply = co_await stub.async_get_method(kw::new_{}, asio::use_awaitable);
+      CHECK(reply.value() == 11);
+    }
+    {
+      auto reply = co_await stub.async_get(kw::new_{}, asio::use_awaitable);
+      CHECK(reply.value() == 12);
+    }
 
     kw::union_::Stub union_stub(channel);
     kw::new_ n;
     n.set_value(21);
-    CHECK((co_await union_stub.async_do(n, asio::use_awaitable)).value() == 42);
+    {
+      auto reply = co_await union_stub.async_do(n, asio::use_awaitable);
+      CHECK(reply.value() == 42);
+    }
   });
 }
 
@@ -186,7 +237,10 @@ TEST_CASE("google.protobuf.Empty, Timestamp and StringValue as request and reply
     CHECK(now.nanos() == 42);
     google::protobuf::StringValue name;
     name.set_value("eve");
-    CHECK((co_await stub.async_greet(name, asio::use_awaitable)).value() == "hi eve");
+    {
+      auto reply = co_await stub.async_greet(name, asio::use_awaitable);
+      CHECK(reply.value() == "hi eve");
+    }
     auto [ec, empty] = co_await stub.async_reset(google::protobuf::Empty{}, tuple_awaitable);
     CHECK_FALSE(ec);
     CHECK(clock.resets == 1);
