@@ -3,8 +3,9 @@
 # Soft-RoCE VM (tools/rxe-vm) and runs the example's server and client there on rxe0, printing
 # what happened. Exit status: the demo's (0 = the exchange completed and was verified).
 #
-# Today the example is cm_pingpong (raw rdma_cm send/recv). To switch the demo to another example,
-# change DEMO_TARGETS and the body of run_demo_in_vm below; nothing else needs to change.
+# The example is examples/kv: kv_server and kv_client's scripted session (every method, the status
+# codes, timings), over rdma:// (a real RDMA device when the host has one, else rxe0 in the VM) and
+# then over tcp:// on the host.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -16,34 +17,25 @@ locked() {  # like scripts/test.sh: RDMARPC_BUILD_LOCK=FILE serializes builds/VM
 }
 
 # ---- the demo itself ---------------------------------------------------------------------------
-DEMO_TARGETS=(cm_pingpong)  # what run_demo_in_vm needs built
+DEMO_TARGETS=(kv_server kv_client)  # what the demo needs built (examples/kv)
+KV_RUN=examples/kv/run_kv_example.sh  # in the build tree: starts kv_server, waits, runs kv_client
 
 # Runs INSIDE the VM (bash, cwd = the build tree, rxe0 = 10.0.0.1). It is shipped as source with
 # `declare -f`, so it may use only its own locals and the guest's tools (busybox, rdma-core, bash).
 run_demo_in_vm() {
-  local exe=examples/cm_pingpong/cm_pingpong addr=10.0.0.1 n=1000 size=64 i rc_client rc_server
-  echo "demo: rdma_cm RC send/recv ping-pong on rxe0 (Soft-RoCE), $n round trips of $size bytes"
-  echo "demo: 1) server: $exe server -a $addr -p 0 -n $n -s $size   (port 0: it picks one)"
-  "$exe" server -a "$addr" -p 0 -n "$n" -s "$size" >/tmp/server.log 2>&1 &
-  local server=$!
-  # start the client only once the server listens: a client that is too early gets rejected
-  for i in $(seq 100); do grep -q 'listening on' /tmp/server.log && break; sleep 0.1; done
-  local port
-  port=$(sed -n 's/.*listening on [0-9.]*:\([0-9]*\).*/\1/p' /tmp/server.log)
-  if [[ -z $port ]]; then
-    echo "demo: the server did not start listening:"; cat /tmp/server.log; kill "$server"; return 1
-  fi
-  echo "demo:    server is listening on $addr:$port"
-  echo "demo: 2) client: $exe client -a $addr -p $port -n $n -s $size"
-  timeout 120 "$exe" client -a "$addr" -p "$port" -n "$n" -s "$size" | sed 's/^/demo:    | /'
-  rc_client=${PIPESTATUS[0]}
-  wait "$server"; rc_server=$?
-  echo "demo: 3) server said:"; sed 's/^/demo:    | /' /tmp/server.log
-  if ((rc_client == 0 && rc_server == 0)); then
-    echo "demo: OK: every ping was checked by the server and every echo by the client"
-  else
-    echo "demo: FAILED: client exit $rc_client, server exit $rc_server"; return 1
-  fi
+  echo "demo: the KV example over rdma:// on rxe0 (Soft-RoCE): kv_server, then kv_client's scripted session"
+  bash examples/kv/run_kv_example.sh examples/kv/kv_server examples/kv/kv_client rdma://10.0.0.1:0
+}
+
+# The IPv4 address of the first RDMA device's network interface, when this host has a real one
+# (ibv_devices lists it); RDMARPC_DEMO_RDMA_ADDR overrides. Empty: no usable device.
+host_rdma_address() {
+  if [[ -n ${RDMARPC_DEMO_RDMA_ADDR:-} ]]; then echo "$RDMARPC_DEMO_RDMA_ADDR"; return; fi
+  local dev netdev
+  dev=$(ibv_devices 2>/dev/null | awk 'NR > 2 && NF { print $1; exit }')
+  [[ -n $dev ]] || return 0
+  netdev=$(cat "/sys/class/infiniband/$dev/ports/1/gid_attrs/ndevs/0" 2>/dev/null || ls "/sys/class/infiniband/$dev/device/net" 2>/dev/null | head -n 1)
+  [[ -n $netdev ]] && ip -4 -o addr show dev "$netdev" 2>/dev/null | awk '{ sub("/.*", "", $4); print $4; exit }'
 }
 # ------------------------------------------------------------------------------------------------
 
@@ -53,10 +45,18 @@ step "configure and build ${DEMO_TARGETS[*]} in build/"
 # Same settings as scripts/test.sh, so both share build/ without rebuilding everything.
 locked cmake -S "$ROOT" -B "$BUILD" -G Ninja -DRDMARPC_WERROR=ON >/dev/null
 locked ninja -C "$BUILD" "${DEMO_TARGETS[@]}"
-step "boot the Soft-RoCE VM and run the demo (tools/rxe-vm/run-in-vm.sh)"
 rc=0
-locked "$ROOT/tools/rxe-vm/run-in-vm.sh" --stock-checks --exclude '*.a' --timeout 600 "$BUILD" -- \
-  bash -c "$(declare -f run_demo_in_vm); run_demo_in_vm" || rc=$?
+rdma_addr=$(host_rdma_address || true)
+if [[ -n $rdma_addr ]]; then
+  step "this host has an RDMA device: run the KV example over rdma://$rdma_addr directly"
+  (cd "$BUILD" && bash "$KV_RUN" examples/kv/kv_server examples/kv/kv_client "rdma://$rdma_addr:0") || rc=$?
+else
+  step "boot the Soft-RoCE VM and run the demo (tools/rxe-vm/run-in-vm.sh)"
+  locked "$ROOT/tools/rxe-vm/run-in-vm.sh" --stock-checks --exclude '*.a' --timeout 600 "$BUILD" -- \
+    bash -c "$(declare -f run_demo_in_vm); run_demo_in_vm" || rc=$?
+fi
+step "the same KV session over tcp:// on this host"
+(cd "$BUILD" && bash "$KV_RUN" examples/kv/kv_server examples/kv/kv_client tcp://127.0.0.1:0) || { ((rc != 0)) || rc=1; }
 case $rc in
   0) step "demo finished: OK";;
   124) step "demo FAILED: the VM run timed out";;
