@@ -2,15 +2,14 @@
 // close from either side, a credit-stall blast (and the same blast without credits hitting RNR),
 // and 100 concurrent connections. Runs inside the Soft-RoCE VM (label rdma).
 
-#include "tests/transport_rdma/rdma_test_support.hpp"
-
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <catch2/catch.hpp>
-
 #include <cstdint>
 #include <cstring>
 #include <deque>
+
+#include "tests/transport_rdma/rdma_test_support.hpp"
 
 using namespace rdmarpc;
 using namespace rdmarpc::rdma_test;
@@ -83,7 +82,8 @@ TEST_CASE("rdma messages of 1 B, exactly one slot, one slot + 1 and 16 MiB arriv
                                                          boost::asio::buffer(msg.data() + half, size - half)};
     REQUIRE_FALSE(p.client->send(parts));
     ++expected;
-    REQUIRE(run_until(io, [&] { return p.server_rec->messages.size() == expected; }, std::chrono::seconds(120)));
+    REQUIRE(run_until(
+        io, [&] { return p.server_rec->messages.size() == expected; }, std::chrono::seconds(120)));
     REQUIRE(p.server_rec->messages.back().size() == size);
     REQUIRE(p.server_rec->messages.back() == msg);
   }
@@ -113,7 +113,8 @@ TEST_CASE("rdma close flushes messages already accepted by send") {
   p.client->close();
   REQUIRE(run_until(io, [&] { return p.server_rec->closed.has_value(); }));
   REQUIRE(p.server_rec->messages.size() == kCount);
-  for (int i = 0; i < kCount; ++i) CHECK(read_seq(p.server_rec->messages[static_cast<std::size_t>(i)]) == static_cast<std::uint64_t>(i));
+  for (int i = 0; i < kCount; ++i)
+    CHECK(read_seq(p.server_rec->messages[static_cast<std::size_t>(i)]) == static_cast<std::uint64_t>(i));
   CHECK(*p.server_rec->closed == errc::closed_by_peer);
   REQUIRE(run_until(io, [&] { return p.client_rec->closed.has_value(); }));
   CHECK(*p.client_rec->closed == errc::closed_locally);
@@ -188,8 +189,9 @@ TEST_CASE("rdma blast of 10^6 messages to a stalling receiver: in order, no RNR,
 
   blaster b{p.client, 1'000'000};
   boost::asio::post(io, [&] { b.pump(); });
-  REQUIRE(run_until(io, [&] { return next == b.total || b.error || p.server_rec->closed || p.client_rec->closed; },
-                    std::chrono::seconds(240)));
+  REQUIRE(run_until(
+      io, [&] { return next == b.total || b.error || p.server_rec->closed || p.client_rec->closed; },
+      std::chrono::seconds(240)));
   CHECK_FALSE(b.error);
   CHECK_FALSE(p.server_rec->closed);
   CHECK_FALSE(p.client_rec->closed);
@@ -205,11 +207,13 @@ TEST_CASE("rdma blast of 10^6 messages to a stalling receiver: in order, no RNR,
   CHECK(ss.messages_received == b.total);
   CHECK(ss.credit_only_messages > 0);
   CHECK(ss.reposts >= b.total - depth);
-  std::printf("blast: %llu messages, client credit_stalls=%llu cq_wakeups=%llu; server credit_only=%llu "
-              "reposts=%llu cq_wakeups=%llu\n",
-              static_cast<unsigned long long>(b.total), static_cast<unsigned long long>(cs.credit_stalls),
-              static_cast<unsigned long long>(cs.cq_wakeups), static_cast<unsigned long long>(ss.credit_only_messages),
-              static_cast<unsigned long long>(ss.reposts), static_cast<unsigned long long>(ss.cq_wakeups));
+  std::printf(
+      "blast: %llu messages, client credit_stalls=%llu cq_wakeups=%llu; server credit_only=%llu "
+      "reposts=%llu cq_wakeups=%llu\n",
+      static_cast<unsigned long long>(b.total), static_cast<unsigned long long>(cs.credit_stalls),
+      static_cast<unsigned long long>(cs.cq_wakeups),
+      static_cast<unsigned long long>(ss.credit_only_messages), static_cast<unsigned long long>(ss.reposts),
+      static_cast<unsigned long long>(ss.cq_wakeups));
   p.client->close();
   REQUIRE(run_until(io, [&] { return p.client_rec->closed && p.server_rec->closed; }));
 }
@@ -226,7 +230,8 @@ TEST_CASE("rdma blast with credits disabled overruns the receiver and fails with
 
   blaster b{p.client, 100'000};
   boost::asio::post(io, [&] { b.pump(); });
-  REQUIRE(run_until(io, [&] { return p.client_rec->closed.has_value(); }, std::chrono::seconds(60)));
+  REQUIRE(run_until(
+      io, [&] { return p.client_rec->closed.has_value(); }, std::chrono::seconds(60)));
   CHECK(*p.client_rec->closed == errc::rnr_retry_exceeded);
   CHECK(p.client->stats().rnr_errors >= 1);
   CHECK(held.size() == transport::connection_options{}.recv_ring_depth);
@@ -248,14 +253,15 @@ TEST_CASE("rdma listener serves 100 concurrent connections") {
   std::vector<std::shared_ptr<transport::connection>> servers;
   std::vector<std::shared_ptr<recorder>> server_recs;
   std::function<void()> accept_next = [&] {
-    listener->async_accept(io.get_executor(), [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
-      if (ec) return;
-      auto rec = std::make_shared<recorder>();
-      start_echo(c, rec);
-      servers.push_back(std::move(c));
-      server_recs.push_back(std::move(rec));
-      accept_next();
-    });
+    listener->async_accept(io.get_executor(),
+                           [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
+                             if (ec) return;
+                             auto rec = std::make_shared<recorder>();
+                             start_echo(c, rec);
+                             servers.push_back(std::move(c));
+                             server_recs.push_back(std::move(rec));
+                             accept_next();
+                           });
   };
   accept_next();
 
@@ -263,23 +269,25 @@ TEST_CASE("rdma listener serves 100 concurrent connections") {
   std::vector<std::shared_ptr<recorder>> recs(kClients);
   int connected = 0, failed = 0;
   for (int i = 0; i < kClients; ++i) {
-    transport::rdma::async_connect(io.get_executor(), rdma_endpoint(7506), options,
-                                   [&, i](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
-                                     if (ec) {
-                                       ++failed;
-                                       return;
-                                     }
-                                     ++connected;
-                                     recs[static_cast<std::size_t>(i)] = std::make_shared<recorder>();
-                                     c->start(recs[static_cast<std::size_t>(i)]);
-                                     for (int m = 0; m < kMessages; ++m) {
-                                       const std::array<int, 2> msg{i, m};
-                                       (void)c->send(boost::asio::buffer(msg));
-                                     }
-                                     clients[static_cast<std::size_t>(i)] = std::move(c);
-                                   });
+    transport::rdma::async_connect(
+        io.get_executor(), rdma_endpoint(7506), options,
+        [&, i](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
+          if (ec) {
+            ++failed;
+            return;
+          }
+          ++connected;
+          recs[static_cast<std::size_t>(i)] = std::make_shared<recorder>();
+          c->start(recs[static_cast<std::size_t>(i)]);
+          for (int m = 0; m < kMessages; ++m) {
+            const std::array<int, 2> msg{i, m};
+            (void)c->send(boost::asio::buffer(msg));
+          }
+          clients[static_cast<std::size_t>(i)] = std::move(c);
+        });
   }
-  REQUIRE(run_until(io, [&] { return connected + failed == kClients; }, std::chrono::seconds(120)));
+  REQUIRE(run_until(
+      io, [&] { return connected + failed == kClients; }, std::chrono::seconds(120)));
   REQUIRE(failed == 0);
   auto all_echoed = [&] {
     for (const auto& r : recs)

@@ -8,16 +8,19 @@ using namespace rdmarpc;
 
 namespace {
 
-test::connected_pair make_rdma_pair(boost::asio::io_context& io, const transport::connection_options& options) {
-  auto listener = transport::rdma::make_listener(io.get_executor(), {transport::scheme::rdma, "10.0.0.1", 0}, options);
+test::connected_pair make_rdma_pair(boost::asio::io_context& io,
+                                    const transport::connection_options& options) {
+  auto listener =
+      transport::rdma::make_listener(io.get_executor(), {transport::scheme::rdma, "10.0.0.1", 0}, options);
   std::shared_ptr<transport::connection> server, client;
   boost::system::error_code server_ec, client_ec;
   bool accepted = false, connected = false;
-  listener->async_accept(io.get_executor(), [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
-    server_ec = ec;
-    server = std::move(c);
-    accepted = true;
-  });
+  listener->async_accept(io.get_executor(),
+                         [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
+                           server_ec = ec;
+                           server = std::move(c);
+                           accepted = true;
+                         });
   transport::rdma::async_connect(io.get_executor(), listener->local_endpoint(), options,
                                  [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
                                    client_ec = ec;

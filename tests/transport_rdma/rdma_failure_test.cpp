@@ -2,23 +2,22 @@
 // SIGKILL mid-stream, malformed handshakes refused while the listener keeps accepting; plus the
 // 64 B ping-pong RTT between two processes (printed, never asserted). Label rdma (VM only).
 
-#include "tests/transport_rdma/rdma_test_support.hpp"
-
 #include <arpa/inet.h>
-#include <boost/asio/post.hpp>
-#include <catch2/catch.hpp>
+#include <fcntl.h>
 #include <poll.h>
 #include <rdma/rdma_cma.h>
 #include <signal.h>
 #include <sys/wait.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <boost/asio/post.hpp>
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 
+#include "tests/transport_rdma/rdma_test_support.hpp"
 #include "transport/rdma/wire.hpp"
 
 using namespace rdmarpc;
@@ -85,12 +84,13 @@ TEST_CASE("rdma peer killed with SIGKILL mid-stream ends the survivor's connecti
     std::shared_ptr<transport::connection> conn;
     boost::system::error_code cec;
     bool done = false;
-    transport::rdma::async_connect(io.get_executor(), rdma_endpoint(kPort), {},
-                                   [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
-                                     cec = ec;
-                                     conn = std::move(c);
-                                     done = true;
-                                   });
+    transport::rdma::async_connect(
+        io.get_executor(), rdma_endpoint(kPort), {},
+        [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
+          cec = ec;
+          conn = std::move(c);
+          done = true;
+        });
     run_until(io, [&] { return done; });
     if (cec || !conn) return 3;
     auto rec = std::make_shared<recorder>();
@@ -110,16 +110,18 @@ TEST_CASE("rdma peer killed with SIGKILL mid-stream ends the survivor's connecti
       }
     };
     boost::asio::post(io, pump);
-    run_until(io, [&] { return rec->closed.has_value(); }, std::chrono::seconds(60));
+    run_until(
+        io, [&] { return rec->closed.has_value(); }, std::chrono::seconds(60));
     return 0;
   });
 
   boost::asio::io_context io;
   auto listener = transport::rdma::make_listener(io.get_executor(), rdma_endpoint(kPort), {});
   std::shared_ptr<transport::connection> server;
-  listener->async_accept(io.get_executor(), [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
-    if (!ec) server = std::move(c);
-  });
+  listener->async_accept(io.get_executor(),
+                         [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
+                           if (!ec) server = std::move(c);
+                         });
   REQUIRE(::write(child.to_child, "g", 1) == 1);
   REQUIRE(run_until(io, [&] { return server != nullptr; }));
   auto rec = std::make_shared<recorder>();
@@ -130,7 +132,8 @@ TEST_CASE("rdma peer killed with SIGKILL mid-stream ends the survivor's connecti
 
   const auto killed_at = std::chrono::steady_clock::now();
   REQUIRE(::kill(child.pid, SIGKILL) == 0);
-  const bool ended = run_until(io, [&] { return rec->closed.has_value(); }, std::chrono::seconds(10));
+  const bool ended = run_until(
+      io, [&] { return rec->closed.has_value(); }, std::chrono::seconds(10));
   REQUIRE(ended);
   const auto elapsed = rec->closed_at - killed_at;
   INFO("connection ended " << std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count()
@@ -139,7 +142,8 @@ TEST_CASE("rdma peer killed with SIGKILL mid-stream ends the survivor's connecti
   CHECK(*rec->closed != errc::closed_locally);
   CHECK(elapsed < std::chrono::seconds(2));
   CHECK(server->send(boost::asio::buffer(&received, sizeof received)) == errc::not_connected);
-  std::printf("kill: survivor saw '%s' %lld ms after SIGKILL (after %llu messages)\n", rec->closed->message().c_str(),
+  std::printf("kill: survivor saw '%s' %lld ms after SIGKILL (after %llu messages)\n",
+              rec->closed->message().c_str(),
               static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count()),
               static_cast<unsigned long long>(received));
 }
@@ -149,7 +153,8 @@ namespace {
 // Waits (running `io` meanwhile, the listener lives there) for the next event on a raw channel.
 rdma_cm_event_type next_raw_event(boost::asio::io_context& io, rdma_event_channel* ch) {
   rdma_cm_event* event = nullptr;
-  const bool got = run_until(io, [&] { return rdma_get_cm_event(ch, &event) == 0; }, std::chrono::seconds(10));
+  const bool got = run_until(
+      io, [&] { return rdma_get_cm_event(ch, &event) == 0; }, std::chrono::seconds(10));
   if (!got) return static_cast<rdma_cm_event_type>(-1);
   const auto type = event->event;
   rdma_ack_cm_event(event);
@@ -157,7 +162,8 @@ rdma_cm_event_type next_raw_event(boost::asio::io_context& io, rdma_event_channe
 }
 
 // A raw rdma_cm client that sends `private_data` as its handshake; returns the final event.
-rdma_cm_event_type raw_connect(boost::asio::io_context& io, std::uint16_t port, std::span<const std::byte> private_data) {
+rdma_cm_event_type raw_connect(boost::asio::io_context& io, std::uint16_t port,
+                               std::span<const std::byte> private_data) {
   rdma_event_channel* ch = rdma_create_event_channel();
   REQUIRE(ch != nullptr);
   const int flags = ::fcntl(ch->fd, F_GETFL);
@@ -204,9 +210,10 @@ TEST_CASE("rdma listener refuses malformed handshakes and keeps accepting") {
   constexpr std::uint16_t kPort = 7511;
   auto listener = transport::rdma::make_listener(io.get_executor(), rdma_endpoint(kPort), {});
   std::shared_ptr<transport::connection> server;
-  listener->async_accept(io.get_executor(), [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
-    if (!ec) server = std::move(c);
-  });
+  listener->async_accept(io.get_executor(),
+                         [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
+                           if (!ec) server = std::move(c);
+                         });
 
   std::vector<std::byte> garbage(40, std::byte{0x5a});
   CHECK(raw_connect(io, kPort, garbage) == RDMA_CM_EVENT_REJECTED);
@@ -214,7 +221,8 @@ TEST_CASE("rdma listener refuses malformed handshakes and keeps accepting") {
   CHECK(raw_connect(io, kPort, short_data) == RDMA_CM_EVENT_REJECTED);
   CHECK(raw_connect(io, kPort, {}) == RDMA_CM_EVENT_REJECTED);
   // Right magic and version but a ring depth of 0.
-  auto bad = transport::rdma::wire::encode_handshake({transport::rdma::wire::kProtocolVersion, 0, 4096, 1024});
+  auto bad =
+      transport::rdma::wire::encode_handshake({transport::rdma::wire::kProtocolVersion, 0, 4096, 1024});
   CHECK(raw_connect(io, kPort, bad) == RDMA_CM_EVENT_REJECTED);
   CHECK(server == nullptr);
 
@@ -248,8 +256,10 @@ TEST_CASE("rdma connect to a port nobody listens on fails cleanly") {
                                    CHECK(c == nullptr);
                                    done = true;
                                  });
-  REQUIRE(run_until(io, [&] { return done; }, std::chrono::seconds(20)));
-  CHECK((result == errc::unreachable || result == errc::handshake_rejected || result == errc::connect_timeout));
+  REQUIRE(run_until(
+      io, [&] { return done; }, std::chrono::seconds(20)));
+  CHECK(
+      (result == errc::unreachable || result == errc::handshake_rejected || result == errc::connect_timeout));
 }
 
 namespace {
@@ -267,9 +277,10 @@ void measure_rtt(std::uint16_t port, bool busy_poll) {
     boost::asio::io_context io;
     auto listener = transport::rdma::make_listener(io.get_executor(), rdma_endpoint(port), options);
     std::shared_ptr<transport::connection> conn;
-    listener->async_accept(io.get_executor(), [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
-      if (!ec) conn = std::move(c);
-    });
+    listener->async_accept(io.get_executor(),
+                           [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
+                             if (!ec) conn = std::move(c);
+                           });
     if (::write(to_parent, "l", 1) != 1) return 2;
     if (!run_until(io, [&] { return conn != nullptr; })) return 3;
     auto rec = std::make_shared<recorder>();
@@ -278,8 +289,11 @@ void measure_rtt(std::uint16_t port, bool busy_poll) {
       if (auto c = weak.lock()) (void)c->send(boost::asio::buffer(m.bytes().data(), m.size()));
     };
     conn->start(rec);
-    const bool closed = run_until(io, [&] { return rec->closed.has_value(); }, std::chrono::seconds(120));
-    if (!closed) std::fprintf(stderr, "child: no close seen (messages %llu)\n", static_cast<unsigned long long>(conn->stats().messages_received));
+    const bool closed = run_until(
+        io, [&] { return rec->closed.has_value(); }, std::chrono::seconds(120));
+    if (!closed)
+      std::fprintf(stderr, "child: no close seen (messages %llu)\n",
+                   static_cast<unsigned long long>(conn->stats().messages_received));
     return closed ? 0 : 4;
   });
   char ready = 0;
@@ -307,29 +321,34 @@ void measure_rtt(std::uint16_t port, bool busy_poll) {
     const auto t0 = std::chrono::steady_clock::now();
     REQUIRE_FALSE(conn->send(boost::asio::buffer(msg)));
     const std::size_t want = static_cast<std::size_t>(i) + 1;
-    if (busy_poll) {  // spin like ib_send_lat does, bounded
+    if (busy_poll) {                   // spin like ib_send_lat does, bounded
+      if (io.stopped()) io.restart();  // run_until may have left it stopped: poll_one would do nothing
       const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(10);
       while (replies < want && !rec->closed && std::chrono::steady_clock::now() < limit) io.poll_one();
     }
-    REQUIRE(run_until(io, [&] { return replies >= want; }, std::chrono::seconds(10)));
+    REQUIRE(run_until(
+        io, [&] { return replies >= want; }, std::chrono::seconds(10)));
     const auto t1 = std::chrono::steady_clock::now();
     if (i >= kWarmup) rtts.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
   }
   double sum = 0;
   for (double r : rtts) sum += r;
-  std::printf("rdmarpc 64 B ping-pong RTT (%s, 2 processes, %d rounds): median %.1f us, mean %.1f us, p99 %.1f us\n",
-              busy_poll ? "busy_poll" : "event mode", kRounds, percentile(rtts, 0.5), sum / kRounds,
-              percentile(rtts, 0.99));
+  std::printf(
+      "rdmarpc 64 B ping-pong RTT (%s, 2 processes, %d rounds): median %.1f us, mean %.1f us, p99 %.1f us\n",
+      busy_poll ? "busy_poll" : "event mode", kRounds, percentile(rtts, 0.5), sum / kRounds,
+      percentile(rtts, 0.99));
   std::fflush(stdout);
   CHECK(replies == static_cast<std::size_t>(kWarmup + kRounds));
   CHECK(conn->stats().rnr_errors == 0);
   conn->close();
-  CHECK(run_until(io, [&] { return rec->closed.has_value(); }, std::chrono::seconds(10)));
+  CHECK(run_until(
+      io, [&] { return rec->closed.has_value(); }, std::chrono::seconds(10)));
   // The child exits once it sees the disconnect; bounded wait, then ~child_process kills it.
   int status = -1;
   const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (::waitpid(child.pid, &status, WNOHANG) == 0 && std::chrono::steady_clock::now() < limit) {
-    run_until(io, [] { return false; }, std::chrono::milliseconds(50));
+    run_until(
+        io, [] { return false; }, std::chrono::milliseconds(50));
   }
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
@@ -338,5 +357,9 @@ void measure_rtt(std::uint16_t port, bool busy_poll) {
 
 }  // namespace
 
-TEST_CASE("rdma 64 B ping-pong RTT between two processes (event mode)") { measure_rtt(7513, false); }
-TEST_CASE("rdma 64 B ping-pong RTT between two processes (busy poll)") { measure_rtt(7514, true); }
+TEST_CASE("rdma 64 B ping-pong RTT between two processes (event mode)") {
+  measure_rtt(7513, false);
+}
+TEST_CASE("rdma 64 B ping-pong RTT between two processes (busy poll)") {
+  measure_rtt(7514, true);
+}

@@ -3,11 +3,7 @@
 // and connecting a client/server pair over rdma_cm on one io_context.
 // Layer: tests. Threading: everything runs on the test's io_context thread.
 
-#include "transport/connection.hpp"
-#include "transport/rdma/rdma_transport.hpp"
-
 #include <boost/asio/io_context.hpp>
-
 #include <chrono>
 #include <cstring>
 #include <deque>
@@ -15,6 +11,9 @@
 #include <memory>
 #include <optional>
 #include <vector>
+
+#include "transport/connection.hpp"
+#include "transport/rdma/rdma_transport.hpp"
 
 namespace rdmarpc::rdma_test {
 
@@ -42,7 +41,8 @@ struct recorder final : transport::connection_handler {
 
 // Runs `io` until `done()` or `limit` passes; returns done().
 template <typename Pred>
-bool run_until(boost::asio::io_context& io, Pred done, std::chrono::milliseconds limit = std::chrono::seconds(30)) {
+bool run_until(boost::asio::io_context& io, Pred done,
+               std::chrono::milliseconds limit = std::chrono::seconds(30)) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
   while (!done()) {
     if (std::chrono::steady_clock::now() >= deadline) return false;
@@ -72,11 +72,12 @@ inline connected_pair connect_pair(boost::asio::io_context& io, std::uint16_t po
   p.listener = transport::rdma::make_listener(io.get_executor(), rdma_endpoint(port), server_options);
   boost::system::error_code accept_ec, connect_ec;
   bool accepted = false, connected = false;
-  p.listener->async_accept(io.get_executor(), [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
-    accept_ec = ec;
-    p.server = std::move(c);
-    accepted = true;
-  });
+  p.listener->async_accept(io.get_executor(),
+                           [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
+                             accept_ec = ec;
+                             p.server = std::move(c);
+                             accepted = true;
+                           });
   transport::rdma::async_connect(io.get_executor(), rdma_endpoint(port), client_options,
                                  [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
                                    connect_ec = ec;
@@ -92,7 +93,8 @@ inline connected_pair connect_pair(boost::asio::io_context& io, std::uint16_t po
 
 inline std::vector<std::byte> pattern(std::size_t size, unsigned seed) {
   std::vector<std::byte> v(size);
-  for (std::size_t i = 0; i < size; ++i) v[i] = static_cast<std::byte>((i * 131 + seed * 7 + (i >> 12)) & 0xff);
+  for (std::size_t i = 0; i < size; ++i)
+    v[i] = static_cast<std::byte>((i * 131 + seed * 7 + (i >> 12)) & 0xff);
   return v;
 }
 

@@ -1,22 +1,21 @@
 #include "transport/rdma/qp_resources.hpp"
 
-#include "transport/rdma/wire.hpp"
-
-#include <boost/system/system_error.hpp>
-
 #include <algorithm>
 #include <array>
+#include <boost/system/system_error.hpp>
 #include <cerrno>
 #include <numeric>
 #include <stdexcept>
 #include <vector>
 
+#include "transport/rdma/wire.hpp"
+
 namespace rdmarpc::transport::rdma {
 namespace {
 
-constexpr std::uint32_t kRecvBatch = 64;       // receive WRs chained into one ibv_post_recv
-constexpr std::uint32_t kWantedInline = 64;    // inline sends up to this size if the device allows
-constexpr unsigned kCqEventAckBatch = 32;      // ibv_ack_cq_events takes a mutex: batch it
+constexpr std::uint32_t kRecvBatch = 64;     // receive WRs chained into one ibv_post_recv
+constexpr std::uint32_t kWantedInline = 64;  // inline sends up to this size if the device allows
+constexpr unsigned kCqEventAckBatch = 32;    // ibv_ack_cq_events takes a mutex: batch it
 
 void check_options(const connection_options& o) {
   if (o.recv_ring_depth < wire::kMinRingDepth || o.recv_ring_depth > wire::kMaxRingDepth)
@@ -48,7 +47,8 @@ qp_resources::qp_resources(verbs::event_channel channel, verbs::cm_id id, const 
   send_memory_ = verbs::allocate_aligned(send_bytes);
   send_mr_ = verbs::register_memory(pd_.get(), send_memory_.get(), send_bytes, 0);
   comp_channel_ = verbs::make_completion_channel(ctx);
-  cq_ = verbs::make_completion_queue(ctx, static_cast<int>(ring_depth_ + send_buffers_ + 1), comp_channel_.get());
+  cq_ = verbs::make_completion_queue(ctx, static_cast<int>(ring_depth_ + send_buffers_ + 1),
+                                     comp_channel_.get());
 
   ibv_qp_init_attr attr{};
   attr.send_cq = cq_.get();
@@ -68,10 +68,11 @@ qp_resources::qp_resources(verbs::event_channel channel, verbs::cm_id id, const 
     qp_ = verbs::queue_pair(id_.get(), pd_.get(), attr);
   }
   max_inline_ = attr.cap.max_inline_data;
-
 }
 
-qp_resources::~qp_resources() { destroy_queue_pair(); }
+qp_resources::~qp_resources() {
+  destroy_queue_pair();
+}
 
 void qp_resources::migrate_to_own_channel() {
   if (id_->channel != channel_.get() && rdma_migrate_id(id_.get(), channel_.get()) != 0)

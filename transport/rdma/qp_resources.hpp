@@ -5,14 +5,13 @@
 // Members are declared in reverse teardown order, so they are destroyed as rdma-core's
 // rdma_server.c tears down: QP, CQ, completion channel, MRs, PD, cm_id, event channel.
 
-#include "transport/connection.hpp"
-#include "transport/verbs/handles.hpp"
-
 #include <boost/system/error_code.hpp>
-
 #include <cstddef>
 #include <cstdint>
 #include <span>
+
+#include "transport/connection.hpp"
+#include "transport/verbs/handles.hpp"
 
 namespace rdmarpc::transport::rdma {
 
@@ -20,7 +19,8 @@ class qp_resources {
  public:
   // `id` must already be bound to a device (route resolved, or from a CONNECT_REQUEST).
   // `channel` is where the connection's rdma_cm events will arrive once the id is on it (a server
-  // id stays on the listener's channel until migrate_to_own_channel()). Throws system_error or invalid_argument (options outside the limits).
+  // id stays on the listener's channel until migrate_to_own_channel()). Throws system_error or
+  // invalid_argument (options outside the limits).
   qp_resources(verbs::event_channel channel, verbs::cm_id id, const connection_options& options);
   qp_resources(const qp_resources&) = delete;
   qp_resources& operator=(const qp_resources&) = delete;
@@ -39,7 +39,9 @@ class qp_resources {
   // so messages still read in place remain valid until the owner goes away.
   void destroy_queue_pair() noexcept;
 
-  std::byte* slot(std::uint32_t index) const noexcept { return ring_memory_.get() + std::size_t{index} * slot_size_; }
+  std::byte* slot(std::uint32_t index) const noexcept {
+    return ring_memory_.get() + std::size_t{index} * slot_size_;
+  }
   std::byte* send_buffer(std::uint32_t index) const noexcept {
     return send_memory_.get() + std::size_t{index} * slot_size_;
   }

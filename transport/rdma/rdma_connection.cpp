@@ -1,17 +1,15 @@
 #include "transport/rdma/rdma_connection.hpp"
 
-#include "transport/verbs/error.hpp"
-
 #include <arpa/inet.h>
-#include <boost/asio/associated_cancellation_slot.hpp>
-#include <boost/asio/append.hpp>
-#include <boost/asio/post.hpp>
 #include <netinet/in.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <array>
+#include <boost/asio/post.hpp>
 #include <cstring>
+
+#include "transport/verbs/error.hpp"
 
 namespace rdmarpc::transport::rdma {
 namespace {
@@ -40,13 +38,17 @@ std::string describe_peer(rdma_cm_id* id) {
 
 errc errc_for_status(ibv_wc_status status) noexcept {
   switch (status) {
-    case IBV_WC_RNR_RETRY_EXC_ERR: return errc::rnr_retry_exceeded;
+    case IBV_WC_RNR_RETRY_EXC_ERR:
+      return errc::rnr_retry_exceeded;
     case IBV_WC_LOC_LEN_ERR:  // the peer sent more than a slot
-    case IBV_WC_REM_INV_REQ_ERR: return errc::protocol_error;
+    case IBV_WC_REM_INV_REQ_ERR:
+      return errc::protocol_error;
     case IBV_WC_FATAL_ERR:
     case IBV_WC_LOC_QP_OP_ERR:
-    case IBV_WC_LOC_PROT_ERR: return errc::device_error;
-    default: return errc::connection_lost;  // retry exceeded (peer gone), flush, remote errors
+    case IBV_WC_LOC_PROT_ERR:
+      return errc::device_error;
+    default:
+      return errc::connection_lost;  // retry exceeded (peer gone), flush, remote errors
   }
 }
 
@@ -56,7 +58,8 @@ errc errc_for_status(ibv_wc_status status) noexcept {
 class rdma_connection::gather {
  public:
   explicit gather(std::span<const boost::asio::const_buffer> parts) noexcept : parts_(parts) {}
-  explicit gather(const std::vector<std::byte>& data) noexcept : one_(data.data(), data.size()), parts_(&one_, 1) {}
+  explicit gather(const std::vector<std::byte>& data) noexcept
+      : one_(data.data(), data.size()), parts_(&one_, 1) {}
 
   void copy(std::size_t offset, std::byte* out, std::size_t length) const noexcept {
     for (const auto& part : parts_) {
@@ -90,20 +93,24 @@ rdma_connection::rdma_connection(boost::asio::any_io_executor ex, std::unique_pt
       remote_address_(describe_peer(resources_->id())),
       fragment_size_(std::min(peer.slot_size, resources_->slot_size())),
       max_send_message_(std::min<std::size_t>(options.max_message_size, peer.max_message_size)),
+      waiters_(ex_),
       recv_posted_(resources_->ring_depth()) {
   cq_fd_.emplace(ex_, resources_->comp_channel()->fd);
   cm_fd_.emplace(ex_, resources_->channel()->fd);
   repost_.reserve(resources_->ring_depth());
 }
 
-rdma_connection::~rdma_connection() { shutdown_resources(); }
+rdma_connection::~rdma_connection() {
+  shutdown_resources();
+}
 
 void rdma_connection::start(std::shared_ptr<connection_handler> handler) {
   handler_ = std::move(handler);
   if (state_ != state::idle) {
     // Ended before start (close() or a failure): still tell the handler, exactly once.
     if (handler_) {
-      boost::asio::post(ex_, [self = self(), h = std::move(handler_), reason = reason_] { h->on_close(reason); });
+      boost::asio::post(ex_,
+                        [self = self(), h = std::move(handler_), reason = reason_] { h->on_close(reason); });
     }
     return;
   }
@@ -236,7 +243,8 @@ void rdma_connection::handle_receive(const ibv_wc& wc) {
   switch (reassembler_.feed(imm->kind, bytes)) {
     case wire::reassembler::outcome::whole:
       if (bytes.size() > options_.max_message_size) break;
-      deliver(received_message(bytes, std::shared_ptr<received_message::owner>(shared_from_this(), this), slot));
+      deliver(
+          received_message(bytes, std::shared_ptr<received_message::owner>(shared_from_this(), this), slot));
       return;
     case wire::reassembler::outcome::need_more:
       repost(slot);
@@ -344,9 +352,11 @@ std::size_t rdma_connection::post_fragments(const gather& source, std::size_t to
     stalled_ = false;
     const std::size_t offset = next * fragment_size_;
     const auto length = static_cast<std::uint32_t>(std::min<std::size_t>(fragment_size_, total - offset));
-    source.copy(offset, resources_->send_buffer(static_cast<std::uint32_t>(posted_seq_ % resources_->send_buffers())),
+    source.copy(offset,
+                resources_->send_buffer(static_cast<std::uint32_t>(posted_seq_ % resources_->send_buffers())),
                 length);
-    const auto imm = wire::encode_imm({static_cast<std::uint16_t>(announce), wire::fragment_kind(next, count), false});
+    const auto imm =
+        wire::encode_imm({static_cast<std::uint16_t>(announce), wire::fragment_kind(next, count), false});
     if (!post_send(length, imm, false)) break;
     ++next;
   }
@@ -361,7 +371,8 @@ bool rdma_connection::post_send(std::uint32_t length, std::uint32_t imm, bool cr
   const bool signaled = ++since_signal_ >= options_.signal_every || fills_sq || state_ == state::closing;
   if (signaled) since_signal_ = 0;
 
-  ibv_sge sge{reinterpret_cast<std::uintptr_t>(resources_->send_buffer(static_cast<std::uint32_t>(seq % resources_->send_buffers()))),
+  ibv_sge sge{reinterpret_cast<std::uintptr_t>(
+                  resources_->send_buffer(static_cast<std::uint32_t>(seq % resources_->send_buffers()))),
               length, resources_->send_lkey()};
   ibv_send_wr wr{};
   wr.wr_id = kSendBit | seq;
@@ -408,42 +419,21 @@ void rdma_connection::maybe_send_credit_update() {
 }
 
 void rdma_connection::notify_writable() {
-  auto waiters = std::move(waiters_);
-  waiters_.clear();
-  for (auto& w : waiters) complete_waiter(std::move(w.handler), {});
+  waiters_.complete_all({});
 }
 
 void rdma_connection::async_wait_writable_impl(boost::asio::any_completion_handler<wait_signature> handler) {
   if (state_ == state::ended || state_ == state::closing) {
-    complete_waiter(std::move(handler), state_ == state::ended ? reason_ : make_error_code(errc::not_connected));
+    // An ended (or ending) connection is never writable.
+    writable_waiters::post_completion(
+        ex_, std::move(handler), state_ == state::ended ? reason_ : make_error_code(errc::not_connected));
     return;
   }
   if (queue_.size() < options_.send_queue_limit) {
-    complete_waiter(std::move(handler), {});
+    writable_waiters::post_completion(ex_, std::move(handler), {});
     return;
   }
-  const std::uint64_t id = next_waiter_id_++;
-  auto slot = boost::asio::get_associated_cancellation_slot(handler);
-  if (slot.is_connected()) {
-    slot.assign([weak = std::weak_ptr<rdma_connection>(self()), id](boost::asio::cancellation_type) {
-      auto self = weak.lock();
-      if (!self) return;
-      auto it = std::find_if(self->waiters_.begin(), self->waiters_.end(), [id](const waiter& w) { return w.id == id; });
-      if (it == self->waiters_.end()) return;
-      auto h = std::move(it->handler);
-      self->waiters_.erase(it);
-      self->complete_waiter(std::move(h), boost::asio::error::operation_aborted);
-    });
-  }
-  waiters_.push_back(waiter{id, std::move(handler)});
-}
-
-void rdma_connection::complete_waiter(boost::asio::any_completion_handler<wait_signature> handler,
-                                      boost::system::error_code ec) {
-  auto slot = boost::asio::get_associated_cancellation_slot(handler);
-  if (slot.is_connected()) slot.clear();
-  // Runs on the handler's associated executor (default: ours), never inline.
-  boost::asio::post(ex_, boost::asio::append(std::move(handler), ec));
+  waiters_.add(std::move(handler));
 }
 
 // --- receive path ------------------------------------------------------------------------------
@@ -468,7 +458,9 @@ void rdma_connection::release_message(std::uint64_t token) noexcept {
   }
 }
 
-void rdma_connection::repost(std::uint32_t slot) { repost_.push_back(slot); }
+void rdma_connection::repost(std::uint32_t slot) {
+  repost_.push_back(slot);
+}
 
 void rdma_connection::flush_reposts() {
   if (repost_.empty() || state_ == state::ended || shut_down_) {
@@ -516,7 +508,9 @@ void rdma_connection::try_finish_close() {
     return;
   }
   // The newest WR may be unsignaled: then nothing would ever report the flush complete. A
-  // signaled credit-only update behind it does (it completes after every WR before it).
+  // signaled credit-only update behind it does (it completes after every WR before it). It spends
+  // one credit like any update (the window only needs one to be there, reserved ones included);
+  // with none left, the next announcement from the peer brings us back here via pump().
   if (since_signal_ != 0 && credits_.credits() >= 1 && sq_has_room()) {
     const std::uint32_t announce = credits_.take_for_credit_update();
     post_send(0, wire::encode_imm({static_cast<std::uint16_t>(announce), wire::fragment::whole, true}), true);
@@ -532,9 +526,7 @@ void rdma_connection::fail(boost::system::error_code reason) {
   // Moves the QP to the error state: every posted WR comes back flushed and is reclaimed below.
   rdma_disconnect(resources_->id());
   queue_.clear();
-  auto waiters = std::move(waiters_);
-  waiters_.clear();
-  for (auto& w : waiters) complete_waiter(std::move(w.handler), reason);
+  waiters_.complete_all(reason);
   if (handler_) {
     boost::asio::post(ex_, [self = self(), h = std::move(handler_), reason] { h->on_close(reason); });
     handler_.reset();

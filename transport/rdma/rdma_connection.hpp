@@ -5,24 +5,27 @@
 // Layer: transport (rdma). Threading: one executor per connection; every member, the completion
 // channel and rdma_cm event handling run on it; no locks on the data path.
 
-#include "transport/connection.hpp"
-#include "transport/rdma/credit_window.hpp"
-#include "transport/rdma/qp_resources.hpp"
-#include "transport/rdma/wire.hpp"
-
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
-
 #include <cstdint>
 #include <deque>
-#include <list>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "transport/connection.hpp"
+#include "transport/rdma/credit_window.hpp"
+#include "transport/rdma/qp_resources.hpp"
+#include "transport/rdma/wire.hpp"
+#include "transport/writable_waiters.hpp"
+
 namespace rdmarpc::transport::rdma {
 
+// close() flushes queued messages for at most options.connect_timeout (a peer that never returns
+// credits cannot keep us open). QP async events (ibv_get_async_event) are not watched: they are
+// per device context, shared by every connection of the process; error completions and rdma_cm
+// events report the same failures.
 class rdma_connection final : public connection, public received_message::owner {
  public:
   // `resources` is connected (rdma_cm ESTABLISHED seen, the id on its own event channel) and its
@@ -53,13 +56,11 @@ class rdma_connection final : public connection, public received_message::owner 
     std::size_t fragments = 1;
     std::size_t next = 0;  // next fragment to post
   };
-  struct waiter {
-    std::uint64_t id;
-    boost::asio::any_completion_handler<wait_signature> handler;
-  };
   class gather;
 
-  std::shared_ptr<rdma_connection> self() { return std::static_pointer_cast<rdma_connection>(shared_from_this()); }
+  std::shared_ptr<rdma_connection> self() {
+    return std::static_pointer_cast<rdma_connection>(shared_from_this());
+  }
 
   // Reactor.
   void wait_cq();
@@ -91,7 +92,6 @@ class rdma_connection final : public connection, public received_message::owner 
   void try_finish_close();
   void check_drained();
   void shutdown_resources() noexcept;
-  void complete_waiter(boost::asio::any_completion_handler<wait_signature> handler, boost::system::error_code ec);
 
   boost::asio::any_io_executor ex_;
   connection_options options_;
@@ -118,8 +118,7 @@ class rdma_connection final : public connection, public received_message::owner 
   std::uint32_t since_signal_ = 0;
   bool stalled_ = false;
   std::deque<outgoing> queue_;
-  std::list<waiter> waiters_;
-  std::uint64_t next_waiter_id_ = 0;
+  writable_waiters waiters_;
 
   // Receive side.
   std::uint32_t recv_posted_ = 0;

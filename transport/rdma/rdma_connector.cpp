@@ -1,16 +1,16 @@
 #include "transport/rdma/rdma_connector.hpp"
 
-#include "transport/rdma/rdma_connection.hpp"
-#include "transport/rdma/wire.hpp"
-#include "transport/verbs/error.hpp"
-
-#include <boost/asio/append.hpp>
-#include <boost/asio/post.hpp>
 #include <netdb.h>
 #include <spdlog/spdlog.h>
 
+#include <boost/asio/append.hpp>
+#include <boost/asio/post.hpp>
 #include <cstring>
 #include <string>
+
+#include "transport/rdma/rdma_connection.hpp"
+#include "transport/rdma/wire.hpp"
+#include "transport/verbs/error.hpp"
 
 namespace rdmarpc::transport::rdma {
 namespace {
@@ -24,7 +24,8 @@ int timeout_ms(const connection_options& options) {
 
 }  // namespace
 
-void rdma_connector::start(boost::asio::any_io_executor ex, const endpoint& ep, const connection_options& options,
+void rdma_connector::start(boost::asio::any_io_executor ex, const endpoint& ep,
+                           const connection_options& options,
                            boost::asio::any_completion_handler<connect_signature> handler) {
   auto self = std::make_shared<rdma_connector>(ex, options, std::move(handler));
   boost::asio::post(ex, [self, ep] { self->begin(ep); });
@@ -41,7 +42,8 @@ void rdma_connector::begin(const endpoint& ep) {
   hints.ai_flags = AI_NUMERICSERV;
   addrinfo* found = nullptr;
   const std::string port = std::to_string(ep.port);
-  if (const int rc = ::getaddrinfo(ep.host.c_str(), port.c_str(), &hints, &found); rc != 0 || found == nullptr) {
+  if (const int rc = ::getaddrinfo(ep.host.c_str(), port.c_str(), &hints, &found);
+      rc != 0 || found == nullptr) {
     spdlog::debug("rdma connect {}: getaddrinfo: {}", ep.to_uri(), gai_strerror(rc));
     finish(make_error_code(errc::unreachable));
     return;
@@ -99,7 +101,8 @@ void rdma_connector::on_events() {
 void rdma_connector::on_event(rdma_cm_event& event) {
   switch (event.event) {
     case RDMA_CM_EVENT_ADDR_RESOLVED:
-      if (rdma_resolve_route(id_.get(), timeout_ms(options_)) != 0) finish(make_error_code(errc::unreachable));
+      if (rdma_resolve_route(id_.get(), timeout_ms(options_)) != 0)
+        finish(make_error_code(errc::unreachable));
       return;
     case RDMA_CM_EVENT_ROUTE_RESOLVED: {
       try {
@@ -115,10 +118,9 @@ void rdma_connector::on_event(rdma_cm_event& event) {
         finish(make_error_code(errc::device_error));
         return;
       }
-      const auto hello = wire::encode_handshake({wire::kProtocolVersion, options_.recv_ring_depth,
-                                                 options_.slot_size,
-                                                 static_cast<std::uint32_t>(std::min<std::size_t>(
-                                                     options_.max_message_size, UINT32_MAX))});
+      const auto hello = wire::encode_handshake(
+          {wire::kProtocolVersion, options_.recv_ring_depth, options_.slot_size,
+           static_cast<std::uint32_t>(std::min<std::size_t>(options_.max_message_size, UINT32_MAX))});
       rdma_conn_param param{};
       param.private_data = hello.data();
       param.private_data_len = static_cast<std::uint8_t>(hello.size());
@@ -153,7 +155,8 @@ void rdma_connector::on_event(rdma_cm_event& event) {
     }
     case RDMA_CM_EVENT_REJECTED:
       spdlog::debug("rdma connect: rejected (status {})", event.status);
-      finish(make_error_code(event.status == kRejectInvalidServiceId ? errc::unreachable : errc::handshake_rejected));
+      finish(make_error_code(event.status == kRejectInvalidServiceId ? errc::unreachable
+                                                                     : errc::handshake_rejected));
       return;
     case RDMA_CM_EVENT_ADDR_ERROR:
     case RDMA_CM_EVENT_ROUTE_ERROR:

@@ -3,14 +3,13 @@
 // PD/CQ/QP, post the whole receive ring, rdma_connect with our handshake, validate the server's.
 // Layer: transport (rdma). Threading: runs on the executor the connection will belong to.
 
-#include "transport/connect.hpp"
-#include "transport/rdma/qp_resources.hpp"
-
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
-
 #include <memory>
 #include <optional>
+
+#include "transport/connect.hpp"
+#include "transport/rdma/qp_resources.hpp"
 
 namespace rdmarpc::transport::rdma {
 

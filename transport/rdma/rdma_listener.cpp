@@ -1,22 +1,22 @@
 #include "transport/rdma/rdma_listener.hpp"
 
-#include "transport/rdma/qp_resources.hpp"
-#include "transport/rdma/rdma_connection.hpp"
-#include "transport/rdma/wire.hpp"
-
 #include <arpa/inet.h>
+#include <netdb.h>
+#include <spdlog/spdlog.h>
+
 #include <boost/asio/append.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/system/system_error.hpp>
-#include <netdb.h>
-#include <spdlog/spdlog.h>
-
 #include <cstring>
 #include <deque>
 #include <map>
 #include <optional>
 #include <vector>
+
+#include "transport/rdma/qp_resources.hpp"
+#include "transport/rdma/rdma_connection.hpp"
+#include "transport/rdma/wire.hpp"
 
 namespace rdmarpc::transport::rdma {
 namespace {
@@ -41,7 +41,8 @@ class rdma_listener::core : public std::enable_shared_from_this<core> {
     const std::string port = std::to_string(ep.port);
     const char* host = ep.host.empty() ? nullptr : ep.host.c_str();
     if (const int rc = ::getaddrinfo(host, port.c_str(), &hints, &found); rc != 0 || found == nullptr) {
-      throw boost::system::system_error(make_error_code(errc::unreachable), std::string("getaddrinfo: ") + gai_strerror(rc));
+      throw boost::system::system_error(make_error_code(errc::unreachable),
+                                        std::string("getaddrinfo: ") + gai_strerror(rc));
     }
     channel_ = verbs::make_event_channel();
     id_ = verbs::make_cm_id(channel_.get());
@@ -65,7 +66,8 @@ class rdma_listener::core : public std::enable_shared_from_this<core> {
   boost::asio::any_io_executor executor() const { return ex_; }
   endpoint local_endpoint() const { return local_; }
 
-  void accept(boost::asio::any_io_executor cex, boost::asio::any_completion_handler<connect_signature> handler) {
+  void accept(boost::asio::any_io_executor cex,
+              boost::asio::any_completion_handler<connect_signature> handler) {
     if (closed_) {
       boost::asio::post(ex_, boost::asio::append(std::move(handler), boost::asio::error::operation_aborted,
                                                  std::shared_ptr<connection>()));
@@ -142,7 +144,8 @@ class rdma_listener::core : public std::enable_shared_from_this<core> {
     const rdma_cm_event_type type = event->event;
     if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {
       const auto* data = static_cast<const std::byte*>(event->param.conn.private_data);
-      std::vector<std::byte> private_data(data, data + (data != nullptr ? event->param.conn.private_data_len : 0));
+      std::vector<std::byte> private_data(data,
+                                          data + (data != nullptr ? event->param.conn.private_data_len : 0));
       // Acknowledge first: destroying the new id (on any failure below) waits for it.
       event.reset();
       on_connect_request(id, private_data);
@@ -182,8 +185,8 @@ class rdma_listener::core : public std::enable_shared_from_this<core> {
     verbs::cm_id id(raw_id);
     const auto peer = wire::decode_handshake(private_data);
     if (!peer) {
-      spdlog::warn("rdma listener {}: rejecting a connection: malformed handshake ({} bytes): {}", local_.to_uri(),
-                   private_data.size(), peer.error().message());
+      spdlog::warn("rdma listener {}: rejecting a connection: malformed handshake ({} bytes): {}",
+                   local_.to_uri(), private_data.size(), peer.error().message());
       rdma_reject(id.get(), nullptr, 0);
       return;  // `id` is destroyed here
     }
@@ -239,16 +242,25 @@ class rdma_listener::core : public std::enable_shared_from_this<core> {
   bool closed_ = false;
 };
 
-rdma_listener::rdma_listener(boost::asio::any_io_executor ex, const endpoint& ep, const connection_options& options)
+rdma_listener::rdma_listener(boost::asio::any_io_executor ex, const endpoint& ep,
+                             const connection_options& options)
     : core_(std::make_shared<core>(std::move(ex), ep, options)) {
   core_->start();
 }
 
-rdma_listener::~rdma_listener() { core_->close(); }
+rdma_listener::~rdma_listener() {
+  core_->close();
+}
 
-rdma_listener::executor_type rdma_listener::get_executor() const noexcept { return core_->executor(); }
-void rdma_listener::close() { core_->close(); }
-endpoint rdma_listener::local_endpoint() const { return core_->local_endpoint(); }
+rdma_listener::executor_type rdma_listener::get_executor() const noexcept {
+  return core_->executor();
+}
+void rdma_listener::close() {
+  core_->close();
+}
+endpoint rdma_listener::local_endpoint() const {
+  return core_->local_endpoint();
+}
 
 void rdma_listener::async_accept_impl(boost::asio::any_io_executor connection_executor,
                                       boost::asio::any_completion_handler<connect_signature> handler) {

@@ -5,9 +5,9 @@
 // hand the connection to async_accept. Layer: transport (rdma).
 // Threading: the listener and its rdma_cm channel belong to one executor.
 
-#include "transport/connect.hpp"
-
 #include <memory>
+
+#include "transport/connect.hpp"
 
 namespace rdmarpc::transport::rdma {
 

@@ -1,6 +1,9 @@
 #pragma once
 // Entry points of the rdma transport, called by transport/connect.cpp when a URI's scheme is "rdma".
 // Layer: transport. Threading: see transport/connection.hpp.
+// Fork: registered memory is not shared with children. A program that forks after opening rdma
+// connections must call ibv_fork_init() before any verbs use (or rely on rdma-core's automatic fork
+// support on kernels that have it); children must not touch the parent's connections.
 
 #include "transport/connect.hpp"
 

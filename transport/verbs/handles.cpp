@@ -1,9 +1,9 @@
 #include "transport/verbs/handles.hpp"
 
-#include <boost/system/system_error.hpp>
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <boost/system/system_error.hpp>
 #include <cerrno>
 #include <cstdlib>
 #include <new>
@@ -42,7 +42,9 @@ void queue_pair::reset() noexcept {
   id_ = nullptr;
 }
 
-void aligned_deleter::operator()(std::byte* p) const noexcept { std::free(p); }
+void aligned_deleter::operator()(std::byte* p) const noexcept {
+  std::free(p);
+}
 
 aligned_buffer allocate_aligned(std::size_t bytes) {
   const long page = ::sysconf(_SC_PAGESIZE);
@@ -100,7 +102,8 @@ boost::system::error_code get_cm_event(rdma_event_channel* channel, cm_event& ou
   rdma_cm_event* event = nullptr;
   if (rdma_get_cm_event(channel, &event) != 0) {
     const int err = errno;
-    if (err == EAGAIN || err == EWOULDBLOCK) return boost::system::errc::make_error_code(boost::system::errc::operation_would_block);
+    if (err == EAGAIN || err == EWOULDBLOCK)
+      return boost::system::errc::make_error_code(boost::system::errc::operation_would_block);
     return {err != 0 ? err : EIO, boost::system::system_category()};
   }
   out.reset(event);

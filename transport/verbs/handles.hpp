@@ -6,10 +6,10 @@
 // several of these must declare them so they are destroyed as rdma-core's rdma_server.c tears
 // down: QP, CQ, completion channel, MR, PD, cm_id, event channel (declare in the reverse order).
 
-#include <boost/system/error_code.hpp>
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include <boost/system/error_code.hpp>
 #include <cstddef>
 #include <memory>
 
@@ -81,8 +81,8 @@ memory_region register_memory(ibv_pd* pd, void* addr, std::size_t length, int ac
 completion_channel make_completion_channel(ibv_context* context);
 completion_queue make_completion_queue(ibv_context* context, int entries, ibv_comp_channel* channel);
 
-// Next event on a non-blocking channel: success and `out` set, errc::operation_would_block (generic category) when
-// none is pending, or the errno of the failure.
+// Next event on a non-blocking channel: success and `out` set, errc::operation_would_block (generic category)
+// when none is pending, or the errno of the failure.
 boost::system::error_code get_cm_event(rdma_event_channel* channel, cm_event& out) noexcept;
 
 // Sets O_NONBLOCK on `fd`; throws system_error on failure.
