@@ -227,7 +227,8 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
     }
     if (closed_) return complete(std::move(c), status_code::unavailable, "channel closed");
     if (c->deadline <= clock::now()) return complete(std::move(c), status_code::deadline_exceeded, "deadline exceeded");
-    if (queue_.size() >= options_.max_queued_calls && in_flight_ >= options_.max_in_flight)
+    // Bound on everything the channel holds (sent or waiting, connected or not): back-pressure.
+    if (calls_.size() >= options_.max_in_flight + options_.max_queued_calls)
       return complete(std::move(c), status_code::resource_exhausted, "too many calls waiting on the channel");
     if (calls_.contains(id)) return complete(std::move(c), status_code::resource_exhausted, "call id space exhausted");
     if (c->deadline != clock::time_point::max()) {
