@@ -59,10 +59,14 @@ bench_result echo_client::run_point(std::uint64_t payload, std::uint64_t concurr
 
   // Redraws progress while calls are slow, and gives up on a point that stopped moving.
   boost::asio::steady_timer watchdog(io_);
+  bool watchdog_done = false;
   auto arm = [&](auto& self) -> void {
     watchdog.expires_after(std::chrono::milliseconds(200));
     watchdog.async_wait([&, &self = self](boost::system::error_code ec) {
-      if (ec) return;
+      if (ec) {
+        watchdog_done = true;
+        return;
+      }
       const auto now = clock::now();
       out.tick(loop, now);
       if (now > loop.give_up_at()) {
@@ -88,9 +92,10 @@ bench_result echo_client::run_point(std::uint64_t payload, std::uint64_t concurr
     throw std::runtime_error("rdmarpc benchmark point made no progress" +
                              (first_error.empty() ? std::string() : " (first error: " + first_error + ")"));
   }
-  // Let the watchdog's cancellation run now, while its frame still exists.
+  // Let the watchdog's cancellation run now, while its frame still exists. Not poll(): in
+  // busy-poll mode the transport always has a handler ready, so poll() would never return.
   io_.restart();
-  io_.poll();
+  while (!watchdog_done) io_.run_one();
   if (!first_error.empty()) out.note("rdmarpc call failed: " + first_error);
   fill_from(result, loop, clock::now());
   out.end(result);

@@ -17,6 +17,8 @@ DURATION=${BENCH_DURATION:-1.5}
 WARMUP=${BENCH_WARMUP:-0.3}
 IDLE_SECONDS=${BENCH_IDLE_SECONDS:-5}
 PERFTEST_DELAY=${BENCH_PERFTEST_DELAY:-2}
+PARTS=" ${BENCH_PARTS:-perftest rdma busy tcp grpc idle} "  # a subset, for debugging one part
+part() { [[ $PARTS == *" $1 "* ]]; }
 OUT=/out
 mkdir -p $OUT/perftest $OUT/log
 payloads=$(echo $SIZES | tr ' ' ',')
@@ -52,7 +54,8 @@ perftest_pair() {
 }
 
 # echo_pair NAME SERVER_CMD... -- CLIENT_CMD...: starts the server on vCPU 0, waits until it says
-# it is listening, runs the client on vCPU 1, then stops the server.
+# it is listening, runs the client on vCPU 1 (at most CLIENT_TIMEOUT s, default 240), then stops
+# the server.
 echo_pair() {
   local name=$1; shift
   local srv=() cli=()
@@ -70,35 +73,38 @@ echo_pair() {
   step "$name"
   # Through a pipe, so the client prints one progress line per point instead of redrawing
   # a status line on the serial console.
-  timeout 300 taskset -c 1 "${cli[@]}" 2>&1 | cat
+  timeout "${CLIENT_TIMEOUT:-240}" taskset -c 1 "${cli[@]}" 2>&1 | cat
   local rc=${PIPESTATUS[0]}
   kill -TERM $spid 2>/dev/null; wait $spid 2>/dev/null
   [ $rc = 0 ] || step "$name: client exited $rc"
   return $rc
 }
 
-step "perftest baselines on rxe0 (sizes: $SIZES)"
-for s in $SIZES; do
+part perftest && step "perftest baselines on rxe0 (sizes: $SIZES)"
+part perftest && for s in $SIZES; do
   perftest_pair "ib_send_lat-$s" ib_send_lat -R -d rxe0 -s $s -n $(lat_iters $s)
   perftest_pair "ib_send_lat_e-$s" ib_send_lat -R -e -d rxe0 -s $s -n $(lat_iters $s)
   perftest_pair "ib_send_bw-$s" ib_send_bw -R -d rxe0 -s $s -n $(bw_iters $s)
 done
 
 common=(--payload "$payloads" --concurrency "$CONC" --duration "$DURATION" --warmup "$WARMUP" --json $OUT/echo.jsonl)
-echo_pair rdmarpc-rdma "$BIN/rdmarpc_echo_bench" server --listen rdma://$IP:7471 -- \
+part rdma && echo_pair rdmarpc-rdma "$BIN/rdmarpc_echo_bench" server --listen rdma://$IP:7471 -- \
   "$BIN/rdmarpc_echo_bench" client --target rdma://$IP:7471 "${common[@]}"
-echo_pair rdmarpc-rdma-busy "$BIN/rdmarpc_echo_bench" server --busy-poll --listen rdma://$IP:7473 -- \
+part busy && CLIENT_TIMEOUT=60 echo_pair rdmarpc-rdma-busy "$BIN/rdmarpc_echo_bench" server --busy-poll --listen rdma://$IP:7473 -- \
   "$BIN/rdmarpc_echo_bench" client --busy-poll --target rdma://$IP:7473 --payload 64 --concurrency 1,64 \
   --duration "$DURATION" --warmup "$WARMUP" --json $OUT/echo.jsonl
-echo_pair rdmarpc-tcp "$BIN/rdmarpc_echo_bench" server --listen tcp://$IP:7472 -- \
+part tcp && echo_pair rdmarpc-tcp "$BIN/rdmarpc_echo_bench" server --listen tcp://$IP:7472 -- \
   "$BIN/rdmarpc_echo_bench" client --target tcp://$IP:7472 "${common[@]}"
-if [ -x "$BIN/grpc_echo_bench" ]; then
+if ! part grpc; then
+  :
+elif [ -x "$BIN/grpc_echo_bench" ]; then
   echo_pair grpc-tcp "$BIN/grpc_echo_bench" server --listen $IP:7474 -- \
     "$BIN/grpc_echo_bench" client --target $IP:7474 "${common[@]}"
 else
   step "grpc_echo_bench not built: no gRPC baseline"
 fi
 
+part idle || { step "done"; exit 0; }
 step "idle cost: a connected client+server doing nothing for ${IDLE_SECONDS}s"
 timeout 60 "$BIN/rdmarpc_echo_bench" idle --listen rdma://$IP:0 --seconds $IDLE_SECONDS --json $OUT/echo.jsonl 2>&1 | cat
 timeout 60 "$BIN/rdmarpc_echo_bench" idle --listen tcp://$IP:0 --seconds $IDLE_SECONDS --json $OUT/echo.jsonl 2>&1 | cat
