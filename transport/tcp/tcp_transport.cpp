@@ -45,11 +45,13 @@ class connect_operation : public std::enable_shared_from_this<connect_operation>
 
  private:
   void on_resolved(boost::system::error_code ec, boost::asio::ip::tcp::resolver::results_type results) {
-    if (ec) return fail(ec, "resolve");
+    if (ec || timed_out_) return fail(ec, "resolve");
     boost::asio::async_connect(socket_, results,
                                [self = shared_from_this()](boost::system::error_code ec,
                                                            const boost::asio::ip::tcp::endpoint&) {
-                                 if (ec) return self->fail(ec, "connect");
+                                 // The timer may have fired (and closed the socket) after this
+                                 // completion was already queued as a success.
+                                 if (ec || self->timed_out_) return self->fail(ec, "connect");
                                  self->complete({}, std::make_shared<tcp_connection>(std::move(self->socket_),
                                                                                      self->options_));
                                });
