@@ -56,7 +56,7 @@ TEST_CASE("print_table prints a header and one row per result", "[result]") {
   REQUIRE(s.find("64 B") != std::string::npos);
 }
 
-TEST_CASE("sizes and lists parse with K/M suffixes; junk is rejected", "[options]") {
+TEST_CASE("sizes and lists parse with K/M suffixes - junk is rejected", "[options]") {
   REQUIRE(parse_size("64") == 64);
   REQUIRE(parse_size("4K") == 4096);
   REQUIRE(parse_size("1M") == 1048576);

@@ -98,7 +98,7 @@ TEST_CASE("random samples: every percentile within 1/256 of the exact one", "[hi
   }
 }
 
-TEST_CASE("merge equals recording everything into one histogram; reset empties", "[histogram]") {
+TEST_CASE("merge equals recording everything into one histogram - reset empties", "[histogram]") {
   auto a = std::make_unique<latency_histogram>();
   auto b = std::make_unique<latency_histogram>();
   auto all = std::make_unique<latency_histogram>();

@@ -89,7 +89,7 @@ TEST_CASE("no package: global namespace") {
   });
 }
 
-TEST_CASE("imported types from another package; a thrown status_error reaches the caller") {
+TEST_CASE("imported types from another package - a thrown status_error reaches the caller") {
   shop_impl shop;
   with_server({&shop}, [](auto channel) -> asio::awaitable<void> {
     shop::Shop::Stub stub(channel);

@@ -94,7 +94,7 @@ TEST_CASE("dispatch answers UNIMPLEMENTED for an index past methods()") {
   CHECK(run_dispatch(nothing, 0, "").status == status_code::unimplemented);
 }
 
-TEST_CASE("a handler's set_status suppresses the reply; a status_error propagates to the server") {
+TEST_CASE("a handler's set_status suppresses the reply - a status_error propagates to the server") {
   bare_impl bare;
   const outcome out = run_dispatch(bare, 0, bytes_of(::HelloRequest{}));
   CHECK(out.status == status_code::invalid_argument);

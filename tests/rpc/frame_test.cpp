@@ -69,7 +69,7 @@ TEST_CASE("frame: header layout is little-endian at the documented offsets", "[f
   CHECK(std::memcmp(bytes.data(), expected, frame::kHeaderSize) == 0);
 }
 
-TEST_CASE("frame: response and cancel round trip; empty payload allowed", "[frame]") {
+TEST_CASE("frame: response and cancel round trip - empty payload allowed", "[frame]") {
   frame::header r;
   r.kind = frame::kind::response;
   r.status = status_code::not_found;

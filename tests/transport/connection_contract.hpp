@@ -433,7 +433,7 @@ inline void contract_close_from_handler_and_both_sides(const pair_factory& make)
   TEST_CASE(NAME " contract: many messages both ways arrive in order, counters add up", "[contract]" TAG) { \
     rdmarpc::test::contract_ordered_delivery(FACTORY);                                                     \
   }                                                                                                        \
-  TEST_CASE(NAME " contract: sizes 0, 1, 8K, 8K+1, 1M, max; gathered parts", "[contract]" TAG) {          \
+  TEST_CASE(NAME " contract: sizes 0, 1, 8K, 8K+1, 1M, max - gathered parts", "[contract]" TAG) {          \
     rdmarpc::test::contract_message_sizes(FACTORY);                                                        \
   }                                                                                                        \
   TEST_CASE(NAME " contract: larger than max is message_too_large and sends nothing", "[contract]" TAG) {  \
@@ -452,7 +452,7 @@ inline void contract_close_from_handler_and_both_sides(const pair_factory& make)
             "[contract]" TAG) {                                                                            \
     rdmarpc::test::contract_never_inline(FACTORY);                                                         \
   }                                                                                                        \
-  TEST_CASE(NAME " contract: close from a handler; simultaneous close; on_close exactly once",            \
+  TEST_CASE(NAME " contract: close from a handler - simultaneous close - on_close exactly once",            \
             "[contract]" TAG) {                                                                            \
     rdmarpc::test::contract_close_from_handler_and_both_sides(FACTORY);                                    \
   }
