@@ -38,6 +38,9 @@ struct loopback_options {
 
 // A connected pair: `first` belongs to executor `a`, `second` to executor `b`. Neither is started.
 // Dropping an end without close() looks like a crashed peer: the other end sees connection_lost.
+// close() hands every queued message to the peer first, so against a peer that never consumes (and
+// never closes) it stays closing, as a tcp close would with a peer that never reads.
+// Destroy both ends before their executors' io_contexts: an end posts to its peer as it goes.
 std::pair<std::shared_ptr<connection>, std::shared_ptr<connection>> make_loopback_pair(
     boost::asio::any_io_executor a, boost::asio::any_io_executor b, const loopback_options& options = {});
 
