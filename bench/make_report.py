@@ -110,7 +110,8 @@ class results:
                         r["test"] = m.group(1)
                         self.perftest[(m.group(1), int(m.group(2)))] = r
         records = load_jsonl(os.path.join(raw, "vm", "echo.jsonl"))
-        self.echo = [r for r in records if r.get("kind") != "idle"]
+        self.echo = [r for r in records if r.get("kind") is None]
+        self.clock = next((r for r in records if r.get("kind") == "clock"), None)
         self.idle = [r for r in records if r.get("kind") == "idle"]
         self.callgrind = load_jsonl(os.path.join(raw, "callgrind.jsonl"))
         sizes = sorted({s for (_, s) in self.perftest} | {r["payload"] for r in self.echo})
@@ -222,12 +223,18 @@ def markdown(res, meta, tgts):
     for k in ("commit", "host", "cpu", "vm", "duration"):
         if k in meta:
             w(f"| {k} | {meta[k]} |")
+    if res.clock:
+        w(f"| guest clock | {res.clock.get('clocksource')} |")
     w("")
     w("**Read with care:** the VM runs under TCG (software CPU emulation; this host has no usable")
     w("KVM), so every absolute number is far slower than real hardware. Only the ratios, measured on")
     w("the same device in the same run, carry meaning. rxe (Soft-RoCE) is itself software on the")
     w("kernel's UDP stack. Ratios: rdmarpc ÷ baseline (latency: lower is better; rate: higher is better).")
     w("")
+    if res.clock and res.clock.get("clocksource") != "tsc":
+        w(f"**WARNING: the guest clock was `{res.clock.get('clocksource')}`, not `tsc`** (available: "
+          f"{res.clock.get('available')}): latencies are quantized to its resolution; rerun.")
+        w("")
     w("## Targets (issue #5)")
     w("")
     for t in tgts:
@@ -423,6 +430,7 @@ def main(argv):
         "perftest": [dict(v, test=k[0], payload=k[1]) for k, v in sorted(res.perftest.items())],
         "echo": res.echo,
         "idle": res.idle,
+        "clock": res.clock,
         "callgrind": res.callgrind,
     }
     with open(os.path.join(out_dir, "results.json"), "w") as f:
