@@ -114,6 +114,8 @@ class results:
         self.clock = next((r for r in records if r.get("kind") == "clock"), None)
         self.idle = [r for r in records if r.get("kind") == "idle"]
         self.callgrind = load_jsonl(os.path.join(raw, "callgrind.jsonl"))
+        top = os.path.join(raw, "callgrind-top.txt")
+        self.profile = open(top).read().rstrip() if os.path.exists(top) else ""
         sizes = sorted({s for (_, s) in self.perftest} | {r["payload"] for r in self.echo})
         self.payloads = sizes or PAYLOADS_DEFAULT
 
@@ -306,6 +308,17 @@ def markdown(res, meta, tgts):
         w(f"| {r['system']} | {r['transport']} | {fmt(r['instructions_per_call'])} | "
           f"{fmt_ratio(ratio(r['instructions_per_call'], g))} |")
     w("")
+
+    if res.profile:
+        w("Where rdmarpc's instructions go (tcp, 64 B, 5000 calls + start-up; self cost, top 20):")
+        w("")
+        w("```")
+        for line in res.profile.splitlines():
+            # keep the function, drop the long file paths and template noise
+            line = re.sub(r"\s*\[[^\]]*\]$", "", line)
+            w(line[:150])
+        w("```")
+        w("")
 
     # --- idle
     w("## Idle cost (connected client + server in one process, no calls)")
