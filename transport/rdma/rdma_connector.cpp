@@ -9,6 +9,7 @@
 #include <string>
 
 #include "transport/rdma/rdma_connection.hpp"
+#include "transport/rdma/conn_param.hpp"
 #include "transport/rdma/wire.hpp"
 #include "transport/verbs/error.hpp"
 
@@ -118,14 +119,8 @@ void rdma_connector::on_event(rdma_cm_event& event) {
         finish(make_error_code(errc::device_error));
         return;
       }
-      const auto hello = wire::encode_handshake(
-          {wire::kProtocolVersion, options_.recv_ring_depth, options_.slot_size,
-           static_cast<std::uint32_t>(std::min<std::size_t>(options_.max_message_size, UINT32_MAX))});
-      rdma_conn_param param{};
-      param.private_data = hello.data();
-      param.private_data_len = static_cast<std::uint8_t>(hello.size());
-      param.retry_count = 7;
-      param.rnr_retry_count = 0;  // a credit bug must show up at once as RNR_RETRY_EXC_ERR
+      const auto hello = encode_local_handshake(options_);
+      rdma_conn_param param = make_conn_param(hello);
       if (rdma_connect(resources_->id(), &param) != 0) {
         spdlog::warn("rdma connect: rdma_connect: {}", std::strerror(errno));
         finish(make_error_code(errc::unreachable));

@@ -16,6 +16,7 @@
 
 #include "transport/rdma/qp_resources.hpp"
 #include "transport/rdma/rdma_connection.hpp"
+#include "transport/rdma/conn_param.hpp"
 #include "transport/rdma/wire.hpp"
 
 namespace rdmarpc::transport::rdma {
@@ -195,14 +196,8 @@ class rdma_listener::core : public std::enable_shared_from_this<core> {
       if (const auto ec = resources->post_whole_ring(); ec) {
         throw boost::system::system_error(ec, "posting the receive ring");
       }
-      const auto hello = wire::encode_handshake(
-          {wire::kProtocolVersion, options_.recv_ring_depth, options_.slot_size,
-           static_cast<std::uint32_t>(std::min<std::size_t>(options_.max_message_size, UINT32_MAX))});
-      rdma_conn_param param{};
-      param.private_data = hello.data();
-      param.private_data_len = static_cast<std::uint8_t>(hello.size());
-      param.retry_count = 7;
-      param.rnr_retry_count = 0;  // a credit bug must show up at once as RNR_RETRY_EXC_ERR
+      const auto hello = encode_local_handshake(options_);
+      rdma_conn_param param = make_conn_param(hello);
       if (rdma_accept(resources->id(), &param) != 0) throw_errno("rdma_accept");
       rdma_cm_id* key = resources->id();
       pending_[key] = pending{std::move(resources), *peer};

@@ -1,0 +1,35 @@
+#pragma once
+// The rdma_cm connection parameters both sides send (our handshake in the private data, retry
+// policy), so the connector and the listener cannot drift apart. Layer: transport.
+// Threading: stateless.
+
+#include <rdma/rdma_cma.h>
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "transport/connection.hpp"
+#include "transport/rdma/wire.hpp"
+
+namespace rdmarpc::transport::rdma {
+
+// What we announce to the peer: our ring and the largest message we accept.
+inline std::array<std::byte, wire::kHandshakeSize> encode_local_handshake(const connection_options& options) {
+  return wire::encode_handshake(
+      {wire::kProtocolVersion, options.recv_ring_depth, options.slot_size,
+       static_cast<std::uint32_t>(std::min<std::size_t>(options.max_message_size, UINT32_MAX))});
+}
+
+// For rdma_connect / rdma_accept. `hello` must outlive the call that uses the result.
+inline rdma_conn_param make_conn_param(const std::array<std::byte, wire::kHandshakeSize>& hello) {
+  rdma_conn_param param{};
+  param.private_data = hello.data();
+  param.private_data_len = static_cast<std::uint8_t>(hello.size());
+  param.retry_count = 7;
+  param.rnr_retry_count = 0;  // a credit bug must show up at once as RNR_RETRY_EXC_ERR
+  return param;
+}
+
+}  // namespace rdmarpc::transport::rdma
