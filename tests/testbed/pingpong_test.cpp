@@ -163,7 +163,11 @@ TEST_CASE("cm_pingpong on rxe0: server and client threads exchange checked messa
   CHECK(result.server.messages_checked == iterations);
   CHECK(result.client.echoes_checked == iterations);
   CHECK(result.client.rtt.count == iterations);
-  CHECK(result.client.rtt.min_us > 0);
+  // No lower bound on the times themselves: a TCG guest that booted without a TSC reads a
+  // 4 ms-tick clock, so a round trip can honestly measure 0 us (CI saw exactly that).
+  CHECK(result.client.rtt.min_us >= 0);
+  CHECK(result.client.rtt.min_us <= result.client.rtt.median_us);
+  CHECK(result.client.rtt.median_us <= result.client.rtt.max_us);
 }
 
 TEST_CASE("cm_pingpong on rxe0: the program runs as separate server and client processes",
