@@ -6,7 +6,10 @@
 
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
+#include <boost/asio/defer.hpp>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/execution/outstanding_work.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/prefer.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -86,7 +89,10 @@ class connection_events final : public transport::connection_handler {
 class channel_impl final : public std::enable_shared_from_this<channel_impl> {
  public:
   channel_impl(boost::asio::any_io_executor ex, std::optional<transport::endpoint> ep, channel_options options)
-      : ex_(std::move(ex)), endpoint_(std::move(ep)), options_(std::move(options)) {
+      : ex_(std::move(ex)),
+        io_ex_(ex_.target<boost::asio::io_context::executor_type>()),
+        endpoint_(std::move(ep)),
+        options_(std::move(options)) {
     if (options_.max_in_flight == 0) options_.max_in_flight = 1;
   }
 
@@ -133,6 +139,9 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
     }
     c->work = boost::asio::prefer(ex_, boost::asio::execution::outstanding_work.tracked);
     calls_started_.fetch_add(1, std::memory_order_relaxed);
+    // Already on our executor (a completion handler issuing the next call, the common case): submit
+    // now instead of paying a trip through the scheduler. submit never runs a handler inline.
+    if (on_own_thread()) return submit(std::move(c));
     boost::asio::post(ex_, [self = shared_from_this(), c = std::move(c)]() mutable { self->submit(std::move(c)); });
   }
 
@@ -187,7 +196,11 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
       }
     }
     message.release();
+    // The reply's own call may complete inline: we are in the transport's completion, not inside an
+    // initiating function. Anything the handler starts is completed the usual way (posted).
+    complete_inline_ = true;
     finish(v.header.call_id, code, std::move(status_message));
+    complete_inline_ = false;
     pump();
   }
 
@@ -211,6 +224,8 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
       }
     }
   };
+
+  bool on_own_thread() const noexcept { return io_ex_ != nullptr && io_ex_->running_in_this_thread(); }
 
   std::uint32_t allocate_id() noexcept {
     std::uint32_t id = next_id_.fetch_add(1, std::memory_order_relaxed);
@@ -401,7 +416,8 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
     if (released_ && calls_.empty() && !closed_) close_now("channel released");
   }
 
-  // Posts the handler to its associated executor (never inline) with the call's status.
+  // Hands the call's status to its handler on the handler's associated executor: inline only for
+  // the call whose reply on_message is processing (complete_inline_), else queued behind us.
   void complete(std::unique_ptr<pending_call> c, status_code code, std::string message) {
     if (c->context != nullptr) c->context->set_result(code, std::move(message));
     (code == status_code::ok ? calls_ok_ : calls_failed_).fetch_add(1, std::memory_order_relaxed);
@@ -410,13 +426,21 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
     auto work = std::move(c->work);  // released after the completion is posted
     c.reset();
     const boost::system::error_code ec = code == status_code::ok ? boost::system::error_code{} : make_error_code(code);
-    // Hop through ex_ (never inline), then Asio dispatches to the handler's associated executor.
     auto target = boost::asio::get_associated_executor(handler, ex_);
-    boost::asio::post(ex_, posted_completion{std::move(handler), ec, std::move(target)});
+    posted_completion completion{std::move(handler), ec, std::move(target)};
+    if (std::exchange(complete_inline_, false)) {
+      // Runs here when the handler's executor is ours (or runs this thread), else is queued there.
+      boost::asio::dispatch(std::move(completion));
+    } else {
+      // defer: a continuation of the handler running now, so Asio keeps it in this thread's own
+      // queue (no lock, no reactor interrupt) when that is ex_'s thread.
+      boost::asio::defer(ex_, std::move(completion));
+    }
     if (released_) maybe_close_released();
   }
 
   const boost::asio::any_io_executor ex_;
+  const boost::asio::io_context::executor_type* const io_ex_;  // ex_'s target when an io_context's
   const std::optional<transport::endpoint> endpoint_;  // empty: created over a given connection
   channel_options options_;
 
@@ -427,6 +451,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
   bool waiting_writable_ = false;
   bool closed_ = false;
   bool released_ = false;
+  bool complete_inline_ = false;  // see on_message and complete
   std::unordered_map<std::uint32_t, std::unique_ptr<pending_call>> calls_;  // queued and sent
   std::deque<std::uint32_t> queue_;                                         // not yet sent, in order
   std::size_t in_flight_ = 0;                                               // sent, not answered

@@ -137,6 +137,60 @@ TEST_CASE("e2e: 10000 calls with 64 in flight are all answered and matched to th
   st->ch.reset();
 }
 
+TEST_CASE("e2e: a handler never runs inside the call that started it, even on the channel's own thread",
+          "[e2e]") {
+  // The channel submits calls made on its own thread without a trip through the scheduler and
+  // completes a reply's call inline from the transport; neither may run a handler inside an
+  // initiating function. Calls that fail at once (deadline already past) show it.
+  const auto target = GENERATE(from_range(e2e_targets()));
+  CAPTURE(target);
+  e2e_harness h(target);
+  auto ch = h.make_channel();
+  struct outcome {
+    bool top_returned = false, top_ran_inside = false;
+    bool nested_returned = false, nested_ran_inside = false;
+    boost::system::error_code reply_ec, top_ec, nested_ec;
+    int handlers = 0;
+    client_context past_top, past_nested;
+    std::promise<void> done;
+  };
+  auto o = std::make_shared<outcome>();
+  o->past_top.set_deadline(std::chrono::steady_clock::now() - 1s);
+  o->past_nested.set_deadline(std::chrono::steady_clock::now() - 1s);
+  const auto finished = [o] {
+    if (++o->handlers == 3) o->done.set_value();
+  };
+  boost::asio::post(h.client_executor(), [&, o, finished] {
+    async_unary_call<EchoReply>(*ch, test_service::echo, &o->past_top, make_request("x"),
+                                [o, finished](boost::system::error_code ec, EchoReply) {
+                                  o->top_ec = ec;
+                                  o->top_ran_inside = !o->top_returned;
+                                  finished();
+                                });
+    o->top_returned = true;
+    // A real reply; its handler (completed from the transport) starts a call that fails at once.
+    async_unary_call<EchoReply>(
+        *ch, test_service::echo, nullptr, make_request("first"),
+        [o, finished, ch](boost::system::error_code ec, EchoReply) {
+          o->reply_ec = ec;
+          async_unary_call<EchoReply>(*ch, test_service::echo, &o->past_nested, make_request("y"),
+                                      [o, finished](boost::system::error_code ec2, EchoReply) {
+                                        o->nested_ec = ec2;
+                                        o->nested_ran_inside = !o->nested_returned;
+                                        finished();
+                                      });
+          o->nested_returned = true;
+          finished();
+        });
+  });
+  REQUIRE(o->done.get_future().wait_for(30s) == std::future_status::ready);
+  CHECK_FALSE(o->reply_ec);
+  CHECK(to_status_code(o->top_ec) == status_code::deadline_exceeded);
+  CHECK(to_status_code(o->nested_ec) == status_code::deadline_exceeded);
+  CHECK_FALSE(o->top_ran_inside);
+  CHECK_FALSE(o->nested_ran_inside);
+}
+
 TEST_CASE("e2e: an expired deadline gives DEADLINE_EXCEEDED and cancels the server handler", "[e2e]") {
   const auto target = GENERATE(from_range(e2e_targets()));
   CAPTURE(target);
