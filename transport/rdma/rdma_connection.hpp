@@ -67,7 +67,7 @@ class rdma_connection final : public connection, public received_message::owner 
   void wait_cm();
   void on_cq_readable();
   void busy_poll_step();
-  void poll_cq();
+  std::size_t poll_cq();  // returns the number of completions handled
   void handle_completion(const ibv_wc& wc);
   void handle_receive(const ibv_wc& wc);
   void on_cm_readable();
