@@ -80,7 +80,7 @@ std::vector<bench_result> run_matrix(echo_client& client, const client_options& 
 }
 
 int serve(const settings& s) {
-  asio::io_context io;
+  asio::io_context io(1);  // concurrency hint 1: one thread runs it (see README, Performance)
   echo_service service;
   rdmarpc::server_options options;
   options.transport = s.transport();
@@ -97,7 +97,7 @@ int serve(const settings& s) {
 }
 
 int run_client(const settings& s) {
-  asio::io_context io;
+  asio::io_context io(1);  // concurrency hint 1: one thread runs it (see README, Performance)
   rdmarpc::channel_options options;
   options.transport = s.transport();
   auto channel = rdmarpc::channel::create(io.get_executor(), s.uri, options);
@@ -152,8 +152,8 @@ class inproc_pair {
   const std::shared_ptr<rdmarpc::channel>& channel() const { return channel_; }
 
  private:
-  asio::io_context server_io_;
-  asio::io_context client_io_;
+  asio::io_context server_io_{1};  // each run by one thread
+  asio::io_context client_io_{1};
   asio::executor_work_guard<asio::io_context::executor_type> work_;
   echo_service service_;
   std::optional<rdmarpc::server> server_;
