@@ -10,12 +10,14 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <span>
 
 namespace rdmarpc::transport::tcp {
 
 namespace {
 constexpr std::size_t kReadBufferSize = 64 * 1024;  // small frames are parsed out of this
-constexpr std::size_t kMaxGather = 64;              // frames per gathered write (the usual IOV_MAX share)
+constexpr std::size_t kSpareFrames = 16;            // written frame buffers kept for reuse
+constexpr std::size_t kSpareFrameBytes = 256 * 1024;  // ... unless larger than this
 // After our graceful shutdown we keep reading (and discarding) until the peer closes, so that our
 // close() never turns into a reset that could destroy data the peer has not read yet; bounded.
 constexpr std::chrono::seconds kDrainTimeout{5};
@@ -58,12 +60,17 @@ boost::system::error_code tcp_connection::send(std::span<const boost::asio::cons
     return errc::message_too_large;
   }
   if (send_queue_.size() >= options_.send_queue_limit) return errc::send_queue_full;
-  std::vector<std::byte> frame(kHeaderSize + size);
-  for (std::size_t i = 0; i < kHeaderSize; ++i) frame[i] = static_cast<std::byte>((size >> (8 * i)) & 0xffu);
-  std::size_t offset = kHeaderSize;
-  for (const auto& part : parts) {
-    if (part.size() != 0) std::memcpy(frame.data() + offset, part.data(), part.size());
-    offset += part.size();
+  std::vector<std::byte> frame;
+  if (!spare_frames_.empty()) {
+    frame = std::move(spare_frames_.back());
+    spare_frames_.pop_back();
+  }
+  frame.clear();
+  frame.reserve(kHeaderSize + size);
+  for (std::size_t i = 0; i < kHeaderSize; ++i) frame.push_back(static_cast<std::byte>((size >> (8 * i)) & 0xffu));
+  for (const auto& part : parts) {  // appended, not zero-filled first
+    const auto* bytes = static_cast<const std::byte*>(part.data());
+    frame.insert(frame.end(), bytes, bytes + part.size());
   }
   send_queue_.push_back(std::move(frame));
   start_write();  // only initiates: completions run later on the executor
@@ -226,11 +233,10 @@ void tcp_connection::deliver(std::vector<std::byte> message) {
 
 void tcp_connection::start_write() {
   if (writing_ > 0 || send_queue_.empty()) return;
-  const std::size_t frames = std::min(send_queue_.size(), kMaxGather);
-  std::vector<boost::asio::const_buffer> buffers;
-  buffers.reserve(frames);
-  for (std::size_t i = 0; i < frames; ++i) buffers.emplace_back(boost::asio::buffer(send_queue_[i]));
+  const std::size_t frames = std::min(send_queue_.size(), gather_.size());
+  for (std::size_t i = 0; i < frames; ++i) gather_[i] = boost::asio::buffer(send_queue_[i]);
   writing_ = frames;
+  const std::span<const boost::asio::const_buffer> buffers(gather_.data(), frames);
   boost::asio::async_write(socket_, buffers, [self = self(), frames](boost::system::error_code ec, std::size_t) {
     self->on_written(ec, frames);
   });
@@ -250,6 +256,10 @@ void tcp_connection::on_written(boost::system::error_code ec, std::size_t frames
   for (std::size_t i = 0; i < frames; ++i) {
     ++stats_.messages_sent;
     stats_.bytes_sent += send_queue_.front().size() - kHeaderSize;
+    // Keep a few buffers for reuse, but not a huge one a single large message left behind.
+    if (spare_frames_.size() < kSpareFrames && send_queue_.front().capacity() <= kSpareFrameBytes) {
+      spare_frames_.push_back(std::move(send_queue_.front()));
+    }
     send_queue_.pop_front();
   }
   if (state_ == state::open && send_queue_.size() < options_.send_queue_limit) waiters_.complete_all({});

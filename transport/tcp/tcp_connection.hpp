@@ -10,6 +10,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <array>
 #include <deque>
 #include <vector>
 
@@ -72,6 +73,11 @@ class tcp_connection final : public connection {
   // `writing_` of them are in the current gathered write.
   std::deque<std::vector<std::byte>> send_queue_;
   std::size_t writing_ = 0;
+  // The current gathered write's buffers, at most 64 frames (a share of IOV_MAX); unchanged while
+  // the write runs, since Asio copies only the span over them.
+  std::array<boost::asio::const_buffer, 64> gather_{};
+  // Written frames keep their capacity here for the next send: no allocation per message.
+  std::vector<std::vector<std::byte>> spare_frames_;
 
   // Receiving: a buffered window [read_begin_, read_end_) of read_buffer_; a message larger than
   // what is buffered is read straight into body_ instead.
