@@ -291,6 +291,7 @@ class server::impl::connection_state final : public transport::connection_handle
     const auto deadline = v.header.has_timeout() ? clock::now() + std::chrono::microseconds(v.header.timeout_us)
                                                  : clock::time_point::max();
     auto c = std::make_unique<active_call>(ex_, m->full_name, peer_, deadline, std::move(md));
+    reuse_buffers(*c);
     c->request.assign(v.payload.begin(), v.payload.end());
     active_call& call = *c;
     calls_.emplace(id, std::move(c));
@@ -330,6 +331,33 @@ class server::impl::connection_state final : public transport::connection_handle
       respond(id, status_code::ok, {}, c->response);
     } else {
       respond(id, c->ctx.status(), c->ctx.status_message(), {});
+    }
+    keep_buffers(*c);
+  }
+
+  // Request and response buffers of finished calls serve the next ones: two allocations per call
+  // fewer. A few are kept, none larger than kSpareBufferBytes.
+  static constexpr std::size_t kSpareBuffers = 8;
+  static constexpr std::size_t kSpareBufferBytes = 64 * 1024;
+
+  void reuse_buffers(active_call& c) {
+    if (!spare_requests_.empty()) {
+      c.request = std::move(spare_requests_.back());
+      spare_requests_.pop_back();
+    }
+    if (!spare_responses_.empty()) {
+      c.response = std::move(spare_responses_.back());
+      spare_responses_.pop_back();
+      c.response.clear();
+    }
+  }
+
+  void keep_buffers(active_call& c) {
+    if (spare_requests_.size() < kSpareBuffers && c.request.capacity() <= kSpareBufferBytes) {
+      spare_requests_.push_back(std::move(c.request));
+    }
+    if (spare_responses_.size() < kSpareBuffers && c.response.capacity() <= kSpareBufferBytes) {
+      spare_responses_.push_back(std::move(c.response));
     }
   }
 
@@ -394,6 +422,8 @@ class server::impl::connection_state final : public transport::connection_handle
   bool waiting_writable_ = false;
   std::unordered_map<std::uint32_t, std::unique_ptr<active_call>> calls_;
   std::deque<std::string> backlog_;
+  std::vector<std::vector<std::byte>> spare_requests_;
+  std::vector<std::string> spare_responses_;
 };
 
 void server::impl::serve(std::shared_ptr<transport::connection> conn) {
