@@ -372,13 +372,20 @@ std::size_t rdma_connection::post_fragments(const gather& source, std::size_t to
                 length);
     const auto imm =
         wire::encode_imm({static_cast<std::uint16_t>(announce), wire::fragment_kind(next, count), false});
-    if (!post_send(length, imm, false)) break;
+    prepare_send(length, imm, false);
     ++next;
+    if (batch_size_ == kPostBatch && !flush_sends()) break;
   }
+  flush_sends();  // on failure the connection has ended; send() and pump() check for that
   return next;
 }
 
 bool rdma_connection::post_send(std::uint32_t length, std::uint32_t imm, bool credit_only) {
+  prepare_send(length, imm, credit_only);
+  return flush_sends();
+}
+
+void rdma_connection::prepare_send(std::uint32_t length, std::uint32_t imm, bool credit_only) {
   const std::uint64_t seq = posted_seq_;
   const bool fills_sq = seq + 1 - completed_seq_ >= resources_->send_buffers();
   // Signal every k-th send, and always the one that fills the send queue, so its slots can always
@@ -386,10 +393,12 @@ bool rdma_connection::post_send(std::uint32_t length, std::uint32_t imm, bool cr
   const bool signaled = ++since_signal_ >= options_.signal_every || fills_sq || state_ == state::closing;
   if (signaled) since_signal_ = 0;
 
-  ibv_sge sge{reinterpret_cast<std::uintptr_t>(
-                  resources_->send_buffer(static_cast<std::uint32_t>(seq % resources_->send_buffers()))),
-              length, resources_->send_lkey()};
-  ibv_send_wr wr{};
+  ibv_sge& sge = batch_sges_[batch_size_];
+  sge = ibv_sge{reinterpret_cast<std::uintptr_t>(
+                    resources_->send_buffer(static_cast<std::uint32_t>(seq % resources_->send_buffers()))),
+                length, resources_->send_lkey()};
+  ibv_send_wr& wr = batch_wrs_[batch_size_];
+  wr = ibv_send_wr{};
   wr.wr_id = kSendBit | seq;
   wr.opcode = IBV_WR_SEND_WITH_IMM;
   wr.imm_data = htonl(imm);
@@ -399,14 +408,24 @@ bool rdma_connection::post_send(std::uint32_t length, std::uint32_t imm, bool cr
   if (signaled) flags |= IBV_SEND_SIGNALED;
   if (length > 0 && length <= resources_->max_inline()) flags |= IBV_SEND_INLINE;
   wr.send_flags = flags;
+  if (batch_size_ > 0) batch_wrs_[batch_size_ - 1].next = &wr;
+  ++batch_size_;
+  // Counted as posted now: the send buffer and the SQ room are taken. Should the post fail, the
+  // connection ends and nothing counts any more.
+  ++posted_seq_;
+  if (credit_only) ++stats_.credit_only_messages;
+}
+
+bool rdma_connection::flush_sends() {
+  if (batch_size_ == 0) return state_ != state::ended;
   ibv_send_wr* bad = nullptr;
-  if (const int rc = ibv_post_send(resources_->qp(), &wr, &bad); rc != 0) {
+  const int rc = ibv_post_send(resources_->qp(), batch_wrs_.data(), &bad);
+  batch_size_ = 0;
+  if (rc != 0) {
     spdlog::warn("rdma {}: ibv_post_send: {}", remote_address_, std::strerror(rc));
     fail(make_error_code(errc::connection_lost));
     return false;
   }
-  ++posted_seq_;
-  if (credit_only) ++stats_.credit_only_messages;
   return true;
 }
 

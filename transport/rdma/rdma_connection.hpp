@@ -8,6 +8,7 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <cstdint>
+#include <array>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -77,7 +78,11 @@ class rdma_connection final : public connection, public received_message::owner 
   bool sq_has_room() const noexcept { return posted_seq_ - completed_seq_ < resources_->send_buffers(); }
   bool acquire_data_credit(std::uint32_t& announce) noexcept;
   std::size_t post_fragments(const gather& source, std::size_t total, std::size_t count, std::size_t next);
-  bool post_send(std::uint32_t length, std::uint32_t imm, bool credit_only);
+  // Sends are prepared into a batch and posted as one chained ibv_post_send: one doorbell (for rxe,
+  // one syscall) for all the fragments of a message instead of one each.
+  void prepare_send(std::uint32_t length, std::uint32_t imm, bool credit_only);
+  bool flush_sends();
+  bool post_send(std::uint32_t length, std::uint32_t imm, bool credit_only);  // prepare + flush
   void pump();
   void maybe_send_credit_update();
   void notify_writable();
@@ -117,6 +122,10 @@ class rdma_connection final : public connection, public received_message::owner 
   std::uint64_t completed_seq_ = 0;  // every WR below this has completed
   std::uint32_t since_signal_ = 0;
   bool stalled_ = false;
+  static constexpr std::size_t kPostBatch = 32;
+  std::array<ibv_send_wr, kPostBatch> batch_wrs_{};
+  std::array<ibv_sge, kPostBatch> batch_sges_{};
+  std::size_t batch_size_ = 0;
   std::deque<outgoing> queue_;
   writable_waiters waiters_;
 
