@@ -32,10 +32,12 @@ TEST_CASE("imm: every field combination round-trips", "[wire][imm]") {
       REQUIRE(out.has_value());
       CHECK(*out == in);
     }
-    const wire::imm_fields update{static_cast<std::uint16_t>(credits), fragment::whole, true};
-    auto out = wire::decode_imm(wire::encode_imm(update));
-    REQUIRE(out.has_value());
-    CHECK(*out == update);
+    for (bool goodbye : {false, true}) {
+      const wire::imm_fields update{static_cast<std::uint16_t>(credits), fragment::whole, true, goodbye};
+      auto out = wire::decode_imm(wire::encode_imm(update));
+      REQUIRE(out.has_value());
+      CHECK(*out == update);
+    }
   }
 }
 
@@ -43,11 +45,12 @@ TEST_CASE("imm: distinct fields give distinct values", "[wire][imm]") {
   CHECK(wire::encode_imm({1, fragment::whole, false}) != wire::encode_imm({0, fragment::whole, false}));
   CHECK(wire::encode_imm({0, fragment::first, false}) != wire::encode_imm({0, fragment::last, false}));
   CHECK(wire::encode_imm({0, fragment::whole, true}) != wire::encode_imm({0, fragment::whole, false}));
+  CHECK(wire::encode_imm({0, fragment::whole, true, true}) != wire::encode_imm({0, fragment::whole, true}));
 }
 
 TEST_CASE("imm: receive reserved bits set / expect protocol_error", "[wire][imm]") {
   const std::uint32_t valid = wire::encode_imm({5, fragment::middle, false});
-  for (unsigned bit = 19; bit < 32; ++bit) {
+  for (unsigned bit = 20; bit < 32; ++bit) {
     auto out = wire::decode_imm(valid | (1u << bit));
     REQUIRE(out.has_error());
     CHECK(out.error() == errc::protocol_error);
@@ -57,6 +60,16 @@ TEST_CASE("imm: receive reserved bits set / expect protocol_error", "[wire][imm]
 TEST_CASE("imm: receive credit-only claiming a fragment kind / expect protocol_error", "[wire][imm]") {
   for (auto kind : {fragment::first, fragment::middle, fragment::last}) {
     const std::uint32_t bad = wire::encode_imm({3, kind, false}) | wire::encode_imm({0, fragment::whole, true});
+    auto out = wire::decode_imm(bad);
+    REQUIRE(out.has_error());
+    CHECK(out.error() == errc::protocol_error);
+  }
+}
+
+TEST_CASE("imm: receive goodbye on a data fragment / expect protocol_error", "[wire][imm]") {
+  for (auto kind : {fragment::whole, fragment::first, fragment::middle, fragment::last}) {
+    const std::uint32_t bad =
+        wire::encode_imm({3, kind, false}) | wire::encode_imm({0, fragment::whole, false, true});
     auto out = wire::decode_imm(bad);
     REQUIRE(out.has_error());
     CHECK(out.error() == errc::protocol_error);

@@ -127,7 +127,9 @@ void rdma_connection::start(std::shared_ptr<connection_handler> handler) {
       self->on_cq_readable();
     }
   });
-  wait_cm();
+  // Likewise an rdma_cm event (the peer's disconnect) may already wait: the fd is edge-triggered,
+  // so a plain wait would only see the next one.
+  boost::asio::post(ex_, [self = self()] { self->on_cm_readable(); });
 }
 
 // --- reactor -----------------------------------------------------------------------------------
@@ -249,6 +251,7 @@ void rdma_connection::handle_receive(const ibv_wc& wc) {
     fail(make_error_code(errc::protocol_error));
     return;
   }
+  if (imm->goodbye) peer_said_goodbye_ = true;  // its rdma_disconnect follows
   // Nothing is delivered after close() (the user asked to stop); credits above still count.
   if (imm->credit_only || state_ != state::open) {
     repost(slot);
@@ -298,8 +301,13 @@ void rdma_connection::on_cm_readable() {
     event.reset();  // acknowledged: nothing of the event is needed beyond its type
     switch (type) {
       case RDMA_CM_EVENT_DISCONNECTED:
-        // Both sides closing at once: ours was asked for, so it is our close.
-        fail(make_error_code(state_ == state::closing ? errc::closed_locally : errc::closed_by_peer));
+        // Take in what arrived before the disconnect (the peer's last messages, its goodbye).
+        if (!in_poll_ && state_ != state::ended) poll_cq();
+        // Both sides closing at once: ours was asked for, so it is our close. Otherwise a peer
+        // that said goodbye closed on purpose; one that did not died or gave up on its flush.
+        fail(make_error_code(state_ == state::closing ? errc::closed_locally
+                             : peer_said_goodbye_     ? errc::closed_by_peer
+                                                      : errc::connection_lost));
         break;
       case RDMA_CM_EVENT_DEVICE_REMOVAL:
         fail(make_error_code(errc::device_error));
@@ -537,18 +545,21 @@ void rdma_connection::close() {
 
 void rdma_connection::try_finish_close() {
   if (state_ != state::closing || !queue_.empty()) return;
-  if (posted_seq_ == completed_seq_) {
-    fail(make_error_code(errc::closed_locally));
+  if (!goodbye_posted_) {
+    // The last message: tells the peer this is close(), not a crash. It is signaled (everything is
+    // while closing) and completes after every WR before it, so its completion means all is
+    // flushed. It spends one credit like any update (reserved ones included); with none left, the
+    // peer's next announcement brings us back here via pump(). The drain timer bounds the wait.
+    if (credits_.credits() >= 1 && sq_has_room()) {
+      const std::uint32_t announce = credits_.take_for_credit_update();
+      goodbye_posted_ = true;
+      post_send(0,
+                wire::encode_imm({static_cast<std::uint16_t>(announce), wire::fragment::whole, true, true}),
+                true);
+    }
     return;
   }
-  // The newest WR may be unsignaled: then nothing would ever report the flush complete. A
-  // signaled credit-only update behind it does (it completes after every WR before it). It spends
-  // one credit like any update (the window only needs one to be there, reserved ones included);
-  // with none left, the next announcement from the peer brings us back here via pump().
-  if (since_signal_ != 0 && credits_.credits() >= 1 && sq_has_room()) {
-    const std::uint32_t announce = credits_.take_for_credit_update();
-    post_send(0, wire::encode_imm({static_cast<std::uint16_t>(announce), wire::fragment::whole, true}), true);
-  }
+  if (posted_seq_ == completed_seq_) fail(make_error_code(errc::closed_locally));
 }
 
 void rdma_connection::fail(boost::system::error_code reason) {

@@ -135,6 +135,8 @@ class rdma_connection final : public connection, public received_message::owner 
   bool repost_scheduled_ = false;
   bool in_poll_ = false;
   bool shut_down_ = false;
+  bool goodbye_posted_ = false;     // our close(): the last credit-only message is out
+  bool peer_said_goodbye_ = false;  // the peer's close(): its disconnect is closed_by_peer
 };
 
 }  // namespace rdmarpc::transport::rdma

@@ -7,19 +7,22 @@
 namespace rdmarpc::transport::rdma::wire {
 
 // Immediate layout (host order): bits 0-15 credits, bits 16-17 fragment kind, bit 18 credit-only,
-// bits 19-31 reserved (must be zero, so a later version can use them and be told apart).
+// bit 19 goodbye, bits 20-31 reserved (must be zero, so a later version can use them and be told
+// apart).
 namespace {
 constexpr std::uint32_t kCreditsMask = 0xffffu;
 constexpr unsigned kKindShift = 16;
 constexpr std::uint32_t kKindMask = 0x3u;
 constexpr std::uint32_t kCreditOnlyBit = 1u << 18;
-constexpr std::uint32_t kReservedMask = ~((1u << 19) - 1u);
+constexpr std::uint32_t kGoodbyeBit = 1u << 19;
+constexpr std::uint32_t kReservedMask = ~((1u << 20) - 1u);
 }  // namespace
 
 std::uint32_t encode_imm(const imm_fields& fields) noexcept {
   std::uint32_t value = fields.credits;
   value |= (static_cast<std::uint32_t>(fields.kind) & kKindMask) << kKindShift;
   if (fields.credit_only) value |= kCreditOnlyBit;
+  if (fields.goodbye) value |= kGoodbyeBit;
   return value;
 }
 
@@ -29,7 +32,9 @@ boost::system::result<imm_fields> decode_imm(std::uint32_t value) noexcept {
   fields.credits = static_cast<std::uint16_t>(value & kCreditsMask);
   fields.kind = static_cast<fragment>((value >> kKindShift) & kKindMask);
   fields.credit_only = (value & kCreditOnlyBit) != 0;
+  fields.goodbye = (value & kGoodbyeBit) != 0;
   if (fields.credit_only && fields.kind != fragment::whole) return make_error_code(errc::protocol_error);
+  if (fields.goodbye && !fields.credit_only) return make_error_code(errc::protocol_error);
   return fields;
 }
 

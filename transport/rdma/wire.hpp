@@ -24,12 +24,16 @@ struct imm_fields {
   std::uint16_t credits = 0;    // receive slots the sender reposted since its last announcement
   fragment kind = fragment::whole;
   bool credit_only = false;     // no payload; the message carries only `credits`
+  // Only with credit_only: the sender's last message before it disconnects (a graceful close), so
+  // the peer can tell close() (closed_by_peer) from a process that died (connection_lost).
+  bool goodbye = false;
   friend bool operator==(const imm_fields&, const imm_fields&) = default;
 };
 
 // Host-order value; the caller converts with htonl/ntohl at the verbs boundary (imm_data is __be32).
 std::uint32_t encode_imm(const imm_fields& fields) noexcept;
-// errc::protocol_error for reserved bits set or a credit-only message that claims a fragment kind.
+// errc::protocol_error for reserved bits set, a credit-only message that claims a fragment kind, or
+// a goodbye that is not credit-only.
 boost::system::result<imm_fields> decode_imm(std::uint32_t value) noexcept;
 
 // Largest credit count one immediate can carry; larger amounts go in several messages.
