@@ -2,6 +2,7 @@
 // the wire, malformed input from a raw socket, EOF handling, connect errors and the listener.
 #include "tests/transport/connection_contract.hpp"
 #include "transport/connect.hpp"
+#include "transport/tcp/tcp_connection.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
@@ -241,9 +242,21 @@ TEST_CASE("tcp: a length just above max_message_size is a protocol_error too", "
   CHECK(h->close_reason == transport::errc::protocol_error);
 }
 
-TEST_CASE("tcp: peer EOF between frames is closed_by_peer, inside a frame connection_lost", "[tcp][eof]") {
+TEST_CASE("tcp: peer EOF after a goodbye is closed_by_peer, without one or inside a frame connection_lost",
+          "[tcp][eof]") {
   raw_fixture f;
-  SECTION("between frames") {
+  SECTION("goodbye, then EOF") {
+    tcp::socket raw(f.io);
+    raw.connect(f.target);
+    auto [server, h] = f.accept_started();
+    boost::asio::write(raw, boost::asio::buffer(le_length(0)));
+    boost::asio::write(raw, boost::asio::buffer(le_length(transport::tcp::tcp_connection::kGoodbyeLength)));
+    raw.shutdown(tcp::socket::shutdown_send);
+    REQUIRE(run_until(f.io, [&] { return h->close_calls == 1; }));
+    CHECK(h->messages.size() == 1);
+    CHECK(h->close_reason == transport::errc::closed_by_peer);
+  }
+  SECTION("EOF between frames without a goodbye (what a killed process leaves)") {
     tcp::socket raw(f.io);
     raw.connect(f.target);
     auto [server, h] = f.accept_started();
@@ -251,7 +264,17 @@ TEST_CASE("tcp: peer EOF between frames is closed_by_peer, inside a frame connec
     raw.shutdown(tcp::socket::shutdown_send);
     REQUIRE(run_until(f.io, [&] { return h->close_calls == 1; }));
     CHECK(h->messages.size() == 1);
-    CHECK(h->close_reason == transport::errc::closed_by_peer);
+    CHECK(h->close_reason == transport::errc::connection_lost);
+  }
+  SECTION("a frame after the goodbye is a protocol_error") {
+    tcp::socket raw(f.io);
+    raw.connect(f.target);
+    auto [server, h] = f.accept_started();
+    boost::asio::write(raw, boost::asio::buffer(le_length(transport::tcp::tcp_connection::kGoodbyeLength)));
+    boost::asio::write(raw, boost::asio::buffer(le_length(0)));
+    REQUIRE(run_until(f.io, [&] { return h->close_calls == 1; }));
+    CHECK(h->messages.empty());
+    CHECK(h->close_reason == transport::errc::protocol_error);
   }
   SECTION("inside a frame") {
     tcp::socket raw(f.io);

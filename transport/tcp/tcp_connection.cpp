@@ -56,7 +56,7 @@ boost::system::error_code tcp_connection::send(std::span<const boost::asio::cons
   if (state_ != state::open) return errc::not_connected;
   std::size_t size = 0;
   for (const auto& part : parts) size += part.size();
-  if (size > options_.max_message_size || size > std::numeric_limits<std::uint32_t>::max()) {
+  if (size > options_.max_message_size || size >= kGoodbyeLength) {
     return errc::message_too_large;
   }
   if (send_queue_.size() >= options_.send_queue_limit) return errc::send_queue_full;
@@ -102,8 +102,10 @@ void tcp_connection::close() {
       state_ = state::closing;
       end_reason_ = errc::closed_locally;
       waiters_.complete_all(errc::closed_locally);
-      if (writing_ == 0 && send_queue_.empty()) shutdown_send();
-      return;  // otherwise on_written shuts down once the queue is flushed
+      // The goodbye goes last, behind everything queued; once it is written, on_written shuts down.
+      send_queue_.emplace_back(kHeaderSize, std::byte{0xff});
+      start_write();
+      return;
     case state::closing:
     case state::draining:
     case state::closed:
@@ -146,7 +148,8 @@ void tcp_connection::on_read(boost::system::error_code ec, std::size_t n) {
     if (state_ == state::closing) {
       finish(errc::closed_locally, true);  // the flush cannot complete any more
     } else if (ec == boost::asio::error::eof && read_begin_ == read_end_) {
-      finish(errc::closed_by_peer, true);
+      // A FIN without a goodbye: the peer process died (the kernel closed its socket).
+      finish(peer_said_goodbye_ ? errc::closed_by_peer : errc::connection_lost, true);
     } else {
       spdlog::debug("tcp {}: read failed: {}", remote_address_, ec.message());
       finish(errc::connection_lost, true);  // reset, or EOF in the middle of a frame
@@ -165,6 +168,16 @@ bool tcp_connection::parse_frames() {
     const std::byte* frame = read_buffer_.data() + read_begin_;
     std::uint32_t length = 0;
     for (std::size_t i = 0; i < kHeaderSize; ++i) length |= static_cast<std::uint32_t>(frame[i]) << (8 * i);
+    if (peer_said_goodbye_) {
+      spdlog::warn("tcp {}: peer sent data after its goodbye; closing the connection", remote_address_);
+      finish(errc::protocol_error, true);
+      return false;
+    }
+    if (length == kGoodbyeLength) {
+      peer_said_goodbye_ = true;  // its FIN follows
+      read_begin_ += kHeaderSize;
+      continue;
+    }
     if (length > options_.max_message_size) {
       spdlog::warn("tcp {}: peer sent a frame of {} bytes, above the maximum message size {}; closing the connection",
                    remote_address_, length, options_.max_message_size);
@@ -254,8 +267,11 @@ void tcp_connection::on_written(boost::system::error_code ec, std::size_t frames
     return;
   }
   for (std::size_t i = 0; i < frames; ++i) {
-    ++stats_.messages_sent;
-    stats_.bytes_sent += send_queue_.front().size() - kHeaderSize;
+    const bool goodbye = state_ == state::closing && send_queue_.size() == 1;  // always the last
+    if (!goodbye) {
+      ++stats_.messages_sent;
+      stats_.bytes_sent += send_queue_.front().size() - kHeaderSize;
+    }
     // Keep a few buffers for reuse, but not a huge one a single large message left behind.
     if (spare_frames_.size() < kSpareFrames && send_queue_.front().capacity() <= kSpareFrameBytes) {
       spare_frames_.push_back(std::move(send_queue_.front()));

@@ -1,6 +1,8 @@
 #pragma once
 // tcp_connection: transport::connection over a connected Asio TCP socket. Each message is a frame:
-// a 4-byte little-endian length, then the bytes. Sends are queued (bounded) and written with
+// a 4-byte little-endian length, then the bytes. close() ends the stream with a goodbye (the length
+// 0xffffffff, no bytes) before its FIN, so the peer can tell close() (closed_by_peer) from a process
+// that died (a bare FIN or a reset: connection_lost). Sends are queued (bounded) and written with
 // gathered writes; receives are parsed from a buffered stream. Layer: transport.
 // Threading: every member runs on the socket's executor (see transport/connection.hpp).
 
@@ -33,6 +35,7 @@ class tcp_connection final : public connection {
   std::string remote_address() const override { return remote_address_; }
 
   static constexpr std::size_t kHeaderSize = 4;
+  static constexpr std::uint32_t kGoodbyeLength = 0xffffffff;  // never a message's length
 
  protected:
   void async_wait_writable_impl(boost::asio::any_completion_handler<wait_signature> handler) override;
@@ -85,6 +88,7 @@ class tcp_connection final : public connection {
   std::size_t read_begin_ = 0, read_end_ = 0;
   std::vector<std::byte> body_;
   bool reading_ = false;
+  bool peer_said_goodbye_ = false;  // the peer's close(): its EOF is closed_by_peer
   boost::asio::steady_timer drain_timer_;
 
   writable_waiters waiters_;
