@@ -314,6 +314,78 @@ inline void contract_back_pressure(const pair_factory& make) {
   REQUIRE(run_until(io, [&] { return ch->close_calls == 1 && sh->close_calls == 1; }));
 }
 
+// async_send: waits for room instead of failing, is cancellable while it waits, never completes
+// inline, keeps order when chained, and reports not_connected once the connection ended.
+inline void contract_async_send(const pair_factory& make) {
+  boost::asio::io_context io;
+  transport::connection_options options;
+  options.send_queue_limit = 4;
+  auto pair = make(io, options);
+  auto ch = std::make_shared<recording_handler>();
+  pair.client->start(ch);  // the server is NOT started: it consumes nothing yet
+  constexpr std::size_t kSize = 256 * 1024;
+  std::uint64_t accepted = 0;
+  boost::system::error_code ec;
+  for (; accepted < 4096; ++accepted) {
+    ec = send_bytes(*pair.client, make_message(accepted, kSize));
+    if (ec) break;
+    run_ready(io);
+  }
+  REQUIRE(ec == transport::errc::send_queue_full);
+
+  // The queue is full right now (nothing ran since): this async_send waits, and is cancelled.
+  const auto dropped = make_message(999999, kSize);
+  boost::asio::cancellation_signal cancel;
+  std::optional<boost::system::error_code> cancelled;
+  pair.client->async_send(boost::asio::buffer(dropped),
+                          boost::asio::bind_cancellation_slot(
+                              cancel.slot(), [&](boost::system::error_code e) { cancelled = e; }));
+  CHECK_FALSE(cancelled);  // never inline
+  cancel.emit(boost::asio::cancellation_type::terminal);
+  REQUIRE(run_until(io, [&] { return cancelled.has_value(); }));
+  CHECK(*cancelled == boost::asio::error::operation_aborted);
+
+  // A chain of async_sends behind the full queue completes once the peer consumes, in order.
+  constexpr std::uint64_t kChained = 8;
+  std::vector<std::vector<std::byte>> chained;
+  for (std::uint64_t i = 0; i < kChained; ++i) chained.push_back(make_message(accepted + i, kSize));
+  std::uint64_t completed = 0;
+  std::optional<boost::system::error_code> failure;
+  bool in_call = false, completed_inline = false;
+  std::function<void()> send_next = [&] {
+    in_call = true;
+    pair.client->async_send(boost::asio::buffer(chained[completed]), [&](boost::system::error_code e) {
+      if (in_call) completed_inline = true;
+      if (e) {
+        failure = e;
+        return;
+      }
+      if (++completed < kChained) send_next();
+    });
+    in_call = false;
+  };
+  send_next();
+  auto sh = std::make_shared<recording_handler>();
+  pair.server->start(sh);
+  REQUIRE(run_until(io, [&] { return completed == kChained || failure.has_value(); }));
+  CHECK_FALSE(failure);
+  CHECK_FALSE(completed_inline);
+  const std::uint64_t total = accepted + kChained;
+  REQUIRE(run_until(io, [&] { return sh->messages.size() == total; }));
+  std::uint64_t bad = 0;
+  for (std::uint64_t i = 0; i < total; ++i) bad += is_message(sh->messages[i], i, kSize) ? 0 : 1;
+  CHECK(bad == 0);  // the cancelled message was never sent
+
+  pair.client->close();
+  REQUIRE(run_until(io, [&] { return ch->close_calls == 1 && sh->close_calls == 1; }));
+  std::optional<boost::system::error_code> after_close;
+  pair.client->async_send(boost::asio::buffer(chained[0]),
+                          [&](boost::system::error_code e) { after_close = e; });
+  CHECK_FALSE(after_close);
+  REQUIRE(run_until(io, [&] { return after_close.has_value(); }));
+  CHECK(*after_close == transport::errc::not_connected);
+}
+
 // `closer_is_client`: which side calls close(); the other must see closed_by_peer after every
 // message the closer had queued.
 inline void contract_graceful_close(const pair_factory& make, bool closer_is_client) {
@@ -441,6 +513,10 @@ inline void contract_close_from_handler_and_both_sides(const pair_factory& make)
   }                                                                                                        \
   TEST_CASE(NAME " contract: send_queue_full, cancellable async_wait_writable", "[contract]" TAG) {        \
     rdmarpc::test::contract_back_pressure(FACTORY);                                                        \
+  }                                                                                                        \
+  TEST_CASE(NAME " contract: async_send waits for room, cancellable, ordered when chained",                \
+            "[contract]" TAG) {                                                                            \
+    rdmarpc::test::contract_async_send(FACTORY);                                                           \
   }                                                                                                        \
   TEST_CASE(NAME " contract: graceful close by the client flushes first", "[contract]" TAG) {             \
     rdmarpc::test::contract_graceful_close(FACTORY, true);                                                 \
