@@ -357,6 +357,9 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
     // Fail now rather than waiting for on_close: the connection is not trustworthy any more.
     auto conn = std::move(conn_);
     ++generation_;
+    // A wait for send-queue room on the old connection is ignored from now on (generation check):
+    // left set, it would keep pump() from ever sending on the next connection.
+    waiting_writable_ = false;
     conn->close();
     fail_all(status_code::unavailable, std::string("connection closed: protocol error: ") + why);
     if (!endpoint_) closed_ = true;

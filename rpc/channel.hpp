@@ -2,7 +2,9 @@
 // rdmarpc::channel: the client end of one connection to a server, with many calls in flight.
 // Generated stubs hold a shared_ptr<channel> and call async_unary_call (rpc/unary_call.hpp).
 // Layer: rpc. Threading: start_unary_call may be called from any thread; the channel's own work
-// runs on its executor, and each completion runs on the handler's associated executor.
+// runs on its executor, which must be an io_context run by one thread (its state is not locked;
+// calls made on that thread are submitted at once), and each completion runs on the handler's
+// associated executor.
 
 #include "rpc/client_context.hpp"
 #include "rpc/method.hpp"
