@@ -427,6 +427,10 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'log "interrupted"; exit 130' INT TERM
+# Any harness step that fails unexpectedly (unpacking, cpio, depmod, copying...) is the test bed's
+# failure, not the command's: 125, never a stray 1 or 2 that would look like the command's status.
+set -E
+trap 'harness_rc=$?; log "ERROR: harness step failed (line $LINENO: $BASH_COMMAND, exit $harness_rc)"; exit 125' ERR
 
 # KVM only helps when it can run a stock kernel. Under PVM (kvm_pvm: nested KVM without VMX/SVM,
 # as on Firecracker-style cloud guests) a stock Debian kernel either aborts qemu or crawls
