@@ -3,7 +3,10 @@
 // Layer: transport. Threading: see transport/connection.hpp.
 // Fork: registered memory is not shared with children. A program that forks after opening rdma
 // connections must call ibv_fork_init() before any verbs use (or rely on rdma-core's automatic fork
-// support on kernels that have it); children must not touch the parent's connections.
+// support on kernels that have it); children must not touch the parent's connections, and cannot
+// open new ones either once the parent used rdma_cm: librdmacm caches the parent's verbs contexts
+// per process, and the kernel refuses a child's use of them (ibv_post_send fails with EACCES).
+// A child that needs RDMA should exec a fresh program (as tests/rpc's killed-server case does).
 
 #include "transport/connect.hpp"
 
