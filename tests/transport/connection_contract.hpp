@@ -268,6 +268,21 @@ inline void contract_too_large(const pair_factory& make) {
   CHECK(sh->messages.size() == 1);
 }
 
+// A started client whose (unstarted) server consumes nothing, sent `size`-byte messages until its
+// queue of options.send_queue_limit is full. Returns how many were accepted (numbered from 0).
+inline std::uint64_t fill_until_full(transport::connection& client, boost::asio::io_context& io,
+                                     std::size_t size) {
+  std::uint64_t accepted = 0;
+  boost::system::error_code ec;
+  for (; accepted < 4096; ++accepted) {  // bounded: a transport that never pushes back fails here
+    ec = send_bytes(client, make_message(accepted, size));
+    if (ec) break;
+    run_ready(io);  // let the transport move what it can towards the peer
+  }
+  REQUIRE(ec == transport::errc::send_queue_full);
+  return accepted;
+}
+
 inline void contract_back_pressure(const pair_factory& make) {
   boost::asio::io_context io;
   transport::connection_options options;
@@ -276,14 +291,7 @@ inline void contract_back_pressure(const pair_factory& make) {
   auto ch = std::make_shared<recording_handler>();
   pair.client->start(ch);  // the server is NOT started: it consumes nothing yet
   constexpr std::size_t kSize = 256 * 1024;
-  std::uint64_t accepted = 0;
-  boost::system::error_code ec;
-  for (; accepted < 4096; ++accepted) {  // bounded: a transport that never pushes back fails here
-    ec = send_bytes(*pair.client, make_message(accepted, kSize));
-    if (ec) break;
-    run_ready(io);  // let the transport move what it can towards the peer
-  }
-  REQUIRE(ec == transport::errc::send_queue_full);
+  std::uint64_t accepted = fill_until_full(*pair.client, io, kSize);
   CHECK(pair.client->is_open());
 
   // Per-operation cancellation: the wait ends with operation_aborted and harms nothing.
@@ -324,14 +332,7 @@ inline void contract_async_send(const pair_factory& make) {
   auto ch = std::make_shared<recording_handler>();
   pair.client->start(ch);  // the server is NOT started: it consumes nothing yet
   constexpr std::size_t kSize = 256 * 1024;
-  std::uint64_t accepted = 0;
-  boost::system::error_code ec;
-  for (; accepted < 4096; ++accepted) {
-    ec = send_bytes(*pair.client, make_message(accepted, kSize));
-    if (ec) break;
-    run_ready(io);
-  }
-  REQUIRE(ec == transport::errc::send_queue_full);
+  const std::uint64_t accepted = fill_until_full(*pair.client, io, kSize);
 
   // The queue is full right now (nothing ran since): this async_send waits, and is cancelled.
   const auto dropped = make_message(999999, kSize);
