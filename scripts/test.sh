@@ -2,8 +2,9 @@
 # test.sh - runs every rdmarpc test: installs what is missing, builds build/ with warnings as
 # errors, runs the host tests, boots the Soft-RoCE VM once for the stock tool checks and the
 # `rdma`-labelled suite on rxe0, then builds build-asan/ with ASan+UBSan and runs the host tests
-# there. Prints a summary table and, on the last line, "N passed, N failed". Exit 0 only when
-# every stage passed and the rdma suite really ran (no skipped rdma tests, count > 0).
+# and (in a second VM boot) the rdma suite there. Prints a summary table and, on the last line,
+# "N passed, N failed". Exit 0 only when every stage passed and the rdma suite really ran (no
+# skipped rdma tests, count > 0).
 #
 # Environment:
 #   RDMARPC_SKIP_ASAN=1       skip the ASan+UBSan stage (quick local runs; ignored when CI=true)
@@ -93,22 +94,27 @@ configure_and_build() {  # DIR NAME CMAKE_ARGS...: configure + build; false if e
   run_stage "build $name" locked ninja -C "$dir" -k 0
 }
 
+# rdma_in_vm DIR NAME JUNIT [run-in-vm options...]: boots the VM once with DIR and runs its
+# run_rdma_suite.sh there (the rdma ctest suite, junit to /out/JUNIT). Counts a skipped rdma test,
+# zero tests, a timeout or a harness failure as a failure of the stage.
 rdma_in_vm() {
-  local name="rdma suite in the VM (rxe0)" start=$SECONDS rc n f s p junit=$RESULTS/vm/rdma.xml
-  local console=$RESULTS/vm-console.log
-  banner "$name: stock tool checks, then ctest -L rdma"
-  rm -rf "$RESULTS/vm" "$console"
+  local dir=$1 name=$2 junit_name=$3 start=$SECONDS rc n f s p
+  shift 3
+  local junit=$dir/test-results/vm/$junit_name console=$dir/test-results/vm-console.log
+  banner "$name"
+  rm -rf "$dir/test-results/vm" "$console"; mkdir -p "$dir/test-results"
   # Static libraries are not needed to run tests; leaving them out keeps the guest's RAM copy lean.
-  locked "$ROOT/tools/rxe-vm/run-in-vm.sh" --stock-checks --timeout "$VM_TIMEOUT" --exclude '*.a' \
-    --out "$RESULTS/vm" --log "$console" "$BUILD" -- bash "$BUILD/run_rdma_suite.sh"
-  rc=$?  # the guest's /out/rdma.xml is now $junit
+  locked "$ROOT/tools/rxe-vm/run-in-vm.sh" "$@" --timeout "$VM_TIMEOUT" --exclude '*.a' \
+    --env "RDMA_SUITE_JUNIT=/out/$junit_name" --out "$dir/test-results/vm" --log "$console" "$dir" -- \
+    bash "$dir/run_rdma_suite.sh"
+  rc=$?  # the guest's /out/JUNIT is now $junit
   echo
   grep -h '^RXE-VM-CHECK:' "$console" 2>/dev/null | sed 's/^RXE-VM-CHECK: /stock tool check: /'
   # Information, not a verdict: the transport's RTT beside raw verbs on the same rxe0, same boot.
   tr -d '\r' <"$console" 2>/dev/null | sed -n 's/^RTT-COMPARE: /rtt (not asserted): /p'
   read -r n f s < <(junit_counts "$junit")
   p=$((n - f - s))
-  echo "rdma suite: $n tests ran inside the VM on rxe0 ($p passed, $f failed, $s skipped)"
+  echo "rdma suite: $n tests ran inside the VM on rxe0 ($p passed, $f failed, $s skipped) [$name]"
   TOTAL_PASSED=$((TOTAL_PASSED + p)); TOTAL_FAILED=$((TOTAL_FAILED + f + s))
   local why=()
   ((rc == 124)) && why+=("the VM run timed out")
@@ -143,7 +149,7 @@ if run_stage "install dependencies" bash "$ROOT/scripts/install-deps.sh"; then
   if configure_and_build "$BUILD" "build/ (-Werror)" -DRDMARPC_WERROR=ON; then :; fi
   if [[ -f $BUILD/CTestTestfile.cmake ]]; then
     ctest_stage "host tests (build/)" "$BUILD" "$RESULTS/host.xml" -LE rdma
-    rdma_in_vm
+    rdma_in_vm "$BUILD" "rdma suite in the VM (rxe0)" rdma.xml --stock-checks
   fi
 
   if [[ ${RDMARPC_SKIP_ASAN:-0} == 1 && ${CI:-} != true ]]; then
@@ -157,6 +163,11 @@ if run_stage "install dependencies" bash "$ROOT/scripts/install-deps.sh"; then
       ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} \
       UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
         ctest_stage "host tests (build-asan/, ASan+UBSan)" "$ASAN_BUILD" "$ASAN_BUILD/test-results/host.xml" -LE rdma
+      # The rdma suite under ASan+UBSan too: leaks and memory errors on the verbs paths (the
+      # stock tools were proven by the first boot).
+      rdma_in_vm "$ASAN_BUILD" "rdma suite in the VM (rxe0, ASan+UBSan)" rdma-asan.xml \
+        --env "ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}" \
+        --env "UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" --env RDMA_SUITE_RTT=0
     fi
   fi
 fi
