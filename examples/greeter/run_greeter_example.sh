@@ -4,28 +4,11 @@
 # checks both calls answered "hello, ada". 77 (CTest "skipped") for rdma:// without an RDMA device.
 set -u
 server=$1 client=$2 uri=$3
+source "$(dirname "${BASH_SOURCE[0]}")/../start_server.sh"
+skip_without_rdma_device "$uri"
 
-if [[ $uri == rdma://* ]] && ! compgen -G '/sys/class/infiniband/*' >/dev/null; then
-  echo "SKIPPED: no RDMA device (/sys/class/infiniband is empty); run it in the Soft-RoCE VM"
-  exit 77
-fi
-
-log=$(mktemp)
-trap 'kill -TERM "$pid" 2>/dev/null; rm -f "$log"' EXIT
-"$server" "$uri" >"$log" 2>&1 &
-pid=$!
-bound=""
-for _ in $(seq 300); do  # up to ~30 s for the listener (rxe under TCG is slow)
-  bound=$(sed -n 's/^greeter_server listening on //p' "$log" | head -n 1)
-  [[ -n $bound ]] && break
-  kill -0 "$pid" 2>/dev/null || break
-  sleep 0.1
-done
-if [[ -z $bound ]]; then
-  echo "run_greeter_example: FAILED: greeter_server did not start listening"
-  sed 's/^/  server| /' "$log"
-  exit 1
-fi
+start_server greeter_server "$server" "$uri" || exit 1
+trap 'kill -TERM "$server_pid" 2>/dev/null; rm -f "$server_log"' EXIT
 out=$(timeout 60 "$client" "$bound")
 rc=$?
 echo "$out"

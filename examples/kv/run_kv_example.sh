@@ -5,38 +5,19 @@
 # 77 (CTest "skipped") for an rdma:// URI on a machine without an RDMA device.
 set -u
 server=$1 client=$2 uri=$3
+source "$(dirname "${BASH_SOURCE[0]}")/../start_server.sh"
+skip_without_rdma_device "$uri"
 
-if [[ $uri == rdma://* ]] && ! compgen -G '/sys/class/infiniband/*' >/dev/null; then
-  echo "SKIPPED: no RDMA device (/sys/class/infiniband is empty); run it in the Soft-RoCE VM"
-  exit 77
-fi
-
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
 echo "run_kv_example: starting $server $uri"
-"$server" "$uri" >"$log" 2>&1 &
-pid=$!
-bound=""
-for _ in $(seq 300); do  # up to ~30 s for the listener (rxe under TCG is slow)
-  bound=$(sed -n 's/^kv_server listening on //p' "$log" | head -n 1)
-  [[ -n $bound ]] && break
-  kill -0 "$pid" 2>/dev/null || break
-  sleep 0.1
-done
-if [[ -z $bound ]]; then
-  echo "run_kv_example: FAILED: kv_server did not start listening"
-  sed 's/^/  server| /' "$log"
-  kill -TERM "$pid" 2>/dev/null
-  wait "$pid"
-  exit 1
-fi
+start_server kv_server "$server" "$uri" || exit 1
+trap 'rm -f "$server_log"' EXIT
 echo "run_kv_example: kv_server listens on $bound; running $client $bound"
 timeout 120 "$client" "$bound"
 client_rc=$?
-kill -TERM "$pid"
+kill -TERM "$server_pid"
 server_rc=0
-wait "$pid" || server_rc=$?
+wait "$server_pid" || server_rc=$?
 echo "run_kv_example: kv_server's log:"
-sed 's/^/  server| /' "$log"
+sed 's/^/  server| /' "$server_log"
 echo "run_kv_example: kv_client exit $client_rc, kv_server exit $server_rc"
 ((client_rc == 0 && server_rc == 0))
