@@ -1,8 +1,9 @@
 #pragma once
 // The rdma transport's wire format, as pure functions and a reassembly state machine (no I/O):
 //  * every send is IBV_WR_SEND_WITH_IMM; the 32-bit immediate carries the piggybacked credits,
-//    the fragment kind and a credit-only flag, so a single-fragment message has zero header bytes
-//    and a whole slot is usable for payload (and is read in place by the receiver);
+//    the fragment kind, a credit-only flag and a goodbye flag (the last message of a close()), so
+//    a single-fragment message has zero header bytes and a whole slot is usable for payload (and
+//    is read in place by the receiver);
 //  * messages larger than a slot are split into fragments, one slot (= one credit) each;
 //  * the rdma_cm connect/accept private data carries the handshake.
 // Layer: transport. Threading: stateless functions; a reassembler belongs to one connection.
