@@ -6,6 +6,7 @@
 #include "rpc/unary_call.hpp"
 #include "rpc_test.pb.h"
 #include "test_service.hpp"
+#include "tests/transport/connection_contract.hpp"  // run_until
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -15,25 +16,14 @@
 
 #include <array>
 #include <chrono>
-#include <functional>
 #include <optional>
 #include <vector>
 
 using namespace rdmarpc;
 using boost::asio::ip::tcp;
+using test::run_until;
 
 namespace {
-
-bool run_until(boost::asio::io_context& io, const std::function<bool()>& done,
-               std::chrono::steady_clock::duration timeout = std::chrono::seconds(30)) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    if (io.stopped()) io.restart();
-    io.run_one_for(std::chrono::milliseconds(10));
-  }
-  return true;
-}
 
 std::array<std::byte, 4> le_length(std::uint32_t n) {
   return {std::byte(n & 0xff), std::byte((n >> 8) & 0xff), std::byte((n >> 16) & 0xff), std::byte(n >> 24)};
