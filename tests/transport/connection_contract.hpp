@@ -268,30 +268,35 @@ inline void contract_too_large(const pair_factory& make) {
   CHECK(sh->messages.size() == 1);
 }
 
-// A started client whose (unstarted) server consumes nothing, sent `size`-byte messages until its
-// queue of options.send_queue_limit is full. Returns how many were accepted (numbered from 0).
-inline std::uint64_t fill_until_full(transport::connection& client, boost::asio::io_context& io,
-                                     std::size_t size) {
-  std::uint64_t accepted = 0;
-  boost::system::error_code ec;
-  for (; accepted < 4096; ++accepted) {  // bounded: a transport that never pushes back fails here
-    ec = send_bytes(client, make_message(accepted, size));
-    if (ec) break;
-    run_ready(io);  // let the transport move what it can towards the peer
+// A pair whose client is started and whose server is not (it consumes nothing), with the
+// client's queue (send_queue_limit 4) filled with kSize-byte messages numbered 0..accepted-1.
+struct stalled_client {
+  static constexpr std::size_t kSize = 256 * 1024;
+
+  explicit stalled_client(const pair_factory& make) {
+    transport::connection_options options;
+    options.send_queue_limit = 4;
+    pair = make(io, options);
+    pair.client->start(ch);
+    boost::system::error_code ec;
+    for (; accepted < 4096; ++accepted) {  // bounded: a transport that never pushes back fails here
+      ec = send_bytes(*pair.client, make_message(accepted, kSize));
+      if (ec) break;
+      run_ready(io);  // let the transport move what it can towards the peer
+    }
+    REQUIRE(ec == transport::errc::send_queue_full);
   }
-  REQUIRE(ec == transport::errc::send_queue_full);
-  return accepted;
-}
+
+  boost::asio::io_context io;
+  connected_pair pair;
+  std::shared_ptr<recording_handler> ch = std::make_shared<recording_handler>();
+  std::uint64_t accepted = 0;
+};
 
 inline void contract_back_pressure(const pair_factory& make) {
-  boost::asio::io_context io;
-  transport::connection_options options;
-  options.send_queue_limit = 4;
-  auto pair = make(io, options);
-  auto ch = std::make_shared<recording_handler>();
-  pair.client->start(ch);  // the server is NOT started: it consumes nothing yet
-  constexpr std::size_t kSize = 256 * 1024;
-  std::uint64_t accepted = fill_until_full(*pair.client, io, kSize);
+  stalled_client f(make);
+  auto& [io, pair, ch, accepted] = f;
+  constexpr std::size_t kSize = stalled_client::kSize;
   CHECK(pair.client->is_open());
 
   // Per-operation cancellation: the wait ends with operation_aborted and harms nothing.
@@ -325,14 +330,9 @@ inline void contract_back_pressure(const pair_factory& make) {
 // async_send: waits for room instead of failing, is cancellable while it waits, never completes
 // inline, keeps order when chained, and reports not_connected once the connection ended.
 inline void contract_async_send(const pair_factory& make) {
-  boost::asio::io_context io;
-  transport::connection_options options;
-  options.send_queue_limit = 4;
-  auto pair = make(io, options);
-  auto ch = std::make_shared<recording_handler>();
-  pair.client->start(ch);  // the server is NOT started: it consumes nothing yet
-  constexpr std::size_t kSize = 256 * 1024;
-  const std::uint64_t accepted = fill_until_full(*pair.client, io, kSize);
+  stalled_client f(make);
+  auto& [io, pair, ch, accepted] = f;
+  constexpr std::size_t kSize = stalled_client::kSize;
 
   // The queue is full right now (nothing ran since): this async_send waits, and is cancelled.
   const auto dropped = make_message(999999, kSize);
