@@ -42,7 +42,8 @@ else
   compare "ib_send_lat not installed (perftest): no raw-verbs baseline"
 fi
 # One process per case, as under ctest: each forks its peer, and a child must not inherit the
-# verbs contexts an earlier case opened (librdmacm caches them per process; see README, fork).
+# verbs contexts an earlier case opened (librdmacm caches them per process; see the fork note in
+# transport/rdma/rdma_transport.hpp).
 for mode in "event mode" "busy poll"; do
   tests/transport_rdma/transport_rdma_tests "rdma 64 B ping-pong RTT between two processes ($mode)" 2>&1 |
     sed -n 's/^rdmarpc 64 B ping-pong RTT/rdmarpc transport 64 B ping-pong RTT/p' |
