@@ -17,6 +17,7 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <cstring>
 #include <deque>
 #include <limits>
 #include <optional>
@@ -124,25 +125,16 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
       c->deadline = options_.default_timeout >= clock::time_point::max() - now ? clock::time_point::max()
                                                                                : now + options_.default_timeout;
     }
-    // Serialize now, on the caller's thread: the caller may reuse `request` as soon as we return.
-    if (context != nullptr) c->body = extras::encode_request(context->request_metadata());
-    c->extras_length = static_cast<std::uint32_t>(c->body.size());
-    if (c->body.size() > std::numeric_limits<std::uint32_t>::max()) {
-      c->early_status = status_code::resource_exhausted;
-      c->early_message = "request metadata too large";
-    } else if (!request.AppendToString(&c->body)) {
-      c->early_status = status_code::invalid_argument;
-      c->early_message = "cannot serialize request (missing required fields?)";
-    } else if (c->body.size() - c->extras_length > std::numeric_limits<std::uint32_t>::max()) {
-      c->early_status = status_code::resource_exhausted;
-      c->early_message = "request too large";
-    }
     c->work = boost::asio::prefer(ex_, boost::asio::execution::outstanding_work.tracked);
     calls_started_.fetch_add(1, std::memory_order_relaxed);
     // Already on our executor (a completion handler issuing the next call, the common case): submit
-    // now instead of paying a trip through the scheduler. submit never runs a handler inline.
-    if (on_own_thread()) return submit(std::move(c));
-    boost::asio::post(ex_, [self = shared_from_this(), c = std::move(c)]() mutable { self->submit(std::move(c)); });
+    // now, serializing straight into the connection's send memory when there is room. submit never
+    // runs a handler inline.
+    if (on_own_thread()) return submit(std::move(c), &request);
+    // From another thread: the caller may reuse `request` as soon as we return, so serialize a
+    // copy now (the one copy on this path).
+    serialize_into_body(*c, request);
+    boost::asio::post(ex_, [self = shared_from_this(), c = std::move(c)]() mutable { self->submit(std::move(c), nullptr); });
   }
 
   void close() {
@@ -207,7 +199,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
   void on_close(std::uint64_t generation, const boost::system::error_code& reason) {
     if (generation != generation_) return;
     conn_.reset();
-    waiting_writable_ = false;
+    reserving_ = false;
     if (!closed_) spdlog::debug("rdmarpc channel: connection ended: {}", reason.message());
     fail_all(status_code::unavailable, closed_ ? std::string("channel closed") : "connection lost: " + reason.message());
     if (!endpoint_) closed_ = true;  // a channel over a given connection cannot reconnect
@@ -233,7 +225,24 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
     return id;
   }
 
-  void submit(std::unique_ptr<pending_call> c) {
+  // Extras (request metadata) and the serialized request into c.body, for a call that waits.
+  static void serialize_into_body(pending_call& c, const google::protobuf::MessageLite& request) {
+    if (c.context != nullptr) c.body = extras::encode_request(c.context->request_metadata());
+    c.extras_length = static_cast<std::uint32_t>(c.body.size());
+    if (c.body.size() > std::numeric_limits<std::uint32_t>::max()) {
+      c.early_status = status_code::resource_exhausted;
+      c.early_message = "request metadata too large";
+    } else if (!request.AppendToString(&c.body)) {
+      c.early_status = status_code::invalid_argument;
+      c.early_message = "cannot serialize request (missing required fields?)";
+    } else if (c.body.size() - c.extras_length > std::numeric_limits<std::uint32_t>::max()) {
+      c.early_status = status_code::resource_exhausted;
+      c.early_message = "request too large";
+    }
+  }
+
+  // `request`: the caller's message, valid during this call only (null: c.body holds it).
+  void submit(std::unique_ptr<pending_call> c, const google::protobuf::MessageLite* request) {
     const std::uint32_t id = c->id;
     if (c->early_status != status_code::ok) {
       const status_code code = c->early_status;
@@ -246,6 +255,9 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
     if (calls_.size() >= options_.max_in_flight + options_.max_queued_calls)
       return complete(std::move(c), status_code::resource_exhausted, "too many calls waiting on the channel");
     if (calls_.contains(id)) return complete(std::move(c), status_code::resource_exhausted, "call id space exhausted");
+    if (request != nullptr && !request->IsInitialized()) {
+      return complete(std::move(c), status_code::invalid_argument, "cannot serialize request (missing required fields?)");
+    }
     if (c->deadline != clock::time_point::max()) {
       c->timer.emplace(ex_, c->deadline);
       c->timer->async_wait([weak = weak_from_this(), id](const boost::system::error_code& ec) {
@@ -253,12 +265,64 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
         if (auto self = weak.lock()) self->expire(id, status_code::deadline_exceeded, "deadline exceeded");
       });
     }
+    pending_call& call = *c;
     calls_.emplace(id, std::move(c));
+    // Nothing waits ahead of it: straight into the connection's send memory, no copy.
+    if (request != nullptr && queue_.empty() && conn_ && in_flight_ < options_.max_in_flight && !reserving_) {
+      if (send_direct(call, *request)) return;
+    }
+    if (request != nullptr) {
+      serialize_into_body(call, *request);
+      if (call.early_status != status_code::ok) {
+        return finish(id, call.early_status, std::move(call.early_message), /*in_queue=*/false);
+      }
+    }
     queue_.push_back(id);
     pump();
   }
 
-  // Sends queued calls while in-flight slots, the connection and its send queue allow.
+  // The request frame header for `c` (with its remaining time); false if its deadline passed.
+  bool make_request_header(const pending_call& c, std::uint32_t extras_length, std::uint32_t payload_length,
+                           frame::header& h) const {
+    h.kind = frame::kind::request;
+    h.call_id = c.id;
+    h.method_id = c.method.id;
+    h.extras_length = extras_length;
+    h.payload_length = payload_length;
+    if (c.deadline != clock::time_point::max()) {
+      const auto left = c.deadline - clock::now();
+      if (left <= clock::duration::zero()) return false;
+      // Round up so the server never gives up before the client does.
+      const auto us = std::chrono::ceil<std::chrono::microseconds>(left).count();
+      if (static_cast<std::uint64_t>(us) <= frame::kMaxTimeoutUs) {
+        h.flags |= frame::kFlagHasTimeout;
+        h.timeout_us = static_cast<std::uint64_t>(us);
+      }
+    }
+    return true;
+  }
+
+  // Serializes `request` into a reservation and commits it. False (nothing sent, call untouched)
+  // when there is no room now or the call needs the slow path.
+  bool send_direct(pending_call& c, const google::protobuf::MessageLite& request) {
+    const std::size_t payload = request.ByteSizeLong();
+    const bool has_metadata = c.context != nullptr && !c.context->request_metadata().empty();
+    if (has_metadata || payload > std::numeric_limits<std::uint32_t>::max()) return false;
+    frame::header h;
+    if (!make_request_header(c, 0, static_cast<std::uint32_t>(payload), h)) return false;
+    boost::system::error_code ec;
+    auto r = conn_->try_reserve(frame::kHeaderSize + payload, ec);
+    if (ec) return false;  // the queued path reports it (or waits for room)
+    std::byte* out = r.data().data();
+    frame::encode_header(h, std::span<std::byte, frame::kHeaderSize>(out, frame::kHeaderSize));
+    request.SerializeWithCachedSizesToArray(reinterpret_cast<std::uint8_t*>(out + frame::kHeaderSize));
+    r.commit();
+    c.sent = true;
+    ++in_flight_;
+    return true;
+  }
+
+  // Sends queued calls while in-flight slots, the connection and its send room allow.
   void pump() {
     if (queue_.empty()) return;
     if (!conn_) {
@@ -270,58 +334,62 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
       start_connect();
       return;
     }
-    while (!queue_.empty() && in_flight_ < options_.max_in_flight && !waiting_writable_ && conn_) {
+    while (!queue_.empty() && in_flight_ < options_.max_in_flight && !reserving_ && conn_) {
       const std::uint32_t id = queue_.front();
       pending_call& c = *calls_.at(id);
-      frame::header h;
-      h.kind = frame::kind::request;
-      h.call_id = id;
-      h.method_id = c.method.id;
-      h.extras_length = c.extras_length;
-      h.payload_length = static_cast<std::uint32_t>(c.body.size() - c.extras_length);
-      if (c.deadline != clock::time_point::max()) {
-        const auto left = c.deadline - clock::now();
-        if (left <= clock::duration::zero()) {
-          queue_.pop_front();
-          finish(id, status_code::deadline_exceeded, "deadline exceeded", /*in_queue=*/false);
-          continue;
-        }
-        // Round up so the server never gives up before the client does.
-        const auto us = std::chrono::ceil<std::chrono::microseconds>(left).count();
-        if (static_cast<std::uint64_t>(us) <= frame::kMaxTimeoutUs) {
-          h.flags |= frame::kFlagHasTimeout;
-          h.timeout_us = static_cast<std::uint64_t>(us);
-        }
-      }
-      const auto head = frame::encode_header(h);
-      const boost::asio::const_buffer parts[] = {boost::asio::buffer(head), boost::asio::buffer(c.body)};
-      const auto ec = conn_->send(parts);
-      if (!ec) {
-        queue_.pop_front();
-        c.sent = true;
-        std::string().swap(c.body);
-        ++in_flight_;
-        continue;
-      }
-      if (ec == transport::errc::send_queue_full) {
-        wait_writable();
+      boost::system::error_code ec;
+      auto r = conn_->try_reserve(frame::kHeaderSize + c.body.size(), ec);
+      if (ec == boost::asio::error::would_block) {
+        wait_for_room(frame::kHeaderSize + c.body.size());
         return;
       }
-      queue_.pop_front();
-      if (ec == transport::errc::message_too_large) {
-        finish(id, status_code::resource_exhausted, "request larger than the connection's maximum message size", false);
+      if (ec) {
+        queue_.pop_front();
+        if (ec == transport::errc::message_too_large) {
+          finish(id, status_code::resource_exhausted, "request larger than the connection's maximum message size", false);
+        } else {
+          finish(id, to_status_code(ec), "send failed: " + ec.message(), false);
+        }
         continue;
       }
-      finish(id, to_status_code(ec), "send failed: " + ec.message(), false);
+      send_queued(std::move(r));
     }
   }
 
-  void wait_writable() {
-    waiting_writable_ = true;
-    conn_->async_wait_writable([self = shared_from_this(), gen = generation_](const boost::system::error_code& ec) {
-      if (gen != self->generation_) return;
-      self->waiting_writable_ = false;
-      if (!ec) self->pump();  // on error on_close follows and fails the calls
+  // Writes the queue's first call into `r` (large enough for it) and commits it.
+  void send_queued(transport::send_reservation r) {
+    const std::uint32_t id = queue_.front();
+    queue_.pop_front();
+    pending_call& c = *calls_.at(id);
+    frame::header h;
+    if (!make_request_header(c, c.extras_length, static_cast<std::uint32_t>(c.body.size() - c.extras_length), h)) {
+      return finish(id, status_code::deadline_exceeded, "deadline exceeded", /*in_queue=*/false);
+    }
+    std::byte* out = r.data().data();
+    frame::encode_header(h, std::span<std::byte, frame::kHeaderSize>(out, frame::kHeaderSize));
+    std::memcpy(out + frame::kHeaderSize, c.body.data(), c.body.size());
+    r.commit(frame::kHeaderSize + c.body.size());
+    c.sent = true;
+    std::string().swap(c.body);
+    ++in_flight_;
+  }
+
+  // The connection has no room: wait for it (the connection's one back-pressure mechanism).
+  void wait_for_room(std::size_t bytes) {
+    reserving_ = true;
+    conn_->async_reserve(bytes, [self = shared_from_this(), gen = generation_](boost::system::error_code ec,
+                                                                               transport::send_reservation r) {
+      if (gen != self->generation_) return;  // that connection is gone; r is dropped with it
+      self->reserving_ = false;
+      if (ec) return;  // the connection ended: on_close fails the calls
+      // The queue may have changed meanwhile (a deadline, a cancellation): use the room if it fits.
+      if (!self->queue_.empty() && self->in_flight_ < self->options_.max_in_flight &&
+          frame::kHeaderSize + self->calls_.at(self->queue_.front())->body.size() <= r.size()) {
+        self->send_queued(std::move(r));
+      } else {
+        r.cancel();
+      }
+      self->pump();
     });
   }
 
@@ -357,9 +425,9 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
     // Fail now rather than waiting for on_close: the connection is not trustworthy any more.
     auto conn = std::move(conn_);
     ++generation_;
-    // A wait for send-queue room on the old connection is ignored from now on (generation check):
-    // left set, it would keep pump() from ever sending on the next connection.
-    waiting_writable_ = false;
+    // A wait for send room on the old connection is ignored from now on (generation check): left
+    // set, it would keep pump() from ever sending on the next connection.
+    reserving_ = false;
     conn->close();
     fail_all(status_code::unavailable, std::string("connection closed: protocol error: ") + why);
     if (!endpoint_) closed_ = true;
@@ -376,7 +444,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
       h.kind = frame::kind::cancel;
       h.call_id = id;
       const auto head = frame::encode_header(h);
-      (void)conn_->send(boost::asio::buffer(head));
+      (void)conn_->send_copy(boost::asio::buffer(head));
     }
     finish(id, code, why);
     pump();
@@ -451,7 +519,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
   std::shared_ptr<transport::connection> conn_;
   std::uint64_t generation_ = 0;  // bumped per connection; stale events are ignored
   bool connecting_ = false;
-  bool waiting_writable_ = false;
+  bool reserving_ = false;  // an async_reserve for the queue's first call is outstanding
   bool closed_ = false;
   bool released_ = false;
   bool complete_inline_ = false;  // see on_message and complete

@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <cstring>
 #include <deque>
 #include <mutex>
 #include <optional>
@@ -44,6 +45,7 @@ struct active_call {
   // slot (a peer credit) for as long as a slow handler runs.
   std::vector<std::byte> request;
   std::string response;
+  bool done = false;  // the handler finished; the reply waits for send room
 };
 
 }  // namespace
@@ -250,7 +252,6 @@ class server::impl::connection_state final : public transport::connection_handle
   void on_close(const boost::system::error_code& reason) override {
     if (!closed_) spdlog::debug("rdmarpc server: connection from {} ended: {}", peer_, reason.message());
     closed_ = true;
-    backlog_.clear();
     for (auto& [id, c] : calls_) cancel(*c);
     server_->remove_connection(this);
     // conn_ is kept: calls still running hold us, and send() on a closed connection is harmless.
@@ -272,7 +273,10 @@ class server::impl::connection_state final : public transport::connection_handle
   }
 
   void on_cancel(std::uint32_t id) {
-    if (auto it = calls_.find(id); it != calls_.end()) cancel(*it->second);
+    auto it = calls_.find(id);
+    if (it == calls_.end()) return;
+    cancel(*it->second);
+    if (it->second->done) forget(id);  // its reply was waiting for room: nobody reads it now
   }
 
   void on_request(const frame::view& v) {
@@ -280,14 +284,11 @@ class server::impl::connection_state final : public transport::connection_handle
     if (calls_.contains(id)) return violation("duplicate call id");
     metadata md;
     if (!extras::decode_request(v.extras, md)) return violation("request extras do not parse");
-    if (server_->shutting_down()) return respond(id, status_code::unavailable, "server shutting down", {});
+    if (server_->shutting_down()) return refuse(id, status_code::unavailable, "server shutting down");
     if (calls_.size() >= server_->options().max_in_flight_per_connection)
-      return respond(id, status_code::resource_exhausted, "too many calls in flight on this connection", {});
+      return refuse(id, status_code::resource_exhausted, "too many calls in flight on this connection");
     const method_entry* m = server_->find_method(v.header.method_id);
-    if (m == nullptr) {
-      return respond(id, status_code::unimplemented,
-                     "unknown method id " + std::to_string(v.header.method_id), {});
-    }
+    if (m == nullptr) return refuse(id, status_code::unimplemented, "unknown method id " + std::to_string(v.header.method_id));
     const auto deadline = v.header.has_timeout() ? clock::now() + std::chrono::microseconds(v.header.timeout_us)
                                                  : clock::time_point::max();
     auto c = std::make_unique<active_call>(ex_, m->full_name, peer_, deadline, std::move(md));
@@ -312,27 +313,61 @@ class server::impl::connection_state final : public transport::connection_handle
 
   void on_call_done(std::uint32_t id, std::exception_ptr e) {
     auto it = calls_.find(id);
-    auto c = std::move(it->second);
-    calls_.erase(it);
+    active_call& c = *it->second;
     server_->call_finished();
-    if (c->ctx.is_cancelled()) return;  // the client gave up (or is gone): nobody reads a reply
+    c.done = true;
+    if (c.ctx.is_cancelled()) return forget(id);  // the client gave up (or is gone): nobody reads a reply
     if (e) {
       try {
         std::rethrow_exception(e);
       } catch (const status_error& se) {
-        c->ctx.set_status(se.code(), se.message());
+        c.ctx.set_status(se.code(), se.message());
       } catch (const std::exception& ex) {
-        c->ctx.set_status(status_code::internal, std::string("handler threw: ") + ex.what());
+        c.ctx.set_status(status_code::internal, std::string("handler threw: ") + ex.what());
       } catch (...) {
-        c->ctx.set_status(status_code::internal, "handler threw a non-standard exception");
+        c.ctx.set_status(status_code::internal, "handler threw a non-standard exception");
       }
     }
-    if (c->ctx.status() == status_code::ok) {
-      respond(id, status_code::ok, {}, c->response);
-    } else {
-      respond(id, c->ctx.status(), c->ctx.status_message(), {});
+    reply(id, c);
+  }
+
+  // Sends call `id`'s reply when there is send room; else the call (still counted against
+  // max_in_flight_per_connection) waits for room with the connection's async_reserve.
+  void reply(std::uint32_t id, active_call& c) {
+    if (closed_) return forget(id);
+    const bool ok = c.ctx.status() == status_code::ok;
+    response_frame f(id, c.ctx.status(), ok ? std::string_view() : std::string_view(c.ctx.status_message()),
+                     ok ? std::string_view(c.response) : std::string_view());
+    if (f.size() > conn_->max_message_size()) {
+      f = response_frame(id, status_code::resource_exhausted, "response larger than the connection's maximum message size",
+                         {});
     }
-    keep_buffers(*c);
+    boost::system::error_code ec;
+    auto r = conn_->try_reserve(f.size(), ec);
+    if (ec != boost::asio::error::would_block) {
+      if (!ec) f.write(std::move(r));
+      return forget(id);
+    }
+    conn_->async_reserve(f.size(), [self = shared_from_this(), id](boost::system::error_code ec,
+                                                                   transport::send_reservation r) {
+      auto it = self->calls_.find(id);
+      if (it == self->calls_.end()) return;  // cancelled meanwhile
+      active_call& c = *it->second;
+      if (!ec && !self->closed_) {
+        const bool ok = c.ctx.status() == status_code::ok;
+        response_frame f(id, c.ctx.status(), ok ? std::string_view() : std::string_view(c.ctx.status_message()),
+                         ok ? std::string_view(c.response) : std::string_view());
+        if (f.size() <= r.size()) f.write(std::move(r));
+      }
+      self->forget(id);
+    });
+  }
+
+  void forget(std::uint32_t id) {
+    auto it = calls_.find(id);
+    if (it == calls_.end()) return;
+    keep_buffers(*it->second);
+    calls_.erase(it);
   }
 
   // Request and response buffers of finished calls serve the next ones: two allocations per call
@@ -361,57 +396,45 @@ class server::impl::connection_state final : public transport::connection_handle
     }
   }
 
-  void respond(std::uint32_t id, status_code code, std::string_view message, std::string_view payload) {
-    if (closed_) return;
-    const std::string ex = extras::encode_response(message);
+  // A response frame's parts, written straight into a reservation.
+  struct response_frame {
+    response_frame(std::uint32_t id, status_code code, std::string_view message, std::string_view payload)
+        : extras(extras::encode_response(message)), payload(payload) {
+      h.kind = frame::kind::response;
+      h.call_id = id;
+      h.status = code;
+      h.extras_length = static_cast<std::uint32_t>(extras.size());
+      h.payload_length = static_cast<std::uint32_t>(payload.size());
+    }
+    std::size_t size() const noexcept { return frame::kHeaderSize + extras.size() + payload.size(); }
+    void write(transport::send_reservation r) const {
+      std::byte* out = r.data().data();
+      frame::encode_header(h, std::span<std::byte, frame::kHeaderSize>(out, frame::kHeaderSize));
+      if (!extras.empty()) std::memcpy(out + frame::kHeaderSize, extras.data(), extras.size());
+      if (!payload.empty()) std::memcpy(out + frame::kHeaderSize + extras.size(), payload.data(), payload.size());
+      r.commit(size());
+    }
+
     frame::header h;
-    h.kind = frame::kind::response;
-    h.call_id = id;
-    h.status = code;
-    h.extras_length = static_cast<std::uint32_t>(ex.size());
-    h.payload_length = static_cast<std::uint32_t>(payload.size());
-    if (payload.size() > std::numeric_limits<std::uint32_t>::max() ||
-        frame::kHeaderSize + ex.size() + payload.size() > conn_->max_message_size()) {
-      return respond(id, status_code::resource_exhausted, "response larger than the connection's maximum message size",
-                     {});
-    }
-    const auto head = frame::encode_header(h);
-    if (backlog_.empty()) {
-      const boost::asio::const_buffer parts[] = {boost::asio::buffer(head), boost::asio::buffer(ex),
-                                                 boost::asio::buffer(payload)};
-      const auto ec = conn_->send(parts);
-      if (!ec) return;
-      if (ec != transport::errc::send_queue_full) return;  // connection ending: on_close follows
-    }
-    // Transport back-pressure: keep the response until the connection is writable again. Bounded:
-    // a client that sends requests but never reads replies is cut off.
-    if (backlog_.size() >= 2 * server_->options().max_in_flight_per_connection) {
-      return violation("peer does not read its responses");
-    }
-    std::string frame_bytes;
-    frame_bytes.reserve(head.size() + ex.size() + payload.size());
-    frame_bytes.append(reinterpret_cast<const char*>(head.data()), head.size());
-    frame_bytes.append(ex);
-    frame_bytes.append(payload);
-    backlog_.push_back(std::move(frame_bytes));
-    if (!waiting_writable_) wait_writable();
+    std::string extras;  // empty (no allocation) for an OK response
+    std::string_view payload;
+  };
+
+  // Sends a response that has no call record behind it. would_block when there is no room now
+  // (nothing sent); other errors mean the connection is ending (on_close follows).
+  boost::system::error_code respond(std::uint32_t id, status_code code, std::string_view message) {
+    if (closed_) return transport::errc::not_connected;
+    const response_frame f(id, code, message, {});
+    boost::system::error_code ec;
+    auto r = conn_->try_reserve(f.size(), ec);
+    if (!ec) f.write(std::move(r));
+    return ec;
   }
 
-  void wait_writable() {
-    waiting_writable_ = true;
-    conn_->async_wait_writable([self = shared_from_this()](const boost::system::error_code& ec) {
-      self->waiting_writable_ = false;
-      if (ec || self->closed_) return;
-      while (!self->backlog_.empty()) {
-        const auto err = self->conn_->send(boost::asio::buffer(self->backlog_.front()));
-        if (err == transport::errc::send_queue_full) {
-          self->wait_writable();
-          return;
-        }
-        self->backlog_.pop_front();
-        if (err) return;
-      }
-    });
+  // A refusal (no call record behind it): a peer that leaves no room even for that does not read
+  // its responses, and is cut off.
+  void refuse(std::uint32_t id, status_code code, std::string_view message) {
+    if (respond(id, code, message) == boost::asio::error::would_block) violation("peer does not read its responses");
   }
 
   std::shared_ptr<server::impl> server_;
@@ -419,9 +442,8 @@ class server::impl::connection_state final : public transport::connection_handle
   boost::asio::any_io_executor ex_;
   std::string peer_;
   bool closed_ = false;
-  bool waiting_writable_ = false;
+  // Running calls, and finished ones whose reply waits for send room.
   std::unordered_map<std::uint32_t, std::unique_ptr<active_call>> calls_;
-  std::deque<std::string> backlog_;
   std::vector<std::vector<std::byte>> spare_requests_;
   std::vector<std::string> spare_responses_;
 };

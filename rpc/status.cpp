@@ -54,10 +54,10 @@ status_code to_status_code(const boost::system::error_code& ec) noexcept {
     return v >= 0 && v <= 16 ? static_cast<status_code>(v) : status_code::unknown;
   }
   if (ec == boost::asio::error::operation_aborted) return status_code::cancelled;
+  if (ec == boost::asio::error::would_block) return status_code::resource_exhausted;  // no send room
   if (ec.category() == transport::transport_category()) {
     switch (static_cast<transport::errc>(ec.value())) {
-      case transport::errc::message_too_large:
-      case transport::errc::send_queue_full: return status_code::resource_exhausted;
+      case transport::errc::message_too_large: return status_code::resource_exhausted;
       case transport::errc::bad_uri:
       case transport::errc::unsupported_scheme: return status_code::invalid_argument;
       case transport::errc::connect_timeout: return status_code::unavailable;

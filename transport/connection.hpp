@@ -5,22 +5,22 @@
 // Threading: a connection belongs to one executor: an io_context run by ONE thread (the rdma
 // connection re-arms its edge-triggered fds from its handlers; a second thread could take an edge
 // before the re-arm and lose it). Call every member on that executor; every handler and callback
-// is invoked on it, never inline from inside send()/close() (completions are posted, so user code
-// never re-enters the transport).
+// is invoked on it, never inline from inside a reserve, commit or close() call (completions are
+// posted, so user code never re-enters the transport).
 
 #include "transport/error.hpp"
 #include "transport/received_message.hpp"
+#include "transport/send_reservation.hpp"
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/buffer.hpp>
-#include <boost/asio/compose.hpp>
-#include <boost/asio/post.hpp>
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <span>
 #include <string>
@@ -29,17 +29,22 @@ namespace rdmarpc::transport {
 
 // Settings shared by every implementation; each ignores what does not apply to it.
 struct connection_options {
-  // Largest message send() accepts and the peer may send us (default 16 MiB). Larger -> errc::message_too_large.
+  // Largest message the connection sends and the peer may send us (default 16 MiB). Larger
+  // reservations are refused with errc::message_too_large.
   std::size_t max_message_size = 16u << 20;
-  // Bound on messages accepted by send() but not yet handed to the wire (waiting for credits or
-  // socket space). Beyond it send() answers errc::send_queue_full; async_send() waits for room.
-  std::size_t send_queue_limit = 4096;
+  // Bound on bytes reserved or committed but not yet handed to the wire (tcp, loopback; rdma's
+  // messages larger than a quarter of its send ring). One message is always admitted when nothing
+  // is queued, so any message up to max_message_size can be sent. Beyond it try_reserve answers
+  // would_block and async_reserve waits.
+  std::size_t send_queue_bytes = 4u << 20;
   std::chrono::milliseconds connect_timeout{5000};
 
   // rdma only -----------------------------------------------------------------------------
   std::uint32_t recv_ring_depth = 128;  // slots pre-posted on the receive queue (= peer's credits)
   std::uint32_t slot_size = 8192;       // bytes per receive slot; larger messages are fragmented
-  std::uint32_t send_buffers = 128;     // registered send buffers in the pool (each slot_size)
+  // The registered send ring holds send_buffers * slot_size bytes; it is also the send queue's
+  // depth in work requests (one per fragment).
+  std::uint32_t send_buffers = 128;
   std::uint32_t signal_every = 16;      // request a send completion every N sends
   bool busy_poll = false;               // spin on the CQ instead of sleeping on the completion fd
   bool disable_credits = false;         // TEST ONLY: send without flow control to prove RNR detection
@@ -51,7 +56,7 @@ struct connection_stats {
   std::uint64_t bytes_sent = 0;
   std::uint64_t messages_received = 0;
   std::uint64_t bytes_received = 0;
-  std::uint64_t credit_stalls = 0;         // times a send had to queue for lack of peer credits
+  std::uint64_t credit_stalls = 0;         // times a committed message waited for peer credits
   std::uint64_t credit_only_messages = 0;  // credit updates sent with no payload
   std::uint64_t rnr_errors = 0;            // IBV_WC_RNR_RETRY_EXC_ERR seen; must stay 0
   std::uint64_t reposts = 0;               // receive slots reposted
@@ -71,77 +76,54 @@ class connection_handler {
   ~connection_handler() = default;
 };
 
-class connection : public std::enable_shared_from_this<connection> {
+// The one back-pressure mechanism of a connection: reserve room (try_reserve, or async_reserve to
+// wait for it), write the message into the reservation, commit it. Waiting reservations are served
+// first come, first served; while any waits, try_reserve answers would_block, so order holds.
+class connection : public std::enable_shared_from_this<connection>, protected send_reservation::owner {
  public:
   using executor_type = boost::asio::any_io_executor;
-  using wait_signature = void(boost::system::error_code);
+  using reserve_signature = void(boost::system::error_code, send_reservation);
 
-  virtual ~connection() = default;
+  virtual ~connection();
 
   virtual executor_type get_executor() const noexcept = 0;
 
-  // Starts delivery to `handler`. Call once. The connection holds the handler until on_close.
+  // Starts delivery to `handler`. Call once. The connection holds the handler until on_close;
+  // started after close() (or after it failed), it gets on_close at once (posted).
   virtual void start(std::shared_ptr<connection_handler> handler) = 0;
 
-  // Sends one message gathered from `parts`. Never blocks, never fails for lack of peer credits:
-  // the bytes are copied (into a registered send buffer or the bounded send queue) before it
-  // returns, so the caller may reuse its buffers at once. Errors (nothing was sent):
-  //   errc::message_too_large  larger than max_message_size()
-  //   errc::send_queue_full    send_queue_limit reached; see async_wait_writable / async_send()
-  //   errc::not_connected      the connection has ended (or not started)
-  virtual boost::system::error_code send(std::span<const boost::asio::const_buffer> parts) = 0;
-  boost::system::error_code send(boost::asio::const_buffer one) {
-    return send(std::span<const boost::asio::const_buffer>(&one, 1));
-  }
+  // Room for one message of `bytes` bytes, now. On failure the reservation is empty and `ec` says:
+  //   boost::asio::error::would_block  no room right now (or async_reserve calls wait ahead of
+  //                                    this one): wait with async_reserve
+  //   errc::message_too_large          bytes > max_message_size(); nothing changed
+  //   errc::not_connected              not started, closing or ended
+  send_reservation try_reserve(std::size_t bytes, boost::system::error_code& ec);
 
-  // Completes with void(error_code) once send() would not answer send_queue_full (success), or
-  // with the reason the connection ended. Handler runs on its associated executor (default: the
-  // connection's). Supports per-operation cancellation (completes with operation_aborted).
+  // Waits for room for one message of `bytes` bytes. Completion: void(error_code, send_reservation)
+  // with a reservation on success, else message_too_large / not_connected at once, the connection's
+  // end reason (errc::closed_locally after close()) for a waiting call, or operation_aborted on
+  // per-operation cancellation. The handler runs on its associated executor (default: the
+  // connection's), never inside this call; waiting calls are served in the order they were made.
+  // The connection must outlive the reservation.
   template <typename CompletionToken>
-  auto async_wait_writable(CompletionToken&& token) {
-    return boost::asio::async_initiate<CompletionToken, wait_signature>(
-        [this](auto handler) {
-          async_wait_writable_impl(boost::asio::any_completion_handler<wait_signature>(std::move(handler)));
+  auto async_reserve(std::size_t bytes, CompletionToken&& token) {
+    return boost::asio::async_initiate<CompletionToken, reserve_signature>(
+        [this](auto handler, std::size_t n) {
+          async_reserve_impl(n, boost::asio::any_completion_handler<reserve_signature>(std::move(handler)));
         },
-        token);
+        token, bytes);
   }
 
-  // Sends one message like send(), but waits for room in the send queue instead of answering
-  // send_queue_full. Completion: void(error_code) once the message is accepted (success), or
-  // message_too_large / not_connected / the reason the connection ended / operation_aborted (per-
-  // operation cancellation, nothing sent). `message` must stay valid until then. The handler runs
-  // on its associated executor (default: the connection's), never inside this call. Several
-  // waiting async_sends are not ordered among themselves: chain them to keep an order.
-  template <typename CompletionToken>
-  auto async_send(boost::asio::const_buffer message, CompletionToken&& token) {
-    return boost::asio::async_compose<CompletionToken, wait_signature>(
-        [this, message, step = send_step::first, first_try = boost::system::error_code{}](
-            auto& self, boost::system::error_code ec = {}) mutable {
-          switch (step) {
-            case send_step::first:
-              ec = send(message);
-              if (ec != errc::send_queue_full) {
-                // Accepted (or refused) at once: complete from the executor, not inline.
-                step = send_step::done;
-                first_try = ec;
-                return boost::asio::post(get_executor(), std::move(self));
-              }
-              step = send_step::waiting;
-              return async_wait_writable(std::move(self));
-            case send_step::waiting:
-              if (ec) return self.complete(ec);
-              ec = send(message);
-              if (ec == errc::send_queue_full) return async_wait_writable(std::move(self));  // lost a race
-              return self.complete(ec);
-            case send_step::done:
-              return self.complete(first_try);
-          }
-        },
-        token, get_executor());
+  // Sends a copy of `parts` as one message if there is room now: try_reserve + copy + commit, for
+  // small control messages and tests. Same errors as try_reserve.
+  boost::system::error_code send_copy(std::span<const boost::asio::const_buffer> parts);
+  boost::system::error_code send_copy(boost::asio::const_buffer one) {
+    return send_copy(std::span<const boost::asio::const_buffer>(&one, 1));
   }
 
-  // Graceful close: messages already accepted by send() are flushed first where the transport
-  // can (rdma, tcp); then on_close(errc::closed_locally). Idempotent.
+  // Graceful close: committed messages are flushed first where the transport can (rdma, tcp);
+  // then on_close(errc::closed_locally). Waiting async_reserve calls complete with closed_locally.
+  // Idempotent.
   virtual void close() = 0;
 
   virtual bool is_open() const noexcept = 0;
@@ -150,8 +132,21 @@ class connection : public std::enable_shared_from_this<connection> {
   virtual std::string remote_address() const = 0;  // e.g. "rdma://10.0.0.1:7471", for logs
 
  protected:
-  enum class send_step { first, waiting, done };  // async_send's states
-  virtual void async_wait_writable_impl(boost::asio::any_completion_handler<wait_signature> handler) = 0;
+  // Room for `bytes` (already checked: open, not too large) or would_block. No other error.
+  virtual send_reservation reserve_now(std::size_t bytes, boost::system::error_code& ec) = 0;
+  // Implementations call this whenever room was freed: waiting reservations are granted in order.
+  void room_freed();
+  // Implementations call this once, when they stop being open (close() or the end): every waiting
+  // reservation completes with `reason`.
+  void end_reservations(boost::system::error_code reason);
+
+ private:
+  struct waiter;
+  void async_reserve_impl(std::size_t bytes, boost::asio::any_completion_handler<reserve_signature> handler);
+  void post_reservation(boost::asio::any_completion_handler<reserve_signature> handler, boost::system::error_code ec,
+                        send_reservation reservation);
+
+  std::deque<std::shared_ptr<waiter>> waiters_;  // async_reserve calls waiting for room, oldest first
 };
 
 }  // namespace rdmarpc::transport

@@ -14,7 +14,6 @@ class category final : public boost::system::error_category {
       case errc::closed_by_peer: return "connection closed by peer";
       case errc::connection_lost: return "connection lost";
       case errc::message_too_large: return "message larger than the maximum message size";
-      case errc::send_queue_full: return "send queue full";
       case errc::protocol_error: return "peer violated the transport protocol";
       case errc::handshake_rejected: return "connection handshake rejected";
       case errc::unreachable: return "peer unreachable";

@@ -15,7 +15,6 @@ enum class errc {
   closed_by_peer,       // the peer closed gracefully (rdma_disconnect / FIN / loopback close)
   connection_lost,      // the peer vanished: process death, QP error, reset, keepalive timeout
   message_too_large,    // larger than the negotiated maximum message size; nothing was sent
-  send_queue_full,      // the bounded send queue is full; wait with async_wait_writable
   protocol_error,       // the peer sent something malformed; the connection was closed
   handshake_rejected,   // the peer refused the connection (bad private data, version, full)
   unreachable,          // address or route resolution failed, nothing listening, or refused

@@ -37,7 +37,7 @@ TEST_CASE("channel: a protocol error while waiting for send-queue room does not 
   tcp::acceptor acceptor(io, tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0));
   const auto port = acceptor.local_endpoint().port();
   channel_options options;
-  options.transport.send_queue_limit = 1;  // the channel has to wait for room almost at once
+  options.transport.send_queue_bytes = 1;  // the channel has to wait for room almost at once
   auto ch = channel::create(io.get_executor(), "tcp://127.0.0.1:" + std::to_string(port), options);
 
   // 1. Requests far larger than the socket buffers, to a peer that reads nothing: the transport's

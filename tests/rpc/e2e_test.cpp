@@ -529,7 +529,7 @@ TEST_CASE("e2e: a malformed frame closes only that connection - other clients ca
     raw->start(w);
     const std::array<unsigned char, 16> garbage{0xAB, 0xAB, 0xAB, 0xAB, 0xAB, 0xAB, 0xAB, 0xAB,
                                                 0xAB, 0xAB, 0xAB, 0xAB, 0xAB, 0xAB, 0xAB, 0xAB};
-    REQUIRE_FALSE(raw->send(boost::asio::buffer(garbage)));
+    REQUIRE_FALSE(raw->send_copy(boost::asio::buffer(garbage)));
     io.restart();
     for (int i = 0; i < 200 && !w->closed; ++i) io.run_for(100ms);
     REQUIRE(w->closed.has_value());
@@ -689,12 +689,12 @@ TEST_CASE("e2e: a request larger than the maximum message size fails RESOURCE_EX
   CHECK(r.reply.data().size() == (60u << 10));
 }
 
-TEST_CASE("e2e: loopback transport back-pressure (send_queue_full) holds calls until the peer reads", "[e2e]") {
+TEST_CASE("e2e: loopback transport back-pressure (no send room) holds calls until the peer reads", "[e2e]") {
   if (e2e_targets().front() != "loopback") return;
   e2e_harness h("loopback");
   transport::loopback::loopback_options lo;
   lo.capacity = 4;
-  lo.connection.send_queue_limit = 4;
+  lo.connection.send_queue_bytes = 4 * 40;  // about four requests
   auto [client_end, server_end] = transport::loopback::make_loopback_pair(h.client_executor(), h.server_executor(), lo);
   auto ch = channel::create(client_end);
   std::vector<std::future<call_result>> calls;

@@ -40,7 +40,7 @@ TEST_CASE("status: transport errors map to what the caller should do", "[status]
   }
   // Too big or too many: back off.
   CHECK(to_status_code(make_error_code(errc::message_too_large)) == status_code::resource_exhausted);
-  CHECK(to_status_code(make_error_code(errc::send_queue_full)) == status_code::resource_exhausted);
+  CHECK(to_status_code(boost::asio::error::would_block) == status_code::resource_exhausted);
   // The caller's own mistake.
   CHECK(to_status_code(make_error_code(errc::bad_uri)) == status_code::invalid_argument);
   CHECK(to_status_code(make_error_code(errc::unsupported_scheme)) == status_code::invalid_argument);

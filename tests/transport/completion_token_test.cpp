@@ -1,4 +1,4 @@
-// Every async entry point of the transport seam (async_wait_writable, async_connect, async_accept)
+// Every async entry point of the transport seam (async_reserve, async_connect, async_accept)
 // with every completion token style users are promised: callback, use_future, deferred,
 // use_awaitable and as_tuple(use_awaitable). Runs over loopback and tcp on the host.
 #include "tests/transport/connection_contract.hpp"
@@ -32,50 +32,56 @@ struct loopback_fixture {
 
 }  // namespace
 
-TEST_CASE("tokens: async_wait_writable with use_future", "[tokens]") {
+TEST_CASE("tokens: async_reserve with use_future", "[tokens]") {
   loopback_fixture f;
-  std::future<void> done = f.a->async_wait_writable(asio::use_future);
+  std::future<transport::send_reservation> done = f.a->async_reserve(8, asio::use_future);
   REQUIRE(test::run_until(f.io, [&] { return done.wait_for(std::chrono::seconds(0)) == std::future_status::ready; }));
-  CHECK_NOTHROW(done.get());
+  auto r = done.get();
+  CHECK(r.size() == 8);
+  r.cancel();
   f.a->close();
-  std::future<void> after_close = f.a->async_wait_writable(asio::use_future);
+  auto after_close = f.a->async_reserve(8, asio::use_future);
   REQUIRE(test::run_until(f.io, [&] { return after_close.wait_for(std::chrono::seconds(0)) == std::future_status::ready; }));
   CHECK_THROWS_AS(after_close.get(), boost::system::system_error);
 }
 
-TEST_CASE("tokens: async_wait_writable with deferred", "[tokens]") {
+TEST_CASE("tokens: async_reserve with deferred", "[tokens]") {
   loopback_fixture f;
-  auto op = f.a->async_wait_writable(asio::deferred);
+  auto op = f.a->async_reserve(8, asio::deferred);
   std::optional<boost::system::error_code> result;
   test::run_ready(f.io);
   CHECK_FALSE(result);  // deferred: nothing started yet
-  std::move(op)([&](boost::system::error_code ec) { result = ec; });
+  std::move(op)([&](boost::system::error_code ec, transport::send_reservation r) {
+    result = ec;
+    CHECK(r.size() == 8);
+  });
   REQUIRE(test::run_until(f.io, [&] { return result.has_value(); }));
   CHECK_FALSE(*result);
 }
 
-TEST_CASE("tokens: async_wait_writable with use_awaitable and as_tuple", "[tokens]") {
+TEST_CASE("tokens: async_reserve with use_awaitable and as_tuple", "[tokens]") {
   loopback_fixture f;
   int steps = 0;
   boost::system::error_code closed_ec;
   asio::co_spawn(
       f.io,
       [&]() -> asio::awaitable<void> {
-        co_await f.a->async_wait_writable(asio::use_awaitable);
-        ++steps;
+        auto r = co_await f.a->async_reserve(8, asio::use_awaitable);
+        if (r.size() == 8) ++steps;
+        r.cancel();
         f.a->close();
-        auto [ec] = co_await f.a->async_wait_writable(asio::as_tuple(asio::use_awaitable));
+        auto [ec, none] = co_await f.a->async_reserve(8, asio::as_tuple(asio::use_awaitable));
         closed_ec = ec;
-        ++steps;
+        if (!none) ++steps;
         try {
-          co_await f.a->async_wait_writable(asio::use_awaitable);
+          co_await f.a->async_reserve(8, asio::use_awaitable);
         } catch (const boost::system::system_error& e) {
-          if (e.code() == transport::errc::closed_locally) ++steps;
+          if (e.code() == transport::errc::not_connected) ++steps;
         }
       },
       asio::detached);
   REQUIRE(test::run_until(f.io, [&] { return steps == 3; }));
-  CHECK(closed_ec == transport::errc::closed_locally);
+  CHECK(closed_ec == transport::errc::not_connected);
 }
 
 TEST_CASE("tokens: async_connect and async_accept with use_awaitable, as_tuple and use_future", "[tokens][tcp]") {

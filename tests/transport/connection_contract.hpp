@@ -7,7 +7,8 @@
 // Assumptions the bodies make about any transport (all part of the contract in connection.hpp):
 //  * neither end of a fresh pair is started; a connection that is not started delivers nothing and
 //    so does not consume what its peer sends (that is how back-pressure is provoked);
-//  * options.max_message_size and options.send_queue_limit are honoured by both ends.
+//  * options.max_message_size is honoured by both ends, and a sender's room is bounded (tcp and
+//    loopback by options.send_queue_bytes, rdma by its send ring and its peer's credits).
 
 #include "transport/connection.hpp"
 #include "transport/error.hpp"
@@ -102,25 +103,51 @@ class recording_handler : public transport::connection_handler {
 };
 
 inline boost::system::error_code send_bytes(transport::connection& c, const std::vector<std::byte>& bytes) {
-  return c.send(boost::asio::buffer(bytes));
+  return c.send_copy(boost::asio::buffer(bytes));
 }
 
-// Sends messages [0, count) of size size_of(i), waiting on async_wait_writable whenever the queue
-// is full. Finishes with `error` set if anything but send_queue_full came back.
+// Writes `bytes` into `r` (exactly their size) and commits it.
+inline void commit_bytes(transport::send_reservation r, const std::vector<std::byte>& bytes) {
+  REQUIRE(r.size() == bytes.size());
+  if (!bytes.empty()) std::memcpy(r.data().data(), bytes.data(), bytes.size());
+  r.commit();
+}
+
+// Sends `bytes`, waiting for room with async_reserve (running `io`) when there is none now.
+inline boost::system::error_code send_waiting(boost::asio::io_context& io, transport::connection& c,
+                                              const std::vector<std::byte>& bytes) {
+  const auto ec = send_bytes(c, bytes);
+  if (ec != boost::asio::error::would_block) return ec;
+  std::optional<boost::system::error_code> granted;
+  c.async_reserve(bytes.size(), [&](boost::system::error_code e, transport::send_reservation r) {
+    granted = e;
+    if (!e) commit_bytes(std::move(r), bytes);
+  });
+  if (!run_until(io, [&] { return granted.has_value(); })) return boost::asio::error::timed_out;
+  return *granted;
+}
+
+// Sends messages [0, count) of size size_of(i) through reservations, waiting with async_reserve
+// whenever there is no room. Finishes with `error` set if anything but would_block came back.
 class blaster : public std::enable_shared_from_this<blaster> {
  public:
   blaster(std::shared_ptr<transport::connection> c, std::uint64_t count, std::function<std::size_t(std::uint64_t)> size_of)
       : connection_(std::move(c)), count_(count), size_of_(std::move(size_of)) {}
   void run() {
     while (next < count_) {
-      const auto ec = send_bytes(*connection_, make_message(next, size_of_(next)));
-      if (ec == transport::errc::send_queue_full) {
+      const auto message = make_message(next, size_of_(next));
+      boost::system::error_code ec;
+      auto r = connection_->try_reserve(message.size(), ec);
+      if (ec == boost::asio::error::would_block) {
         ++full_count;
-        connection_->async_wait_writable([self = shared_from_this()](boost::system::error_code wait_ec) {
+        connection_->async_reserve(message.size(), [self = shared_from_this()](boost::system::error_code wait_ec,
+                                                                               transport::send_reservation granted) {
           if (wait_ec) {
             self->error = wait_ec;
             return;
           }
+          commit_bytes(std::move(granted), make_message(self->next, self->size_of_(self->next)));
+          ++self->next;
           self->run();
         });
         return;
@@ -129,6 +156,7 @@ class blaster : public std::enable_shared_from_this<blaster> {
         error = ec;
         return;
       }
+      commit_bytes(std::move(r), message);
       ++next;
     }
   }
@@ -169,7 +197,7 @@ inline void contract_start_and_not_connected(const pair_factory& make) {
 inline void contract_ordered_delivery(const pair_factory& make) {
   boost::asio::io_context io;
   transport::connection_options options;
-  options.send_queue_limit = 64;
+  options.send_queue_bytes = 8 * 1024;  // tcp and loopback push back at once; rdma by credits
   auto pair = make(io, options);
   auto ch = std::make_shared<recording_handler>();
   auto sh = std::make_shared<recording_handler>();
@@ -186,7 +214,7 @@ inline void contract_ordered_delivery(const pair_factory& make) {
   }));
   REQUIRE_FALSE(up->error);
   REQUIRE_FALSE(down->error);
-  CHECK(up->full_count > 0);  // the 64-deep queue filled: back-pressure was exercised on the way
+  CHECK(up->full_count > 0);  // the sender ran out of room: back-pressure was exercised on the way
   std::uint64_t bad_up = 0, bad_down = 0, bytes = 0;
   for (std::uint64_t i = 0; i < kCount; ++i) {
     if (!is_message(sh->messages[i], i, size_of(i))) ++bad_up;
@@ -222,7 +250,7 @@ inline void contract_message_sizes(const pair_factory& make) {
   const std::vector<std::size_t> sizes{0, 1, 8192, 8193, std::size_t{1} << 20, options.max_message_size, 5};
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     CAPTURE(sizes[i]);
-    REQUIRE_FALSE(send_bytes(*pair.client, make_message(i, sizes[i])));
+    REQUIRE_FALSE(send_waiting(io, *pair.client, make_message(i, sizes[i])));
   }
   REQUIRE(run_until(io, [&] { return sh->messages.size() == sizes.size(); }));
   for (std::size_t i = 0; i < sizes.size(); ++i) {
@@ -235,7 +263,7 @@ inline void contract_message_sizes(const pair_factory& make) {
   const std::array<boost::asio::const_buffer, 3> parts{boost::asio::buffer(whole.data(), 1000),
                                                       boost::asio::buffer(whole.data() + 1000, 0),
                                                       boost::asio::buffer(whole.data() + 1000, 2000)};
-  REQUIRE_FALSE(pair.client->send(std::span<const boost::asio::const_buffer>(parts)));
+  REQUIRE_FALSE(pair.client->send_copy(std::span<const boost::asio::const_buffer>(parts)));
   REQUIRE(run_until(io, [&] { return sh->messages.size() == sizes.size() + 1; }));
   CHECK(sh->messages.back() == whole);
   pair.client->close();
@@ -256,7 +284,16 @@ inline void contract_too_large(const pair_factory& make) {
   // Gathered parts count as a whole.
   const std::array<boost::asio::const_buffer, 2> parts{boost::asio::buffer(big.data(), 40000),
                                                       boost::asio::buffer(big.data() + 40000, 30000)};
-  CHECK(pair.client->send(std::span<const boost::asio::const_buffer>(parts)) == transport::errc::message_too_large);
+  CHECK(pair.client->send_copy(std::span<const boost::asio::const_buffer>(parts)) == transport::errc::message_too_large);
+  boost::system::error_code ec;
+  CHECK_FALSE(pair.client->try_reserve(options.max_message_size + 1, ec));
+  CHECK(ec == transport::errc::message_too_large);
+  std::optional<boost::system::error_code> waited;
+  pair.client->async_reserve(options.max_message_size + 1,
+                             [&](boost::system::error_code e, transport::send_reservation) { waited = e; });
+  CHECK_FALSE(waited);  // never inline
+  REQUIRE(run_until(io, [&] { return waited.has_value(); }));
+  CHECK(*waited == transport::errc::message_too_large);
   CHECK(pair.client->is_open());  // refused, not fatal
   const auto marker = make_message(2, 10);
   REQUIRE_FALSE(send_bytes(*pair.client, marker));
@@ -269,13 +306,13 @@ inline void contract_too_large(const pair_factory& make) {
 }
 
 // A pair whose client is started and whose server is not (it consumes nothing), with the
-// client's queue (send_queue_limit 4) filled with kSize-byte messages numbered 0..accepted-1.
+// client's room used up by kSize-byte messages numbered 0..accepted-1.
 struct stalled_client {
-  static constexpr std::size_t kSize = 256 * 1024;
+  static constexpr std::size_t kSize = 128 * 1024;
 
   explicit stalled_client(const pair_factory& make) {
     transport::connection_options options;
-    options.send_queue_limit = 4;
+    options.send_queue_bytes = 4 * kSize;
     pair = make(io, options);
     pair.client->start(ch);
     boost::system::error_code ec;
@@ -284,7 +321,7 @@ struct stalled_client {
       if (ec) break;
       run_ready(io);  // let the transport move what it can towards the peer
     }
-    REQUIRE(ec == transport::errc::send_queue_full);
+    REQUIRE(ec == boost::asio::error::would_block);
   }
 
   boost::asio::io_context io;
@@ -293,6 +330,8 @@ struct stalled_client {
   std::uint64_t accepted = 0;
 };
 
+// async_reserve: waits for room instead of failing, is cancellable while it waits, never
+// completes inline, serves waiters in order, and try_reserve does not overtake a waiter.
 inline void contract_back_pressure(const pair_factory& make) {
   stalled_client f(make);
   auto& [io, pair, ch, accepted] = f;
@@ -302,89 +341,117 @@ inline void contract_back_pressure(const pair_factory& make) {
   // Per-operation cancellation: the wait ends with operation_aborted and harms nothing.
   boost::asio::cancellation_signal cancel;
   std::optional<boost::system::error_code> cancelled;
-  pair.client->async_wait_writable(boost::asio::bind_cancellation_slot(
-      cancel.slot(), [&](boost::system::error_code e) { cancelled = e; }));
+  pair.client->async_reserve(kSize, boost::asio::bind_cancellation_slot(
+                                        cancel.slot(), [&](boost::system::error_code e, transport::send_reservation r) {
+                                          cancelled = e;
+                                          CHECK_FALSE(r);
+                                        }));
   CHECK_FALSE(cancelled);  // never inline
   cancel.emit(boost::asio::cancellation_type::terminal);
   REQUIRE(run_until(io, [&] { return cancelled.has_value(); }));
   CHECK(*cancelled == boost::asio::error::operation_aborted);
 
-  std::optional<boost::system::error_code> writable;
-  pair.client->async_wait_writable([&](boost::system::error_code e) { writable = e; });
-  CHECK_FALSE(writable);
-  auto sh = std::make_shared<recording_handler>();
-  pair.server->start(sh);  // the peer consumes now: the queue drains
-  REQUIRE(run_until(io, [&] { return writable.has_value(); }));
-  CHECK_FALSE(*writable);
-  const auto last = make_message(accepted, kSize);
-  REQUIRE_FALSE(send_bytes(*pair.client, last));
-  ++accepted;
-  REQUIRE(run_until(io, [&] { return sh->messages.size() == accepted; }));
-  std::uint64_t bad = 0;
-  for (std::uint64_t i = 0; i < accepted; ++i) bad += is_message(sh->messages[i], i, kSize) ? 0 : 1;
-  CHECK(bad == 0);
-  pair.client->close();
-  REQUIRE(run_until(io, [&] { return ch->close_calls == 1 && sh->close_calls == 1; }));
-}
-
-// async_send: waits for room instead of failing, is cancellable while it waits, never completes
-// inline, keeps order when chained, and reports not_connected once the connection ended.
-inline void contract_async_send(const pair_factory& make) {
-  stalled_client f(make);
-  auto& [io, pair, ch, accepted] = f;
-  constexpr std::size_t kSize = stalled_client::kSize;
-
-  // The queue is full right now (nothing ran since): this async_send waits, and is cancelled.
-  const auto dropped = make_message(999999, kSize);
-  boost::asio::cancellation_signal cancel;
-  std::optional<boost::system::error_code> cancelled;
-  pair.client->async_send(boost::asio::buffer(dropped),
-                          boost::asio::bind_cancellation_slot(
-                              cancel.slot(), [&](boost::system::error_code e) { cancelled = e; }));
-  CHECK_FALSE(cancelled);  // never inline
-  cancel.emit(boost::asio::cancellation_type::terminal);
-  REQUIRE(run_until(io, [&] { return cancelled.has_value(); }));
-  CHECK(*cancelled == boost::asio::error::operation_aborted);
-
-  // A chain of async_sends behind the full queue completes once the peer consumes, in order.
-  constexpr std::uint64_t kChained = 8;
-  std::vector<std::vector<std::byte>> chained;
-  for (std::uint64_t i = 0; i < kChained; ++i) chained.push_back(make_message(accepted + i, kSize));
-  std::uint64_t completed = 0;
+  // A chain of waiters behind the full queue is served in order once the peer consumes.
+  constexpr std::uint64_t kWaiting = 6;
+  std::uint64_t granted = 0;
   std::optional<boost::system::error_code> failure;
-  bool in_call = false, completed_inline = false;
-  std::function<void()> send_next = [&] {
-    in_call = true;
-    pair.client->async_send(boost::asio::buffer(chained[completed]), [&](boost::system::error_code e) {
+  bool in_call = true, completed_inline = false;
+  for (std::uint64_t i = 0; i < kWaiting; ++i) {
+    pair.client->async_reserve(kSize, [&, i](boost::system::error_code e, transport::send_reservation r) {
       if (in_call) completed_inline = true;
       if (e) {
         failure = e;
         return;
       }
-      if (++completed < kChained) send_next();
+      CHECK(i == granted);  // first come, first served
+      commit_bytes(std::move(r), make_message(accepted + i, kSize));
+      ++granted;
     });
-    in_call = false;
-  };
-  send_next();
-  auto sh = std::make_shared<recording_handler>();
-  pair.server->start(sh);
-  REQUIRE(run_until(io, [&] { return completed == kChained || failure.has_value(); }));
-  CHECK_FALSE(failure);
+  }
+  in_call = false;
   CHECK_FALSE(completed_inline);
-  const std::uint64_t total = accepted + kChained;
+  // While reservations wait, try_reserve does not overtake them, however small.
+  boost::system::error_code ec;
+  CHECK_FALSE(pair.client->try_reserve(1, ec));
+  CHECK(ec == boost::asio::error::would_block);
+
+  auto sh = std::make_shared<recording_handler>();
+  pair.server->start(sh);  // the peer consumes now: room comes back
+  REQUIRE(run_until(io, [&] { return granted == kWaiting || failure.has_value(); }));
+  CHECK_FALSE(failure);
+  const std::uint64_t total = accepted + kWaiting;
   REQUIRE(run_until(io, [&] { return sh->messages.size() == total; }));
   std::uint64_t bad = 0;
   for (std::uint64_t i = 0; i < total; ++i) bad += is_message(sh->messages[i], i, kSize) ? 0 : 1;
-  CHECK(bad == 0);  // the cancelled message was never sent
-
+  CHECK(bad == 0);  // nothing of the cancelled wait was sent
   pair.client->close();
   REQUIRE(run_until(io, [&] { return ch->close_calls == 1 && sh->close_calls == 1; }));
+
+  // On an ended connection: not_connected, from both calls, never inline.
+  CHECK_FALSE(pair.client->try_reserve(1, ec));
+  CHECK(ec == transport::errc::not_connected);
   std::optional<boost::system::error_code> after_close;
-  pair.client->async_send(boost::asio::buffer(chained[0]),
-                          [&](boost::system::error_code e) { after_close = e; });
+  pair.client->async_reserve(1, [&](boost::system::error_code e, transport::send_reservation) { after_close = e; });
   CHECK_FALSE(after_close);
   REQUIRE(run_until(io, [&] { return after_close.has_value(); }));
   CHECK(*after_close == transport::errc::not_connected);
+}
+
+// A waiting reservation when the connection is closed completes with closed_locally, on every
+// transport; reservations dropped or committed short give their room back and send only what
+// was committed.
+inline void contract_reservations(const pair_factory& make) {
+  {
+    stalled_client f(make);
+    std::optional<boost::system::error_code> waited;
+    f.pair.client->async_reserve(stalled_client::kSize,
+                                 [&](boost::system::error_code e, transport::send_reservation) { waited = e; });
+    run_ready(f.io);
+    CHECK_FALSE(waited);
+    f.pair.client->close();
+    REQUIRE(run_until(f.io, [&] { return waited.has_value(); }));
+    CHECK(*waited == transport::errc::closed_locally);
+    auto sh = std::make_shared<recording_handler>();
+    f.pair.server->start(sh);
+    REQUIRE(run_until(f.io, [&] { return f.ch->close_calls == 1 && sh->close_calls == 1; }));
+  }
+  boost::asio::io_context io;
+  auto pair = make(io, {});
+  auto sh = std::make_shared<recording_handler>();
+  pair.client->start(std::make_shared<recording_handler>());
+  pair.server->start(sh);
+  boost::system::error_code ec;
+  for (int i = 0; i < 1000; ++i) {  // far more than any send room: dropped ones must come back
+    auto dropped = pair.client->try_reserve(64 * 1024, ec);
+    REQUIRE_FALSE(ec);
+    REQUIRE(dropped.size() == 64 * 1024);
+  }
+  auto r = pair.client->try_reserve(5000, ec);
+  REQUIRE_FALSE(ec);
+  const auto message = make_message(7, 1234);
+  std::memcpy(r.data().data(), message.data(), message.size());
+  r.commit(message.size());
+  CHECK_FALSE(r);
+  REQUIRE(run_until(io, [&] { return sh->messages.size() == 1; }));
+  CHECK(sh->messages[0] == message);
+  pair.client->close();
+  REQUIRE(run_until(io, [&] { return sh->close_calls == 1; }));
+  CHECK(sh->messages.size() == 1);
+}
+
+// close() before start(): the handler given to start() later still gets on_close, once.
+inline void contract_close_before_start(const pair_factory& make) {
+  boost::asio::io_context io;
+  auto pair = make(io, {});
+  pair.client->close();
+  auto ch = std::make_shared<recording_handler>();
+  pair.client->start(ch);
+  CHECK(ch->close_calls == 0);  // never inline
+  REQUIRE(run_until(io, [&] { return ch->close_calls == 1; }));
+  CHECK(ch->close_reason == transport::errc::closed_locally);
+  pair.server->close();
+  run_ready(io);
+  CHECK(ch->close_calls == 1);
 }
 
 // `closer_is_client`: which side calls close(); the other must see closed_by_peer after every
@@ -404,11 +471,11 @@ inline void contract_graceful_close(const pair_factory& make, bool closer_is_cli
   CHECK_FALSE(closer->is_open());
   CHECK(send_bytes(*closer, make_message(0, 1)) == transport::errc::not_connected);
   std::optional<boost::system::error_code> wait_result;
-  closer->async_wait_writable([&](boost::system::error_code e) { wait_result = e; });
+  closer->async_reserve(1, [&](boost::system::error_code e, transport::send_reservation) { wait_result = e; });
   REQUIRE(run_until(io, [&] { return closer_h->close_calls == 1 && other_h->close_calls == 1 && wait_result; }));
   CHECK(closer_h->close_reason == transport::errc::closed_locally);
   CHECK(other_h->close_reason == transport::errc::closed_by_peer);
-  CHECK(*wait_result);  // an ended connection is never "writable"
+  CHECK(*wait_result == transport::errc::not_connected);  // a closing connection has no room
   REQUIRE(other_h->messages.size() == kQueued);
   for (std::uint64_t i = 0; i < kQueued; ++i) CHECK(is_message(other_h->messages[i], i, 20000));
   CHECK_FALSE(other->is_open());
@@ -440,7 +507,10 @@ inline void contract_never_inline(const pair_factory& make) {
     guard.active = true;
     const auto ec = send_bytes(*pair.client, make_message(round, 100));
     std::optional<boost::system::error_code> writable;
-    pair.client->async_wait_writable([&](boost::system::error_code e) { writable = e; });
+    pair.client->async_reserve(10, [&](boost::system::error_code e, transport::send_reservation r) {
+      writable = e;
+      CHECK(r.size() == 10);  // dropped: room given back
+    });
     const bool completed_inline = writable.has_value();
     guard.active = false;
     REQUIRE_FALSE(ec);
@@ -512,12 +582,14 @@ inline void contract_close_from_handler_and_both_sides(const pair_factory& make)
   TEST_CASE(NAME " contract: larger than max is message_too_large and sends nothing", "[contract]" TAG) {  \
     rdmarpc::test::contract_too_large(FACTORY);                                                            \
   }                                                                                                        \
-  TEST_CASE(NAME " contract: send_queue_full, cancellable async_wait_writable", "[contract]" TAG) {        \
+  TEST_CASE(NAME " contract: would_block - cancellable async_reserve served in order", "[contract]" TAG) {       \
     rdmarpc::test::contract_back_pressure(FACTORY);                                                        \
   }                                                                                                        \
-  TEST_CASE(NAME " contract: async_send waits for room, cancellable, ordered when chained",                \
-            "[contract]" TAG) {                                                                            \
-    rdmarpc::test::contract_async_send(FACTORY);                                                           \
+  TEST_CASE(NAME " contract: reservations - waiting at close - dropped - committed short", "[contract]" TAG) { \
+    rdmarpc::test::contract_reservations(FACTORY);                                                         \
+  }                                                                                                        \
+  TEST_CASE(NAME " contract: close before start still reports on_close", "[contract]" TAG) {              \
+    rdmarpc::test::contract_close_before_start(FACTORY);                                                   \
   }                                                                                                        \
   TEST_CASE(NAME " contract: graceful close by the client flushes first", "[contract]" TAG) {             \
     rdmarpc::test::contract_graceful_close(FACTORY, true);                                                 \
@@ -525,7 +597,7 @@ inline void contract_close_from_handler_and_both_sides(const pair_factory& make)
   TEST_CASE(NAME " contract: graceful close by the server flushes first", "[contract]" TAG) {             \
     rdmarpc::test::contract_graceful_close(FACTORY, false);                                                \
   }                                                                                                        \
-  TEST_CASE(NAME " contract: handlers never run inline from send/close/async_wait_writable",              \
+  TEST_CASE(NAME " contract: handlers never run inline from commit/close/async_reserve",                  \
             "[contract]" TAG) {                                                                            \
     rdmarpc::test::contract_never_inline(FACTORY);                                                         \
   }                                                                                                        \

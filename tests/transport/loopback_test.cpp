@@ -132,7 +132,7 @@ TEST_CASE("loopback: receive capacity reached / expect queue full and writable o
   boost::asio::io_context io;
   loopback::loopback_options options;
   options.capacity = 3;
-  options.connection.send_queue_limit = 2;
+  options.connection.send_queue_bytes = 16;  // two 8-byte messages
   auto [a, b] = loopback::make_loopback_pair(io.get_executor(), io.get_executor(), options);
   auto ha = std::make_shared<recording_handler>();
   a->start(ha);  // b not started: consumes nothing
@@ -144,7 +144,7 @@ TEST_CASE("loopback: receive capacity reached / expect queue full and writable o
   }
   CHECK(accepted == 5);  // 3 in the peer's "ring" + 2 in our queue
   std::optional<boost::system::error_code> writable;
-  a->async_wait_writable([&](boost::system::error_code e) { writable = e; });
+  a->async_reserve(8, [&](boost::system::error_code e, transport::send_reservation) { writable = e; });
   test::run_ready(io);
   CHECK_FALSE(writable);  // deterministic here: nothing can move until b consumes
   auto hb = std::make_shared<recording_handler>();
@@ -182,7 +182,7 @@ TEST_CASE("loopback: ends on two io_contexts run by two threads", "[loopback][th
   boost::asio::io_context io_a, io_b;
   loopback::loopback_options options;
   options.capacity = 8;
-  options.connection.send_queue_limit = 16;
+  options.connection.send_queue_bytes = 16 * 64;
   auto [a, b] = loopback::make_loopback_pair(io_a.get_executor(), io_b.get_executor(), options);
   constexpr std::uint64_t kCount = 20000;
   // b echoes everything back (on its own thread); a counts the echoes.
@@ -196,14 +196,18 @@ TEST_CASE("loopback: ends on two io_contexts run by two threads", "[loopback][th
       flush();
     }
     void flush() {
+      if (waiting) return;  // the granted reservation takes the front first
       while (!pending.empty()) {
         const auto ec = test::send_bytes(*self, pending.front());
-        if (ec == transport::errc::send_queue_full) {
+        if (ec == boost::asio::error::would_block) {
           if (!waiting) {
             waiting = true;
-            self->async_wait_writable([this](boost::system::error_code e) {
+            self->async_reserve(pending.front().size(), [this](boost::system::error_code e, transport::send_reservation r) {
               waiting = false;
-              if (!e) flush();
+              if (e) return;
+              test::commit_bytes(std::move(r), pending.front());
+              pending.erase(pending.begin());
+              flush();
             });
           }
           return;

@@ -2,6 +2,7 @@
 // close from either side, a credit-stall blast (and the same blast without credits hitting RNR),
 // and 100 concurrent connections. Runs inside the Soft-RoCE VM (label rdma).
 
+#include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <catch2/catch.hpp>
@@ -27,7 +28,7 @@ std::uint64_t read_seq(std::span<const std::byte> bytes) {
 void start_echo(const std::shared_ptr<transport::connection>& conn, const std::shared_ptr<recorder>& rec) {
   std::weak_ptr<transport::connection> weak = conn;
   rec->on_each = [weak](transport::received_message& m) {
-    if (auto c = weak.lock()) (void)c->send(boost::asio::buffer(m.bytes().data(), m.size()));
+    if (auto c = weak.lock()) (void)c->send_copy(boost::asio::buffer(m.bytes().data(), m.size()));
   };
   conn->start(rec);
 }
@@ -45,7 +46,7 @@ TEST_CASE("rdma ping-pong delivers every reply intact") {
   constexpr int kRounds = 500;
   for (int i = 0; i < kRounds; ++i) {
     const auto msg = pattern(64, static_cast<unsigned>(i));
-    REQUIRE_FALSE(p.client->send(boost::asio::buffer(msg)));
+    REQUIRE_FALSE(p.client->send_copy(boost::asio::buffer(msg)));
     REQUIRE(run_until(io, [&] { return p.client_rec->messages.size() == static_cast<std::size_t>(i + 1); }));
     REQUIRE(p.client_rec->messages.back() == msg);
   }
@@ -60,7 +61,7 @@ TEST_CASE("rdma ping-pong delivers every reply intact") {
   REQUIRE(run_until(io, [&] { return p.client_rec->closed && p.server_rec->closed; }));
   CHECK(*p.client_rec->closed == errc::closed_locally);
   CHECK(*p.server_rec->closed == errc::closed_by_peer);
-  CHECK(p.client->send(boost::asio::buffer(pattern(8, 0))) == errc::not_connected);
+  CHECK(p.client->send_copy(boost::asio::buffer(pattern(8, 0))) == errc::not_connected);
 }
 
 TEST_CASE("rdma messages of 1 B, exactly one slot, one slot + 1 and 16 MiB arrive intact") {
@@ -80,7 +81,7 @@ TEST_CASE("rdma messages of 1 B, exactly one slot, one slot + 1 and 16 MiB arriv
     const std::size_t half = size / 2;
     const std::array<boost::asio::const_buffer, 2> parts{boost::asio::buffer(msg.data(), half),
                                                          boost::asio::buffer(msg.data() + half, size - half)};
-    REQUIRE_FALSE(p.client->send(parts));
+    REQUIRE_FALSE(p.client->send_copy(parts));
     ++expected;
     REQUIRE(run_until(
         io, [&] { return p.server_rec->messages.size() == expected; }, std::chrono::seconds(120)));
@@ -89,7 +90,7 @@ TEST_CASE("rdma messages of 1 B, exactly one slot, one slot + 1 and 16 MiB arriv
   }
   CHECK(p.client->max_message_size() == (16u << 20));
   const std::vector<std::byte> too_big((16u << 20) + 1);
-  CHECK(p.client->send(boost::asio::buffer(too_big)) == errc::message_too_large);
+  CHECK(p.client->send_copy(boost::asio::buffer(too_big)) == errc::message_too_large);
   CHECK(p.client->stats().rnr_errors == 0);
   CHECK(p.server->stats().rnr_errors == 0);
 
@@ -108,7 +109,7 @@ TEST_CASE("rdma close flushes messages already accepted by send") {
   constexpr int kCount = 300;  // more than the peer's ring: some wait for credits in the queue
   for (int i = 0; i < kCount; ++i) {
     std::uint64_t seq = static_cast<std::uint64_t>(i);
-    REQUIRE_FALSE(p.client->send(boost::asio::buffer(&seq, sizeof seq)));
+    REQUIRE_FALSE(p.client->send_copy(boost::asio::buffer(&seq, sizeof seq)));
   }
   p.client->close();
   REQUIRE(run_until(io, [&] { return p.server_rec->closed.has_value(); }));
@@ -132,13 +133,17 @@ struct blaster {
   void pump() {
     while (sent < total) {
       std::array<std::uint64_t, 2> msg{sent, ~sent};
-      const auto ec = conn->send(boost::asio::buffer(msg));
-      if (ec == errc::send_queue_full) {
-        conn->async_wait_writable([this](boost::system::error_code wec) {
+      const auto ec = conn->send_copy(boost::asio::buffer(msg));
+      if (ec == boost::asio::error::would_block) {
+        conn->async_reserve(sizeof msg, [this](boost::system::error_code wec, transport::send_reservation r) {
           if (wec) {
             error = wec;
             return;
           }
+          const std::array<std::uint64_t, 2> next{sent, ~sent};
+          std::memcpy(r.data().data(), next.data(), sizeof next);
+          r.commit();
+          ++sent;
           pump();
         });
         return;
@@ -281,7 +286,7 @@ TEST_CASE("rdma listener serves 100 concurrent connections") {
           c->start(recs[static_cast<std::size_t>(i)]);
           for (int m = 0; m < kMessages; ++m) {
             const std::array<int, 2> msg{i, m};
-            (void)c->send(boost::asio::buffer(msg));
+            (void)c->send_copy(boost::asio::buffer(msg));
           }
           clients[static_cast<std::size_t>(i)] = std::move(c);
         });

@@ -11,10 +11,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 
 #include "tests/transport_rdma/rdma_test_support.hpp"
@@ -98,10 +100,14 @@ TEST_CASE("rdma peer killed with SIGKILL mid-stream ends the survivor's connecti
     std::uint64_t seq = 0;
     std::function<void()> pump = [&] {
       for (;;) {
-        const auto ec = conn->send(boost::asio::buffer(&seq, sizeof seq));
-        if (ec == errc::send_queue_full) {
-          conn->async_wait_writable([&](boost::system::error_code wec) {
-            if (!wec) pump();
+        const auto ec = conn->send_copy(boost::asio::buffer(&seq, sizeof seq));
+        if (ec == boost::asio::error::would_block) {
+          conn->async_reserve(sizeof seq, [&](boost::system::error_code wec, transport::send_reservation r) {
+            if (wec) return;
+            std::memcpy(r.data().data(), &seq, sizeof seq);
+            r.commit();
+            ++seq;
+            pump();
           });
           return;
         }
@@ -142,7 +148,7 @@ TEST_CASE("rdma peer killed with SIGKILL mid-stream ends the survivor's connecti
   // A dead peer said no goodbye: not to be mistaken for a graceful close (closed_by_peer).
   CHECK(*rec->closed == errc::connection_lost);
   CHECK(elapsed < std::chrono::seconds(2));
-  CHECK(server->send(boost::asio::buffer(&received, sizeof received)) == errc::not_connected);
+  CHECK(server->send_copy(boost::asio::buffer(&received, sizeof received)) == errc::not_connected);
   std::printf("kill: survivor saw '%s' %lld ms after SIGKILL (after %llu messages)\n",
               rec->closed->message().c_str(),
               static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count()),
@@ -240,7 +246,7 @@ TEST_CASE("rdma listener refuses malformed handshakes and keeps accepting") {
   client->start(crec);
   server->start(srec);
   const auto msg = pattern(100, 3);
-  REQUIRE_FALSE(client->send(boost::asio::buffer(msg)));
+  REQUIRE_FALSE(client->send_copy(boost::asio::buffer(msg)));
   REQUIRE(run_until(io, [&] { return srec->messages.size() == 1; }));
   CHECK(srec->messages[0] == msg);
   client->close();
@@ -287,7 +293,7 @@ void measure_rtt(std::uint16_t port, bool busy_poll) {
     auto rec = std::make_shared<recorder>();
     std::weak_ptr<transport::connection> weak = conn;
     rec->on_each = [weak](transport::received_message& m) {
-      if (auto c = weak.lock()) (void)c->send(boost::asio::buffer(m.bytes().data(), m.size()));
+      if (auto c = weak.lock()) (void)c->send_copy(boost::asio::buffer(m.bytes().data(), m.size()));
     };
     conn->start(rec);
     const bool closed = run_until(
@@ -320,7 +326,7 @@ void measure_rtt(std::uint16_t port, bool busy_poll) {
   rtts.reserve(kRounds);
   for (int i = 0; i < kWarmup + kRounds; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
-    REQUIRE_FALSE(conn->send(boost::asio::buffer(msg)));
+    REQUIRE_FALSE(conn->send_copy(boost::asio::buffer(msg)));
     const std::size_t want = static_cast<std::size_t>(i) + 1;
     if (busy_poll) {                   // spin like ib_send_lat does, bounded
       if (io.stopped()) io.restart();  // run_until may have left it stopped: poll_one would do nothing

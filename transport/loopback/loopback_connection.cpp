@@ -16,8 +16,8 @@ loopback_connection::loopback_connection(boost::asio::any_io_executor ex, const 
       options_(options),
       faults_(faults),
       name_(std::move(name)),
-      delay_timer_(ex_),
-      waiters_(ex_) {
+      buffers_(0, options.connection.send_queue_bytes),
+      delay_timer_(ex_) {
   options_.capacity = std::max<std::size_t>(options_.capacity, 1);
 }
 
@@ -39,39 +39,41 @@ void loopback_connection::link(const std::shared_ptr<loopback_connection>& a,
 }
 
 void loopback_connection::start(std::shared_ptr<connection_handler> handler) {
-  if (state_ != state::idle || !handler) return;
+  if (!handler) return;
+  if (state_ == state::closed && end_reason_ == errc::closed_locally && !close_reported_) {
+    // close() before start(): the handler still hears how the connection ended, once.
+    close_reported_ = true;
+    boost::asio::post(ex_, [handler = std::move(handler), reason = end_reason_] { handler->on_close(reason); });
+    return;
+  }
+  if (state_ != state::idle) return;
   handler_ = std::move(handler);
   state_ = state::open;
   if (!inbound_.empty() || peer_end_) schedule_delivery();
 }
 
-boost::system::error_code loopback_connection::send(std::span<const boost::asio::const_buffer> parts) {
-  if (state_ != state::open) return errc::not_connected;
-  std::size_t size = 0;
-  for (const auto& part : parts) size += part.size();
-  if (size > options_.connection.max_message_size) return errc::message_too_large;
-  if (send_queue_.size() >= options_.connection.send_queue_limit) return errc::send_queue_full;
-  std::vector<std::byte> message(size);
-  std::size_t offset = 0;
-  for (const auto& part : parts) {
-    if (part.size() != 0) std::copy_n(static_cast<const std::byte*>(part.data()), part.size(), message.data() + offset);
-    offset += part.size();
+send_reservation loopback_connection::reserve_now(std::size_t bytes, boost::system::error_code& ec) {
+  if (!buffers_.has_room(bytes)) {
+    ec = boost::asio::error::would_block;
+    return {};
   }
-  send_queue_.push_back(std::move(message));
-  pump();  // only posts to the peer: nothing user-visible runs inside send()
-  return {};
+  return buffers_.reserve(this, bytes);
 }
 
-void loopback_connection::async_wait_writable_impl(boost::asio::any_completion_handler<wait_signature> handler) {
-  if (state_ == state::idle) {
-    writable_waiters::post_completion(ex_, std::move(handler), errc::not_connected);
-  } else if (state_ != state::open) {
-    writable_waiters::post_completion(ex_, std::move(handler), end_reason_);
-  } else if (send_queue_.size() < options_.connection.send_queue_limit) {
-    writable_waiters::post_completion(ex_, std::move(handler), {});
-  } else {
-    waiters_.add(std::move(handler));
+void loopback_connection::commit_reservation(std::uint64_t token, std::size_t size) noexcept {
+  auto message = buffers_.take(token, size);
+  if (state_ != state::open) {  // ended (or closing) since the reservation: dropped
+    buffers_.written(size);
+    buffers_.recycle(std::move(message));
+    return;
   }
+  send_queue_.push_back(std::move(message));
+  pump();  // only posts to the peer: nothing user-visible runs inside commit()
+}
+
+void loopback_connection::cancel_reservation(std::uint64_t token) noexcept {
+  buffers_.cancel(token);
+  room_freed();
 }
 
 void loopback_connection::close() {
@@ -80,6 +82,7 @@ void loopback_connection::close() {
       end_reason_ = errc::closed_locally;
       state_ = state::closed;
       notify_peer(errc::closed_by_peer);
+      end_reservations(end_reason_);
       return;
     case state::open:
       state_ = state::closing;
@@ -87,7 +90,7 @@ void loopback_connection::close() {
       // No more deliveries after close(); what already arrived is dropped, its capacity returned.
       for (std::size_t i = 0; i < inbound_.size(); ++i) return_capacity();
       inbound_.clear();
-      waiters_.complete_all(errc::closed_locally);
+      end_reservations(errc::closed_locally);
       pump();
       maybe_finish_close();
       return;
@@ -110,6 +113,8 @@ void loopback_connection::pump() {
     if (number == faults_.drop_at) {
       ++stats_.messages_sent;
       stats_.bytes_sent += message.size();
+      buffers_.written(message.size());
+      buffers_.recycle(std::move(message));
       continue;
     }
     if (number == faults_.corrupt_at) {
@@ -129,15 +134,14 @@ void loopback_connection::pump() {
     }
     hand_to_peer(std::move(message));
   }
-  if (state_ == state::open && send_queue_.size() < options_.connection.send_queue_limit) {
-    waiters_.complete_all({});
-  }
+  if (state_ == state::open) room_freed();
   maybe_finish_close();
 }
 
 void loopback_connection::hand_to_peer(std::vector<std::byte> message) {
   ++stats_.messages_sent;
   stats_.bytes_sent += message.size();
+  buffers_.written(message.size());
   if (auto peer = peer_.lock()) {
     ++in_flight_;
     boost::asio::post(peer->ex_, [peer, message = std::move(message)]() mutable { peer->on_arrival(std::move(message)); });
@@ -228,12 +232,14 @@ void loopback_connection::finish(boost::system::error_code reason, boost::system
   state_ = state::closed;
   end_reason_ = reason;
   send_queue_.clear();
+  buffers_.clear();
   for (std::size_t i = 0; i < inbound_.size(); ++i) return_capacity();
   inbound_.clear();
   delay_timer_.cancel();
-  waiters_.complete_all(reason);
+  end_reservations(reason);
   if (peer_reason) notify_peer(peer_reason);
   if (handler_) {
+    close_reported_ = true;
     boost::asio::post(ex_, [handler = std::move(handler_), reason] { handler->on_close(reason); });
     handler_.reset();
   }

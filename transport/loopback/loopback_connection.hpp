@@ -5,7 +5,7 @@
 
 #include "transport/connection.hpp"
 #include "transport/loopback/loopback_transport.hpp"
-#include "transport/writable_waiters.hpp"
+#include "transport/heap_send_queue.hpp"
 
 #include <boost/asio/steady_timer.hpp>
 
@@ -26,8 +26,6 @@ class loopback_connection final : public connection {
 
   executor_type get_executor() const noexcept override { return ex_; }
   void start(std::shared_ptr<connection_handler> handler) override;
-  using connection::send;
-  boost::system::error_code send(std::span<const boost::asio::const_buffer> parts) override;
   void close() override;
   bool is_open() const noexcept override { return state_ == state::open; }
   std::size_t max_message_size() const noexcept override { return options_.connection.max_message_size; }
@@ -35,7 +33,9 @@ class loopback_connection final : public connection {
   std::string remote_address() const override { return "loopback://" + peer_name_; }
 
  protected:
-  void async_wait_writable_impl(boost::asio::any_completion_handler<wait_signature> handler) override;
+  send_reservation reserve_now(std::size_t bytes, boost::system::error_code& ec) override;
+  void commit_reservation(std::uint64_t token, std::size_t size) noexcept override;
+  void cancel_reservation(std::uint64_t token) noexcept override;
 
  private:
   enum class state { idle, open, closing, closed };
@@ -52,7 +52,7 @@ class loopback_connection final : public connection {
   void return_capacity();                          // tell the peer one of its messages left our inbox
   void notify_peer(boost::system::error_code reason);  // once: how we ended, as the peer sees it
   void maybe_finish_close();
-  // Ends the connection once: completes waiters, posts on_close(reason), drops the handler, and
+  // Ends the connection once: ends waiting reservations, posts on_close(reason), drops the handler, and
   // tells the peer `peer_reason` (unless empty or already told).
   void finish(boost::system::error_code reason, boost::system::error_code peer_reason);
   std::shared_ptr<loopback_connection> self() {
@@ -67,9 +67,11 @@ class loopback_connection final : public connection {
 
   state state_ = state::idle;
   boost::system::error_code end_reason_;  // set when close() is called or the connection ends
+  bool close_reported_ = false;  // a handler got on_close
   bool notified_peer_ = false;  // the peer was told we ended (closed_by_peer / connection_lost)
   std::shared_ptr<connection_handler> handler_;
-  std::deque<std::vector<std::byte>> send_queue_;  // accepted, not yet handed to the peer
+  heap_send_queue buffers_;                        // reservations, and the bytes not yet handed over
+  std::deque<std::vector<std::byte>> send_queue_;  // committed, not yet handed to the peer
   std::size_t in_flight_ = 0;                       // handed to the peer, not yet delivered there
   std::uint64_t sequence_ = 0;                      // messages taken off send_queue_ so far
   bool delaying_ = false;
@@ -79,7 +81,6 @@ class loopback_connection final : public connection {
   std::optional<boost::system::error_code> peer_end_;  // how the peer ended, once it told us
   bool delivery_scheduled_ = false;
 
-  writable_waiters waiters_;
   connection_stats stats_;
 };
 

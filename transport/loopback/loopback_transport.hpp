@@ -15,8 +15,8 @@
 
 namespace rdmarpc::transport::loopback {
 
-// Faults applied to the messages ONE end sends. Messages are numbered from 1 in the order send()
-// accepted them; 0 disables a fault.
+// Faults applied to the messages ONE end sends. Messages are numbered from 1 in the order they
+// were committed; 0 disables a fault.
 struct loopback_faults {
   std::uint64_t drop_at = 0;      // message #N vanishes (the sender counts it as sent)
   std::uint64_t delay_at = 0;     // message #N, and everything behind it, waits `delay` (asio timer)
@@ -26,11 +26,11 @@ struct loopback_faults {
 };
 
 struct loopback_options {
-  // max_message_size and send_queue_limit apply; the rdma-only fields are ignored.
+  // max_message_size and send_queue_bytes apply; the rdma-only fields are ignored.
   connection_options connection;
   // Messages one end may have handed to its peer that the peer has not delivered to its handler
   // yet (like the peer's receive ring). A peer that is not started does not deliver, so this is
-  // how a test makes the sender's queue fill up: send_queue_full and async_wait_writable.
+  // how a test makes the sender's queue fill up: would_block and async_reserve.
   std::size_t capacity = 128;
   loopback_faults a_to_b;  // faults on what `a` sends
   loopback_faults b_to_a;  // faults on what `b` sends

@@ -42,9 +42,12 @@ class qp_resources {
   std::byte* slot(std::uint32_t index) const noexcept {
     return ring_memory_.get() + std::size_t{index} * slot_size_;
   }
-  std::byte* send_buffer(std::uint32_t index) const noexcept {
-    return send_memory_.get() + std::size_t{index} * slot_size_;
-  }
+  // The registered send region: send_buffers() * slot_size() bytes, carved up by the connection.
+  std::byte* send_memory() const noexcept { return send_memory_.get(); }
+  std::size_t send_memory_size() const noexcept { return std::size_t{send_buffers_} * slot_size_; }
+  // Registers more memory on this connection's PD (local access only: the source of sends).
+  // Throws system_error.
+  verbs::memory_region register_send_memory(void* addr, std::size_t length) const;
 
   rdma_event_channel* channel() const noexcept { return channel_.get(); }
   rdma_cm_id* id() const noexcept { return id_.get(); }

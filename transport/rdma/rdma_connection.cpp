@@ -57,33 +57,6 @@ errc errc_for_status(ibv_wc_status status) noexcept {
 
 }  // namespace
 
-// The bytes of one message: the caller's buffers (fast path) or a queued copy.
-class rdma_connection::gather {
- public:
-  explicit gather(std::span<const boost::asio::const_buffer> parts) noexcept : parts_(parts) {}
-  explicit gather(const std::vector<std::byte>& data) noexcept
-      : one_(data.data(), data.size()), parts_(&one_, 1) {}
-
-  void copy(std::size_t offset, std::byte* out, std::size_t length) const noexcept {
-    for (const auto& part : parts_) {
-      if (length == 0) return;
-      if (offset >= part.size()) {
-        offset -= part.size();
-        continue;
-      }
-      const std::size_t n = std::min(length, part.size() - offset);
-      std::memcpy(out, static_cast<const std::byte*>(part.data()) + offset, n);
-      out += n;
-      length -= n;
-      offset = 0;
-    }
-  }
-
- private:
-  boost::asio::const_buffer one_;
-  std::span<const boost::asio::const_buffer> parts_;
-};
-
 rdma_connection::rdma_connection(boost::asio::any_io_executor ex, std::unique_ptr<qp_resources> resources,
                                  const connection_options& options, const wire::handshake& peer)
     : ex_(std::move(ex)),
@@ -96,7 +69,8 @@ rdma_connection::rdma_connection(boost::asio::any_io_executor ex, std::unique_pt
       remote_address_(describe_peer(resources_->id())),
       fragment_size_(std::min(peer.slot_size, resources_->slot_size())),
       max_send_message_(std::min<std::size_t>(options.max_message_size, peer.max_message_size)),
-      waiters_(ex_),
+      ring_(resources_->send_memory_size()),
+      large_threshold_(ring_.capacity() / 4),
       recv_posted_(resources_->ring_depth()) {
   cq_fd_.emplace(ex_, resources_->comp_channel()->fd);
   cm_fd_.emplace(ex_, resources_->channel()->fd);
@@ -202,6 +176,7 @@ std::size_t rdma_connection::poll_cq() {
 
 void rdma_connection::after_completions() {
   if (shut_down_) return;
+  reclaim_sent();
   flush_reposts();
   pump();
   try_finish_close();
@@ -325,27 +300,78 @@ void rdma_connection::on_cm_readable() {
 
 // --- send path ---------------------------------------------------------------------------------
 
-boost::system::error_code rdma_connection::send(std::span<const boost::asio::const_buffer> parts) {
-  if (state_ != state::open) return make_error_code(errc::not_connected);
-  std::size_t total = 0;
-  for (const auto& part : parts) total += part.size();
-  if (total > max_send_message_) return make_error_code(errc::message_too_large);
-  if (queue_.size() >= options_.send_queue_limit) return make_error_code(errc::send_queue_full);
-  const std::size_t count = wire::fragment_count(total, fragment_size_);
-  std::size_t next = 0;
-  if (queue_.empty()) next = post_fragments(gather(parts), total, count, 0);
-  if (state_ == state::ended) return make_error_code(errc::not_connected);
-  if (next < count) {
-    outgoing out;
-    out.data.resize(total);
-    gather(parts).copy(0, out.data.data(), total);
-    out.fragments = count;
-    out.next = next;
-    queue_.push_back(std::move(out));
+send_reservation rdma_connection::reserve_now(std::size_t bytes, boost::system::error_code& ec) {
+  if (bytes > max_send_message_) {  // the peer accepts less than our own maximum
+    ec = errc::message_too_large;
+    return {};
   }
+  if (bytes > large_threshold_) return reserve_large(bytes, ec);
+  const auto a = ring_.allocate(bytes);
+  if (!a) {
+    ec = boost::asio::error::would_block;
+    return {};
+  }
+  return send_reservation(this, a->id, std::span<std::byte>(resources_->send_memory() + a->offset, bytes));
+}
+
+send_reservation rdma_connection::reserve_large(std::size_t bytes, boost::system::error_code& ec) {
+  if (large_bytes_ > 0 && large_bytes_ + bytes > options_.send_queue_bytes) {
+    ec = boost::asio::error::would_block;
+    return {};
+  }
+  const auto a = ring_.allocate(0);  // an entry only, to keep its place in the order of release
+  if (!a) {
+    ec = boost::asio::error::would_block;
+    return {};
+  }
+  large_buffer buffer{verbs::allocate_aligned(bytes), {}, bytes};
+  try {
+    buffer.mr = resources_->register_send_memory(buffer.memory.get(), bytes);
+  } catch (const boost::system::system_error& e) {
+    spdlog::warn("rdma {}: cannot register a {}-byte send buffer: {}", remote_address_, bytes, e.what());
+    ring_.release(a->id);
+    ec = boost::system::errc::make_error_code(boost::system::errc::not_enough_memory);
+    return {};
+  }
+  std::byte* data = buffer.memory.get();
+  large_bytes_ += bytes;
+  large_.emplace(a->id, std::move(buffer));
+  return send_reservation(this, a->id, std::span<std::byte>(data, bytes));
+}
+
+void rdma_connection::commit_reservation(std::uint64_t token, std::size_t size) noexcept {
+  if (state_ != state::open) {  // closing or ended since the reservation: dropped
+    drop_entry(token);
+    return;
+  }
+  committed_message m{token, nullptr, 0, size, wire::fragment_count(size, fragment_size_)};
+  if (auto it = large_.find(token); it != large_.end()) {
+    m.data = it->second.memory.get();
+    m.lkey = it->second.mr->lkey;
+  } else {
+    m.data = resources_->send_memory() + ring_.offset_of(token);
+    m.lkey = resources_->send_lkey();
+  }
+  committed_.push_back(m);
   ++stats_.messages_sent;
-  stats_.bytes_sent += total;
-  return {};
+  stats_.bytes_sent += size;
+  // Posting runs no user code: the WRs go out now, in commit order (behind any still waiting).
+  if (committed_.size() == 1) post_committed();
+}
+
+void rdma_connection::cancel_reservation(std::uint64_t token) noexcept {
+  drop_entry(token);
+  room_freed();
+}
+
+void rdma_connection::drop_entry(std::uint64_t id) noexcept {
+  if (!large_.empty()) {
+    if (auto it = large_.find(id); it != large_.end()) {
+      large_bytes_ -= it->second.bytes;
+      large_.erase(it);
+    }
+  }
+  ring_.release(id);
 }
 
 bool rdma_connection::acquire_data_credit(std::uint32_t& announce) noexcept {
@@ -360,51 +386,59 @@ bool rdma_connection::acquire_data_credit(std::uint32_t& announce) noexcept {
   return false;
 }
 
-std::size_t rdma_connection::post_fragments(const gather& source, std::size_t total, std::size_t count,
-                                            std::size_t next) {
-  while (next < count) {
-    if (!sq_has_room()) break;
-    std::uint32_t announce = 0;
-    if (!acquire_data_credit(announce)) {
-      if (!stalled_) {
-        stalled_ = true;
-        ++stats_.credit_stalls;
+void rdma_connection::post_committed() {
+  while (!committed_.empty() && state_ != state::ended) {
+    committed_message& m = committed_.front();
+    const bool large = m.size > large_threshold_;
+    while (m.next < m.fragments) {
+      if (!sq_has_room()) return (void)flush_sends();
+      std::uint32_t announce = 0;
+      if (!acquire_data_credit(announce)) {
+        if (!stalled_) {
+          stalled_ = true;
+          ++stats_.credit_stalls;
+        }
+        return (void)flush_sends();
       }
-      break;
+      stalled_ = false;
+      const std::size_t offset = m.next * fragment_size_;
+      const auto length = static_cast<std::uint32_t>(std::min<std::size_t>(fragment_size_, m.size - offset));
+      const auto imm =
+          wire::encode_imm({static_cast<std::uint16_t>(announce), wire::fragment_kind(m.next, m.fragments), false});
+      ++m.next;
+      // A large message's buffer is freed by its own completion: always ask for it.
+      prepare_send(m.data + offset, m.lkey, length, imm, false, large && m.next == m.fragments);
+      if (batch_size_ == kPostBatch && !flush_sends()) return;
     }
-    stalled_ = false;
-    const std::size_t offset = next * fragment_size_;
-    const auto length = static_cast<std::uint32_t>(std::min<std::size_t>(fragment_size_, total - offset));
-    source.copy(offset,
-                resources_->send_buffer(static_cast<std::uint32_t>(posted_seq_ % resources_->send_buffers())),
-                length);
-    const auto imm =
-        wire::encode_imm({static_cast<std::uint16_t>(announce), wire::fragment_kind(next, count), false});
-    prepare_send(length, imm, false);
-    ++next;
-    if (batch_size_ == kPostBatch && !flush_sends()) break;
+    posted_.push_back(posted_message{posted_seq_ - 1, m.id});
+    committed_.pop_front();
   }
-  flush_sends();  // on failure the connection has ended; send() and pump() check for that
-  return next;
+  flush_sends();  // on failure the connection has ended; callers check state_
 }
 
-bool rdma_connection::post_send(std::uint32_t length, std::uint32_t imm, bool credit_only) {
-  prepare_send(length, imm, credit_only);
+bool rdma_connection::post_credit_only(std::uint32_t imm) {
+  prepare_send(nullptr, 0, 0, imm, true, false);
   return flush_sends();
 }
 
-void rdma_connection::prepare_send(std::uint32_t length, std::uint32_t imm, bool credit_only) {
+void rdma_connection::prepare_send(const std::byte* data, std::uint32_t lkey, std::uint32_t length,
+                                   std::uint32_t imm, bool credit_only, bool must_signal) {
   const std::uint64_t seq = posted_seq_;
   const bool fills_sq = seq + 1 - completed_seq_ >= resources_->send_buffers();
-  // Signal every k-th send, and always the one that fills the send queue, so its slots can always
-  // be reclaimed; while closing, signal everything so the flush can be observed.
-  const bool signaled = ++since_signal_ >= options_.signal_every || fills_sq || state_ == state::closing;
-  if (signaled) since_signal_ = 0;
+  // Signal every k-th send; the one that fills the send queue, so its room can always be
+  // reclaimed; one at least every eighth of the ring, so unobserved completions can never pin
+  // more than that (every ring message is at most a quarter of it, so a waiting reservation always
+  // fits once the rest drained); everything while closing, so the flush can be observed.
+  if (!credit_only) unsignaled_bytes_ += length;
+  const bool signaled = must_signal || ++since_signal_ >= options_.signal_every || fills_sq ||
+                        unsignaled_bytes_ >= ring_.capacity() / 8 || state_ == state::closing;
+  if (signaled) {
+    since_signal_ = 0;
+    unsignaled_bytes_ = 0;
+  }
 
   ibv_sge& sge = batch_sges_[batch_size_];
-  sge = ibv_sge{reinterpret_cast<std::uintptr_t>(
-                    resources_->send_buffer(static_cast<std::uint32_t>(seq % resources_->send_buffers()))),
-                length, resources_->send_lkey()};
+  sge = ibv_sge{reinterpret_cast<std::uintptr_t>(data), length, lkey};
   ibv_send_wr& wr = batch_wrs_[batch_size_];
   wr = ibv_send_wr{};
   wr.wr_id = kSendBit | seq;
@@ -418,8 +452,8 @@ void rdma_connection::prepare_send(std::uint32_t length, std::uint32_t imm, bool
   wr.send_flags = flags;
   if (batch_size_ > 0) batch_wrs_[batch_size_ - 1].next = &wr;
   ++batch_size_;
-  // Counted as posted now: the send buffer and the SQ room are taken. Should the post fail, the
-  // connection ends and nothing counts any more.
+  // Counted as posted now: the SQ room is taken. Should the post fail, the connection ends and
+  // nothing counts any more.
   ++posted_seq_;
   if (credit_only) ++stats_.credit_only_messages;
 }
@@ -437,45 +471,30 @@ bool rdma_connection::flush_sends() {
   return true;
 }
 
+void rdma_connection::reclaim_sent() {
+  bool freed = false;
+  while (!posted_.empty() && posted_.front().last_seq < completed_seq_) {
+    drop_entry(posted_.front().id);
+    posted_.pop_front();
+    freed = true;
+  }
+  if (freed && state_ == state::open) room_freed();
+}
+
 void rdma_connection::pump() {
   if (state_ != state::open && state_ != state::closing) return;
-  const bool was_full = queue_.size() >= options_.send_queue_limit;
-  while (!queue_.empty()) {
-    outgoing& out = queue_.front();
-    out.next = post_fragments(gather(out.data), out.data.size(), out.fragments, out.next);
-    if (state_ == state::ended) return;
-    if (out.next < out.fragments) break;
-    queue_.pop_front();
-  }
+  post_committed();
+  if (state_ == state::ended) return;
   maybe_send_credit_update();
-  if (was_full && queue_.size() < options_.send_queue_limit) notify_writable();
 }
 
 void rdma_connection::maybe_send_credit_update() {
   // Credits ride on data when data can go; otherwise (idle, or stalled for credits ourselves) an
   // update spends a credit the window reserves for exactly this, so two stalled peers still talk.
   if (!credits_.wants_credit_update() || !sq_has_room()) return;
-  if (!queue_.empty() && credits_.can_send_data()) return;
+  if (!committed_.empty() && credits_.can_send_data()) return;
   const std::uint32_t announce = credits_.take_for_credit_update();
-  post_send(0, wire::encode_imm({static_cast<std::uint16_t>(announce), wire::fragment::whole, true}), true);
-}
-
-void rdma_connection::notify_writable() {
-  waiters_.complete_all({});
-}
-
-void rdma_connection::async_wait_writable_impl(boost::asio::any_completion_handler<wait_signature> handler) {
-  if (state_ == state::ended || state_ == state::closing) {
-    // An ended (or ending) connection is never writable.
-    writable_waiters::post_completion(
-        ex_, std::move(handler), state_ == state::ended ? reason_ : make_error_code(errc::not_connected));
-    return;
-  }
-  if (queue_.size() < options_.send_queue_limit) {
-    writable_waiters::post_completion(ex_, std::move(handler), {});
-    return;
-  }
-  waiters_.add(std::move(handler));
+  post_credit_only(wire::encode_imm({static_cast<std::uint16_t>(announce), wire::fragment::whole, true}));
 }
 
 // --- receive path ------------------------------------------------------------------------------
@@ -531,12 +550,12 @@ void rdma_connection::close() {
   }
   if (state_ != state::open) return;
   state_ = state::closing;
+  end_reservations(make_error_code(errc::closed_locally));
   // Bound the flush: a peer that never returns credits must not keep us open forever.
   drain_timer_.expires_after(options_.connect_timeout);
   drain_timer_.async_wait([self = self()](const boost::system::error_code& ec) {
     if (!ec && self->state_ == state::closing) self->fail(make_error_code(errc::closed_locally));
   });
-  notify_writable();
   boost::asio::post(ex_, [self = self()] {
     self->pump();
     self->try_finish_close();
@@ -544,7 +563,7 @@ void rdma_connection::close() {
 }
 
 void rdma_connection::try_finish_close() {
-  if (state_ != state::closing || !queue_.empty()) return;
+  if (state_ != state::closing || !committed_.empty()) return;
   if (!goodbye_posted_) {
     // The last message: tells the peer this is close(), not a crash. It is signaled (everything is
     // while closing) and completes after every WR before it, so its completion means all is
@@ -553,9 +572,7 @@ void rdma_connection::try_finish_close() {
     if (credits_.credits() >= 1 && sq_has_room()) {
       const std::uint32_t announce = credits_.take_for_credit_update();
       goodbye_posted_ = true;
-      post_send(0,
-                wire::encode_imm({static_cast<std::uint16_t>(announce), wire::fragment::whole, true, true}),
-                true);
+      post_credit_only(wire::encode_imm({static_cast<std::uint16_t>(announce), wire::fragment::whole, true, true}));
     }
     return;
   }
@@ -570,8 +587,13 @@ void rdma_connection::fail(boost::system::error_code reason) {
   spdlog::debug("rdma {}: connection ended: {}", remote_address_, reason.message());
   // Moves the QP to the error state: every posted WR comes back flushed and is reclaimed below.
   rdma_disconnect(resources_->id());
-  queue_.clear();
-  waiters_.complete_all(reason);
+  // Committed messages not yet (fully) posted are dropped; buffers that posted WRs may still read
+  // stay until those are flushed (reclaim_sent) or the connection is destroyed.
+  for (const committed_message& m : committed_) {
+    if (m.next == 0) drop_entry(m.id);
+  }
+  committed_.clear();
+  end_reservations(reason);
   if (handler_) {
     boost::asio::post(ex_, [self = self(), h = std::move(handler_), reason] { h->on_close(reason); });
     handler_.reset();

@@ -13,18 +13,24 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "transport/connection.hpp"
 #include "transport/rdma/credit_window.hpp"
 #include "transport/rdma/qp_resources.hpp"
+#include "transport/rdma/send_ring.hpp"
 #include "transport/rdma/wire.hpp"
-#include "transport/writable_waiters.hpp"
 
 namespace rdmarpc::transport::rdma {
 
-// close() flushes queued messages for at most options.connect_timeout (a peer that never returns
-// credits cannot keep us open). QP async events (ibv_get_async_event) are not watched: they are
+// Sending: a reservation is contiguous space in the registered send ring (send_buffers *
+// slot_size bytes), so the caller serializes straight into memory the NIC reads; its fragments
+// are posted from there when credits and send-queue room allow, and the space comes back when
+// the send completes. A message larger than a quarter of the ring gets a buffer of its own,
+// registered for it and deregistered once sent (bounded by send_queue_bytes).
+// close() flushes committed messages for at most options.connect_timeout (a peer that never
+// returns credits cannot keep us open). QP async events (ibv_get_async_event) are not watched: they are
 // per device context, shared by every connection of the process; error completions and rdma_cm
 // events report the same failures.
 class rdma_connection final : public connection, public received_message::owner {
@@ -37,8 +43,6 @@ class rdma_connection final : public connection, public received_message::owner 
 
   executor_type get_executor() const noexcept override { return ex_; }
   void start(std::shared_ptr<connection_handler> handler) override;
-  using connection::send;
-  boost::system::error_code send(std::span<const boost::asio::const_buffer> parts) override;
   void close() override;
   bool is_open() const noexcept override { return state_ == state::open; }
   std::size_t max_message_size() const noexcept override { return max_send_message_; }
@@ -48,16 +52,32 @@ class rdma_connection final : public connection, public received_message::owner 
   void release_message(std::uint64_t token) noexcept override;
 
  protected:
-  void async_wait_writable_impl(boost::asio::any_completion_handler<wait_signature> handler) override;
+  send_reservation reserve_now(std::size_t bytes, boost::system::error_code& ec) override;
+  void commit_reservation(std::uint64_t token, std::size_t size) noexcept override;
+  void cancel_reservation(std::uint64_t token) noexcept override;
 
  private:
   enum class state { idle, open, closing, ended };
-  struct outgoing {
-    std::vector<std::byte> data;
-    std::size_t fragments = 1;
+  // A committed message whose fragments are not all posted yet (waiting for credits or SQ room).
+  struct committed_message {
+    std::uint64_t id;  // its send_ring entry
+    const std::byte* data;
+    std::uint32_t lkey;
+    std::size_t size;
+    std::size_t fragments;
     std::size_t next = 0;  // next fragment to post
   };
-  class gather;
+  // A message fully posted: its space is freed once WR `last_seq` completed.
+  struct posted_message {
+    std::uint64_t last_seq;
+    std::uint64_t id;
+  };
+  // The own registered buffer of a message too large for the ring.
+  struct large_buffer {
+    verbs::aligned_buffer memory;
+    verbs::memory_region mr;  // declared after memory: deregistered before it is freed
+    std::size_t bytes;
+  };
 
   std::shared_ptr<rdma_connection> self() {
     return std::static_pointer_cast<rdma_connection>(shared_from_this());
@@ -77,15 +97,18 @@ class rdma_connection final : public connection, public received_message::owner 
   // Send path.
   bool sq_has_room() const noexcept { return posted_seq_ - completed_seq_ < resources_->send_buffers(); }
   bool acquire_data_credit(std::uint32_t& announce) noexcept;
-  std::size_t post_fragments(const gather& source, std::size_t total, std::size_t count, std::size_t next);
+  send_reservation reserve_large(std::size_t bytes, boost::system::error_code& ec);
+  void drop_entry(std::uint64_t id) noexcept;  // frees a ring entry (and its large buffer)
+  void post_committed();                       // posts what credits and SQ room allow
   // Sends are prepared into a batch and posted as one chained ibv_post_send: one doorbell (for rxe,
   // one syscall) for all the fragments of a message instead of one each.
-  void prepare_send(std::uint32_t length, std::uint32_t imm, bool credit_only);
+  void prepare_send(const std::byte* data, std::uint32_t lkey, std::uint32_t length, std::uint32_t imm,
+                    bool credit_only, bool must_signal);
   bool flush_sends();
-  bool post_send(std::uint32_t length, std::uint32_t imm, bool credit_only);  // prepare + flush
+  bool post_credit_only(std::uint32_t imm);  // prepare + flush
+  void reclaim_sent();                       // frees the space of messages whose sends completed
   void pump();
   void maybe_send_credit_update();
-  void notify_writable();
 
   // Receive path.
   void deliver(received_message message);
@@ -115,19 +138,24 @@ class rdma_connection final : public connection, public received_message::owner 
   boost::system::error_code reason_;
   std::string remote_address_;
 
-  // Send side: WR sequence numbers; send buffer i serves every sequence number = i mod pool size.
+  // Send side: WRs are numbered by sequence (wr_id); RC completes them in order.
   std::uint32_t fragment_size_;
   std::size_t max_send_message_;
+  send_ring ring_;
+  std::size_t large_threshold_;  // larger messages get a large_buffer
   std::uint64_t posted_seq_ = 0;
   std::uint64_t completed_seq_ = 0;  // every WR below this has completed
   std::uint32_t since_signal_ = 0;
+  std::size_t unsignaled_bytes_ = 0;  // ring bytes posted since the last signaled WR
   bool stalled_ = false;
   static constexpr std::size_t kPostBatch = 32;
   std::array<ibv_send_wr, kPostBatch> batch_wrs_{};
   std::array<ibv_sge, kPostBatch> batch_sges_{};
   std::size_t batch_size_ = 0;
-  std::deque<outgoing> queue_;
-  writable_waiters waiters_;
+  std::deque<committed_message> committed_;
+  std::deque<posted_message> posted_;
+  std::unordered_map<std::uint64_t, large_buffer> large_;  // by ring entry id
+  std::size_t large_bytes_ = 0;
 
   // Receive side.
   std::uint32_t recv_posted_ = 0;

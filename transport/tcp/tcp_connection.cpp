@@ -16,8 +16,6 @@ namespace rdmarpc::transport::tcp {
 
 namespace {
 constexpr std::size_t kReadBufferSize = 64 * 1024;  // small frames are parsed out of this
-constexpr std::size_t kSpareFrames = 16;            // written frame buffers kept for reuse
-constexpr std::size_t kSpareFrameBytes = 256 * 1024;  // ... unless larger than this
 // After our graceful shutdown we keep reading (and discarding) until the peer closes, so that our
 // close() never turns into a reset that could destroy data the peer has not read yet; bounded.
 constexpr std::chrono::seconds kDrainTimeout{5};
@@ -35,9 +33,9 @@ tcp_connection::tcp_connection(boost::asio::ip::tcp::socket socket, const connec
       socket_(std::move(socket)),
       options_(options),
       remote_address_(describe(socket_)),
+      buffers_(kHeaderSize, options.send_queue_bytes),
       read_buffer_(kReadBufferSize),
-      drain_timer_(ex_),
-      waiters_(ex_) {
+      drain_timer_(ex_) {
   boost::system::error_code ec;
   socket_.set_option(boost::asio::ip::tcp::no_delay(true), ec);  // messages are latency-bound
   if (ec) spdlog::debug("tcp {}: TCP_NODELAY failed: {}", remote_address_, ec.message());
@@ -46,47 +44,46 @@ tcp_connection::tcp_connection(boost::asio::ip::tcp::socket socket, const connec
 tcp_connection::~tcp_connection() = default;
 
 void tcp_connection::start(std::shared_ptr<connection_handler> handler) {
-  if (state_ != state::idle || !handler) return;
+  if (!handler) return;
+  if (state_ == state::closed && end_reason_ == errc::closed_locally && !close_reported_) {
+    // close() before start(): the handler still hears how the connection ended, once.
+    close_reported_ = true;
+    boost::asio::post(ex_, [handler = std::move(handler), reason = end_reason_] { handler->on_close(reason); });
+    return;
+  }
+  if (state_ != state::idle) return;
   handler_ = std::move(handler);
   state_ = state::open;
   start_read();
 }
 
-boost::system::error_code tcp_connection::send(std::span<const boost::asio::const_buffer> parts) {
-  if (state_ != state::open) return errc::not_connected;
-  std::size_t size = 0;
-  for (const auto& part : parts) size += part.size();
-  if (size > options_.max_message_size || size >= kGoodbyeLength) {
-    return errc::message_too_large;
+send_reservation tcp_connection::reserve_now(std::size_t bytes, boost::system::error_code& ec) {
+  if (bytes >= kGoodbyeLength) {  // only with a max_message_size of 4 GiB or more
+    ec = errc::message_too_large;
+    return {};
   }
-  if (send_queue_.size() >= options_.send_queue_limit) return errc::send_queue_full;
-  std::vector<std::byte> frame;
-  if (!spare_frames_.empty()) {
-    frame = std::move(spare_frames_.back());
-    spare_frames_.pop_back();
+  if (!buffers_.has_room(bytes)) {
+    ec = boost::asio::error::would_block;
+    return {};
   }
-  frame.clear();
-  frame.reserve(kHeaderSize + size);
-  for (std::size_t i = 0; i < kHeaderSize; ++i) frame.push_back(static_cast<std::byte>((size >> (8 * i)) & 0xffu));
-  for (const auto& part : parts) {  // appended, not zero-filled first
-    const auto* bytes = static_cast<const std::byte*>(part.data());
-    frame.insert(frame.end(), bytes, bytes + part.size());
-  }
-  send_queue_.push_back(std::move(frame));
-  start_write();  // only initiates: completions run later on the executor
-  return {};
+  return buffers_.reserve(this, bytes);
 }
 
-void tcp_connection::async_wait_writable_impl(boost::asio::any_completion_handler<wait_signature> handler) {
-  if (state_ == state::idle) {
-    writable_waiters::post_completion(ex_, std::move(handler), errc::not_connected);
-  } else if (state_ != state::open) {
-    writable_waiters::post_completion(ex_, std::move(handler), end_reason_);
-  } else if (send_queue_.size() < options_.send_queue_limit) {
-    writable_waiters::post_completion(ex_, std::move(handler), {});
-  } else {
-    waiters_.add(std::move(handler));
+void tcp_connection::commit_reservation(std::uint64_t token, std::size_t size) noexcept {
+  auto frame = buffers_.take(token, size);
+  if (state_ != state::open) {  // closing or ended since the reservation: dropped
+    buffers_.written(size);
+    buffers_.recycle(std::move(frame));
+    return;
   }
+  for (std::size_t i = 0; i < kHeaderSize; ++i) frame[i] = static_cast<std::byte>((size >> (8 * i)) & 0xffu);
+  send_queue_.push_back(std::move(frame));
+  start_write();  // only initiates: completions run later on the executor
+}
+
+void tcp_connection::cancel_reservation(std::uint64_t token) noexcept {
+  buffers_.cancel(token);
+  room_freed();
 }
 
 void tcp_connection::close() {
@@ -94,6 +91,7 @@ void tcp_connection::close() {
     case state::idle: {
       state_ = state::closed;
       end_reason_ = errc::closed_locally;
+      end_reservations(end_reason_);
       boost::system::error_code ec;
       socket_.close(ec);
       return;
@@ -101,7 +99,7 @@ void tcp_connection::close() {
     case state::open:
       state_ = state::closing;
       end_reason_ = errc::closed_locally;
-      waiters_.complete_all(errc::closed_locally);
+      end_reservations(errc::closed_locally);
       // The goodbye goes last, behind everything queued; once it is written, on_written shuts down.
       send_queue_.emplace_back(kHeaderSize, std::byte{0xff});
       start_write();
@@ -269,16 +267,15 @@ void tcp_connection::on_written(boost::system::error_code ec, std::size_t frames
   for (std::size_t i = 0; i < frames; ++i) {
     const bool goodbye = state_ == state::closing && send_queue_.size() == 1;  // always the last
     if (!goodbye) {
+      const std::size_t size = send_queue_.front().size() - kHeaderSize;
       ++stats_.messages_sent;
-      stats_.bytes_sent += send_queue_.front().size() - kHeaderSize;
+      stats_.bytes_sent += size;
+      buffers_.written(size);
     }
-    // Keep a few buffers for reuse, but not a huge one a single large message left behind.
-    if (spare_frames_.size() < kSpareFrames && send_queue_.front().capacity() <= kSpareFrameBytes) {
-      spare_frames_.push_back(std::move(send_queue_.front()));
-    }
+    buffers_.recycle(std::move(send_queue_.front()));
     send_queue_.pop_front();
   }
-  if (state_ == state::open && send_queue_.size() < options_.send_queue_limit) waiters_.complete_all({});
+  if (state_ == state::open) room_freed();
   if (!send_queue_.empty()) {
     start_write();
   } else if (state_ == state::closing) {
@@ -297,8 +294,9 @@ void tcp_connection::shutdown_send() {
 void tcp_connection::finish(boost::system::error_code reason, bool hard) {
   if (state_ == state::closed || state_ == state::draining) return;
   end_reason_ = reason;
-  waiters_.complete_all(reason);
+  end_reservations(reason);
   if (handler_) {
+    close_reported_ = true;
     boost::asio::post(ex_, [handler = std::move(handler_), reason] { handler->on_close(reason); });
     handler_.reset();
   }
@@ -309,6 +307,7 @@ void tcp_connection::finish(boost::system::error_code reason, bool hard) {
     socket_.close(ignored);  // pending operations complete with operation_aborted and stop
     // Buffers a pending read or write still references are freed when it completes.
     if (writing_ == 0) send_queue_.clear();
+    buffers_.clear();
     if (!reading_) body_ = {};
     return;
   }

@@ -3,11 +3,12 @@
 // a 4-byte little-endian length, then the bytes. close() ends the stream with a goodbye (the length
 // 0xffffffff, no bytes) before its FIN, so the peer can tell close() (closed_by_peer) from a process
 // that died (a bare FIN or a reset: connection_lost). Sends are queued (bounded) and written with
-// gathered writes; receives are parsed from a buffered stream. Layer: transport.
+// gathered writes straight from the reserved frame buffers; receives are parsed from a buffered
+// stream. Layer: transport.
 // Threading: every member runs on the socket's executor (see transport/connection.hpp).
 
 #include "transport/connection.hpp"
-#include "transport/writable_waiters.hpp"
+#include "transport/heap_send_queue.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -26,8 +27,6 @@ class tcp_connection final : public connection {
 
   executor_type get_executor() const noexcept override { return ex_; }
   void start(std::shared_ptr<connection_handler> handler) override;
-  using connection::send;
-  boost::system::error_code send(std::span<const boost::asio::const_buffer> parts) override;
   void close() override;
   bool is_open() const noexcept override { return state_ == state::open; }
   std::size_t max_message_size() const noexcept override { return options_.max_message_size; }
@@ -38,7 +37,9 @@ class tcp_connection final : public connection {
   static constexpr std::uint32_t kGoodbyeLength = 0xffffffff;  // never a message's length
 
  protected:
-  void async_wait_writable_impl(boost::asio::any_completion_handler<wait_signature> handler) override;
+  send_reservation reserve_now(std::size_t bytes, boost::system::error_code& ec) override;
+  void commit_reservation(std::uint64_t token, std::size_t size) noexcept override;
+  void cancel_reservation(std::uint64_t token) noexcept override;
 
  private:
   enum class state {
@@ -59,7 +60,7 @@ class tcp_connection final : public connection {
   void on_written(boost::system::error_code ec, std::size_t frames);
   void shutdown_send();
 
-  // Ends the connection once: completes waiters, posts on_close(reason), drops the handler.
+  // Ends the connection once: ends waiting reservations, posts on_close(reason), drops the handler.
   // hard: close the socket now (errors); otherwise keep reading to drain until the peer's EOF.
   void finish(boost::system::error_code reason, bool hard);
   std::shared_ptr<tcp_connection> self() { return std::static_pointer_cast<tcp_connection>(shared_from_this()); }
@@ -72,15 +73,14 @@ class tcp_connection final : public connection {
   boost::system::error_code end_reason_;
   std::shared_ptr<connection_handler> handler_;
 
-  // Sending: frames (header + payload in one buffer) accepted but not fully written yet; the first
-  // `writing_` of them are in the current gathered write.
+  // Sending: frames (header + payload in one buffer, reserved with the header as headroom)
+  // committed but not fully written yet; the first `writing_` of them are in the current write.
+  heap_send_queue buffers_;
   std::deque<std::vector<std::byte>> send_queue_;
   std::size_t writing_ = 0;
   // The current gathered write's buffers, at most 64 frames (a share of IOV_MAX); unchanged while
   // the write runs, since Asio copies only the span over them.
   std::array<boost::asio::const_buffer, 64> gather_{};
-  // Written frames keep their capacity here for the next send: no allocation per message.
-  std::vector<std::vector<std::byte>> spare_frames_;
 
   // Receiving: a buffered window [read_begin_, read_end_) of read_buffer_; a message larger than
   // what is buffered is read straight into body_ instead.
@@ -89,9 +89,9 @@ class tcp_connection final : public connection {
   std::vector<std::byte> body_;
   bool reading_ = false;
   bool peer_said_goodbye_ = false;  // the peer's close(): its EOF is closed_by_peer
+  bool close_reported_ = false;     // a handler got on_close
   boost::asio::steady_timer drain_timer_;
 
-  writable_waiters waiters_;
   connection_stats stats_;
 };
 

@@ -1,0 +1,144 @@
+#include "transport/connection.hpp"
+
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/post.hpp>
+
+#include <cstring>
+
+namespace rdmarpc::transport {
+
+// One waiting async_reserve. Shared with its cancellation slot, which may outlive the queue entry.
+struct connection::waiter {
+  // Constructed, never assigned: Boost 1.81's any_completion_handler move-assignment recurses
+  // forever (it copies from an lvalue through its converting constructor).
+  waiter(std::size_t n, boost::asio::any_completion_handler<reserve_signature> h) : bytes(n), handler(std::move(h)) {}
+  std::size_t bytes;
+  boost::asio::any_completion_handler<reserve_signature> handler;  // empty once completed or cancelled
+};
+
+namespace {
+
+// A completion on its way to the user. Members are declared in this order so that, should it be
+// destroyed without running (its io_context went away), the reservation is dropped while its
+// connection is still held.
+struct reserve_completion {
+  std::shared_ptr<connection> keep_alive;
+  boost::asio::any_completion_handler<connection::reserve_signature> handler;
+  boost::system::error_code ec;
+  send_reservation reservation;
+
+  // Runs on the handler's associated executor.
+  struct invoke {
+    std::shared_ptr<connection> keep_alive;
+    boost::asio::any_completion_handler<connection::reserve_signature> handler;
+    boost::system::error_code ec;
+    send_reservation reservation;
+    void operator()() { std::move(handler)(ec, std::move(reservation)); }
+  };
+
+  // Runs on the connection's executor.
+  void operator()() {
+    auto slot = boost::asio::get_associated_cancellation_slot(handler);
+    if (slot.is_connected()) slot.clear();
+    auto target = boost::asio::get_associated_executor(handler, keep_alive->get_executor());
+    // dispatch: runs at once when the handler's executor is the connection's (the common case).
+    boost::asio::dispatch(target, invoke{std::move(keep_alive), std::move(handler), ec, std::move(reservation)});
+  }
+};
+
+}  // namespace
+
+connection::~connection() = default;
+
+send_reservation connection::try_reserve(std::size_t bytes, boost::system::error_code& ec) {
+  ec = {};
+  if (!is_open()) {
+    ec = errc::not_connected;
+    return {};
+  }
+  if (bytes > max_message_size()) {
+    ec = errc::message_too_large;
+    return {};
+  }
+  if (!waiters_.empty()) {
+    ec = boost::asio::error::would_block;
+    return {};
+  }
+  return reserve_now(bytes, ec);
+}
+
+boost::system::error_code connection::send_copy(std::span<const boost::asio::const_buffer> parts) {
+  std::size_t total = 0;
+  for (const auto& part : parts) total += part.size();
+  boost::system::error_code ec;
+  auto r = try_reserve(total, ec);
+  if (ec) return ec;
+  std::byte* out = r.data().data();
+  for (const auto& part : parts) {
+    if (part.size() == 0) continue;
+    std::memcpy(out, part.data(), part.size());
+    out += part.size();
+  }
+  r.commit();
+  return {};
+}
+
+void connection::post_reservation(boost::asio::any_completion_handler<reserve_signature> handler,
+                                  boost::system::error_code ec, send_reservation reservation) {
+  auto ex = get_executor();
+  boost::asio::post(ex, reserve_completion{shared_from_this(), std::move(handler), ec, std::move(reservation)});
+}
+
+void connection::async_reserve_impl(std::size_t bytes, boost::asio::any_completion_handler<reserve_signature> handler) {
+  boost::system::error_code ec;
+  send_reservation r = try_reserve(bytes, ec);
+  if (ec != boost::asio::error::would_block) return post_reservation(std::move(handler), ec, std::move(r));
+  auto w = std::make_shared<waiter>(bytes, std::move(handler));
+  auto slot = boost::asio::get_associated_cancellation_slot(w->handler);
+  if (slot.is_connected()) {
+    slot.assign([weak_w = std::weak_ptr<waiter>(w),
+                 weak_c = weak_from_this()](boost::asio::cancellation_type type) {
+      using ct = boost::asio::cancellation_type;
+      if ((type & (ct::terminal | ct::partial | ct::total)) == ct::none) return;
+      auto target = weak_w.lock();
+      auto self = weak_c.lock();
+      if (!target || !target->handler || !self) return;
+      self->post_reservation(std::move(target->handler), boost::asio::error::operation_aborted, {});
+      // Its entry stays until room_freed() or end_reservations() skips it; a waiter behind it may
+      // fit now.
+      boost::asio::post(self->get_executor(), [self] { self->room_freed(); });
+    });
+  }
+  waiters_.push_back(std::move(w));
+}
+
+void connection::room_freed() {
+  while (!waiters_.empty()) {
+    waiter& front = *waiters_.front();
+    if (!front.handler) {  // cancelled
+      waiters_.pop_front();
+      continue;
+    }
+    if (!is_open()) return;  // end_reservations() completes them
+    boost::system::error_code ec;
+    send_reservation r = reserve_now(front.bytes, ec);
+    if (ec == boost::asio::error::would_block) return;
+    auto handler = std::move(front.handler);
+    waiters_.pop_front();
+    post_reservation(std::move(handler), ec, std::move(r));
+  }
+}
+
+void connection::end_reservations(boost::system::error_code reason) {
+  auto waiters = std::move(waiters_);
+  waiters_.clear();
+  for (auto& w : waiters) {
+    if (w->handler) post_reservation(std::move(w->handler), reason, {});
+  }
+}
+
+}  // namespace rdmarpc::transport

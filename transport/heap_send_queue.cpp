@@ -1,0 +1,57 @@
+#include "transport/heap_send_queue.hpp"
+
+#include <utility>
+
+namespace rdmarpc::transport {
+namespace {
+constexpr std::size_t kSpareBuffers = 16;             // recycled buffers kept
+constexpr std::size_t kSpareBufferBytes = 256 * 1024;  // ... none larger than this
+}  // namespace
+
+send_reservation heap_send_queue::reserve(send_reservation::owner* owner, std::size_t bytes) {
+  std::uint32_t token;
+  if (!free_slots_.empty()) {
+    token = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    token = static_cast<std::uint32_t>(slots_.size());
+    slots_.emplace_back();
+  }
+  slot& s = slots_[token];
+  if (!spare_.empty()) {
+    s.data = std::move(spare_.back());
+    spare_.pop_back();
+  }
+  // resize() only writes the bytes beyond the buffer's previous size: a recycled buffer costs
+  // nothing for messages up to the size it had.
+  s.data.resize(headroom_ + bytes);
+  s.bytes = bytes;
+  s.used = true;
+  queued_ += bytes;
+  return send_reservation(owner, token, std::span<std::byte>(s.data.data() + headroom_, bytes));
+}
+
+heap_send_queue::buffer heap_send_queue::take(std::uint64_t token, std::size_t size) {
+  slot& s = slots_[token];
+  buffer b = std::move(s.data);
+  b.resize(headroom_ + size);
+  queued_ -= s.bytes - size;
+  s.used = false;
+  free_slots_.push_back(static_cast<std::uint32_t>(token));
+  return b;
+}
+
+void heap_send_queue::cancel(std::uint64_t token) noexcept {
+  slot& s = slots_[token];
+  written(s.bytes);
+  recycle(std::move(s.data));
+  s.data = {};
+  s.used = false;
+  free_slots_.push_back(static_cast<std::uint32_t>(token));
+}
+
+void heap_send_queue::recycle(buffer b) noexcept {
+  if (spare_.size() < kSpareBuffers && b.capacity() <= kSpareBufferBytes) spare_.push_back(std::move(b));
+}
+
+}  // namespace rdmarpc::transport
