@@ -43,7 +43,7 @@ void print_descriptors(code_writer& p, const service_model& s) {
     list += m.names.descriptor;
   }
   p.print({{"count", std::to_string(s.methods.size())}, {"list", list}},
-          "  // In declaration order; Service::methods() and dispatch() index into it.\n"
+          "  // In declaration order; Service::methods() and new_call() index into it.\n"
           "  static constexpr ::std::array<::rdmarpc::method_descriptor, $count$> method_descriptors{{$list$}};\n");
 }
 
@@ -134,8 +134,7 @@ void print_service(code_writer& p, const service_model& s) {
       "\n"
       "    ::std::string_view full_name() const noexcept override;\n"
       "    ::std::span<const ::rdmarpc::method_descriptor> methods() const noexcept override;\n"
-      "    ::boost::asio::awaitable<void> dispatch(::std::size_t index, ::rdmarpc::server_context& context,\n"
-      "        ::std::span<const ::std::byte> request, ::std::string& response) override;\n"
+      "    ::std::unique_ptr<::rdmarpc::server_call> new_call(::std::size_t index) override;\n"
       "  };\n");
 }
 

@@ -1,5 +1,5 @@
 // Prints foo.rdmarpc.pb.cc: the Stub's calls into rdmarpc::async_unary_call and the Service's
-// dispatch (parse the request, await the user's handler, serialize the reply).
+// new_call (a typed call object per method; the server parses, runs and replies through it).
 
 #include "emit.hpp"
 #include "template.hpp"
@@ -41,37 +41,22 @@ void print_service(code_writer& p, const file_model& file, const service_model& 
           "  return $qclass$::method_descriptors;\n"
           "}\n"
           "\n"
-          "auto $qclass$::Service::dispatch(::std::size_t index, ::rdmarpc::server_context& context,\n"
-          "    ::std::span<const ::std::byte> request, ::std::string& response) -> ::boost::asio::awaitable<void> {\n");
+          "auto $qclass$::Service::new_call(::std::size_t index) -> ::std::unique_ptr<::rdmarpc::server_call> {\n");
   if (s.methods.empty()) {
-    p.print("  static_cast<void>(index);\n  static_cast<void>(request);\n  static_cast<void>(response);\n");
+    p.print("  static_cast<void>(index);\n");
   } else {
     p.print("  switch (index) {\n");
     for (std::size_t i = 0; i < s.methods.size(); ++i) {
       const method_model& m = s.methods[i];
       p.print({{"index", std::to_string(i)},
+               {"qclass", qclass},
                {"proto_name", m.proto_name},
                {"handler", m.names.handler},
                {"request", m.request_type},
-               {"response", m.response_type},
-               {"parse_error", cpp_string_literal("cannot parse " + m.request_proto_name)},
-               {"serialize_error", cpp_string_literal("cannot serialize the reply of " + m.full_name)}},
-              "    case $index$: {  // rpc $proto_name$\n"
-              "      $request$ parsed;\n"
-              "      // Partial parse + IsInitialized: the same check as ParseFromArray, minus libprotobuf's\n"
-              "      // own error log for a missing required field (a bad request is the caller's problem).\n"
-              "      if (request.size() > static_cast<::std::size_t>(INT_MAX) ||\n"
-              "          !parsed.ParsePartialFromArray(request.data(), static_cast<int>(request.size())) ||\n"
-              "          !parsed.IsInitialized()) {\n"
-              "        context.set_status(::rdmarpc::status_code::invalid_argument, $parse_error$);\n"
-              "        co_return;\n"
-              "      }\n"
-              "      $response$ reply = co_await this->$handler$(context, parsed);\n"
-              "      if (context.status() == ::rdmarpc::status_code::ok && !reply.SerializeToString(&response)) {\n"
-              "        context.set_status(::rdmarpc::status_code::internal, $serialize_error$);\n"
-              "      }\n"
-              "      co_return;\n"
-              "    }\n");
+               {"response", m.response_type}},
+              "    case $index$:  // rpc $proto_name$\n"
+              "      return ::std::make_unique<::rdmarpc::member_server_call<$qclass$::Service, $request$, $response$>>(\n"
+              "          *this, &$qclass$::Service::$handler$);\n");
     }
     p.print(
         "    default:\n"
@@ -79,9 +64,7 @@ void print_service(code_writer& p, const file_model& file, const service_model& 
         "  }\n");
   }
   p.print(
-      "  // The server only passes indices below methods().size(); answer sanely all the same.\n"
-      "  context.set_status(::rdmarpc::status_code::unimplemented, \"method index out of range\");\n"
-      "  co_return;\n"
+      "  return nullptr;  // the server answers UNIMPLEMENTED\n"
       "}\n"
       "\n");
 }
@@ -95,7 +78,7 @@ std::string emit_source(const file_model& file) {
   if (file.services.empty()) return p.take();
   p.print(
       "\n"
-      "#include <climits>\n"
+      "#include <memory>\n"
       "#include <utility>\n"
       "\n");
   for (const service_model& s : file.services) {

@@ -108,7 +108,9 @@ method_names make_method_names(std::string_view proto_method_name) {
   const std::string snake = to_snake_case(proto_method_name);
   method_names names;
   // Members of rdmarpc::service (and the base's injected class name) that a handler would hide.
-  constexpr std::array<std::string_view, 4> kServiceMembers = {"full_name", "methods", "dispatch", "service"};
+  // ("dispatch" was one before new_call replaced it; still escaped so generated names stay stable.)
+  constexpr std::array<std::string_view, 5> kServiceMembers = {"full_name", "methods", "new_call", "dispatch",
+                                                               "service"};
   names.handler = escape_identifier(snake);
   if (std::find(kServiceMembers.begin(), kServiceMembers.end(), snake) != kServiceMembers.end()) {
     names.handler.push_back('_');

@@ -29,8 +29,9 @@ using clock = std::chrono::steady_clock;
 
 struct method_entry {
   service* svc = nullptr;
-  std::size_t index = 0;
+  std::size_t index = 0;  // in svc->methods()
   std::string_view full_name;
+  std::size_t slot = 0;   // 0..(methods of the server - 1): where connections keep spare call objects
 };
 
 // One request being served. Owned by its server_connection until the handler coroutine ends.
@@ -41,11 +42,39 @@ struct active_call {
   server_context ctx;
   boost::asio::cancellation_signal signal;  // terminal cancellation into the handler coroutine
   std::optional<boost::asio::steady_timer> timer;
-  // A copy of the request payload: holding the received_message instead would pin an rdma receive
-  // slot (a peer credit) for as long as a slow handler runs.
-  std::vector<std::byte> request;
-  std::string response;
+  // The typed request (parsed from the receive buffer, which was released before the handler
+  // started: holding it would pin an rdma receive slot, a peer credit) and the handler's reply.
+  std::unique_ptr<server_call> call;
+  const method_entry* method = nullptr;
   bool done = false;  // the handler finished; the reply waits for send room
+};
+
+// A response frame's parts; the reply is serialized straight into the reservation.
+struct response_frame {
+  response_frame(std::uint32_t id, status_code code, std::string_view message,
+                 const google::protobuf::MessageLite* reply)
+      : extras(extras::encode_response(message)), reply(reply), reply_size(reply ? reply->ByteSizeLong() : 0) {
+    h.kind = frame::kind::response;
+    h.call_id = id;
+    h.status = code;
+    h.extras_length = static_cast<std::uint32_t>(extras.size());
+    h.payload_length = static_cast<std::uint32_t>(reply_size);
+  }
+  std::size_t size() const noexcept { return frame::kHeaderSize + extras.size() + reply_size; }
+  void write(transport::send_reservation r) const {
+    std::byte* out = r.data().data();
+    frame::encode_header(h, std::span<std::byte, frame::kHeaderSize>(out, frame::kHeaderSize));
+    if (!extras.empty()) std::memcpy(out + frame::kHeaderSize, extras.data(), extras.size());
+    if (reply != nullptr) {
+      reply->SerializeWithCachedSizesToArray(reinterpret_cast<std::uint8_t*>(out + frame::kHeaderSize + extras.size()));
+    }
+    r.commit(size());
+  }
+
+  frame::header h;
+  std::string extras;  // empty (no allocation) for an OK response
+  const google::protobuf::MessageLite* reply;
+  std::size_t reply_size;
 };
 
 }  // namespace
@@ -81,11 +110,13 @@ class server::impl : public std::enable_shared_from_this<server::impl> {
       };
       if (auto it = methods_.find(m.id); it != methods_.end()) throw clash(it->second);
       if (auto it = added.find(m.id); it != added.end()) throw clash(it->second);
-      added.emplace(m.id, method_entry{&s, i, m.full_name});
+      added.emplace(m.id, method_entry{&s, i, m.full_name, methods_.size() + added.size()});
     }
     methods_.merge(added);
     services_.push_back(&s);
   }
+
+  std::size_t method_count() const noexcept { return methods_.size(); }
 
   const method_entry* find_method(std::uint32_t id) const noexcept {
     auto it = methods_.find(id);
@@ -243,7 +274,7 @@ class server::impl::connection_state final : public transport::connection_handle
     const auto v = frame::decode(message.bytes(), err);
     if (err != frame::decode_error::none) return violation(frame::to_string(err));
     switch (v.header.kind) {
-      case frame::kind::request: return on_request(v);
+      case frame::kind::request: return on_request(v, message);
       case frame::kind::cancel: return on_cancel(v.header.call_id);
       case frame::kind::response: return violation("response frame sent to a server");
     }
@@ -279,7 +310,7 @@ class server::impl::connection_state final : public transport::connection_handle
     if (it->second->done) forget(id);  // its reply was waiting for room: nobody reads it now
   }
 
-  void on_request(const frame::view& v) {
+  void on_request(const frame::view& v, transport::received_message& message) {
     const std::uint32_t id = v.header.call_id;
     if (calls_.contains(id)) return violation("duplicate call id");
     metadata md;
@@ -289,11 +320,20 @@ class server::impl::connection_state final : public transport::connection_handle
       return refuse(id, status_code::resource_exhausted, "too many calls in flight on this connection");
     const method_entry* m = server_->find_method(v.header.method_id);
     if (m == nullptr) return refuse(id, status_code::unimplemented, "unknown method id " + std::to_string(v.header.method_id));
+    auto typed = take_call(*m);
+    if (!typed) return refuse(id, status_code::unimplemented, "method index out of range");
+    // Parsed straight from the receive buffer, which goes back to the transport at once.
+    const bool parsed = typed->parse_request(v.payload);
+    message.release();
+    if (!parsed) {
+      refuse(id, status_code::invalid_argument, "cannot parse " + typed->request_type());
+      return keep_call(*m, std::move(typed));
+    }
     const auto deadline = v.header.has_timeout() ? clock::now() + std::chrono::microseconds(v.header.timeout_us)
                                                  : clock::time_point::max();
     auto c = std::make_unique<active_call>(ex_, m->full_name, peer_, deadline, std::move(md));
-    reuse_buffers(*c);
-    c->request.assign(v.payload.begin(), v.payload.end());
+    c->call = std::move(typed);
+    c->method = m;
     active_call& call = *c;
     calls_.emplace(id, std::move(c));
     server_->call_started();
@@ -304,7 +344,7 @@ class server::impl::connection_state final : public transport::connection_handle
         if (auto self = weak.lock()) self->on_cancel(id);
       });
     }
-    boost::asio::co_spawn(ex_, m->svc->dispatch(m->index, call.ctx, call.request, call.response),
+    boost::asio::co_spawn(ex_, call.call->run(call.ctx),
                           boost::asio::bind_cancellation_slot(
                               call.signal.slot(), [self = shared_from_this(), id](std::exception_ptr e) {
                                 self->on_call_done(id, std::move(e));
@@ -335,13 +375,7 @@ class server::impl::connection_state final : public transport::connection_handle
   // max_in_flight_per_connection) waits for room with the connection's async_reserve.
   void reply(std::uint32_t id, active_call& c) {
     if (closed_) return forget(id);
-    const bool ok = c.ctx.status() == status_code::ok;
-    response_frame f(id, c.ctx.status(), ok ? std::string_view() : std::string_view(c.ctx.status_message()),
-                     ok ? std::string_view(c.response) : std::string_view());
-    if (f.size() > conn_->max_message_size()) {
-      f = response_frame(id, status_code::resource_exhausted, "response larger than the connection's maximum message size",
-                         {});
-    }
+    auto f = response_for(id, c);
     boost::system::error_code ec;
     auto r = conn_->try_reserve(f.size(), ec);
     if (ec != boost::asio::error::would_block) {
@@ -352,79 +386,63 @@ class server::impl::connection_state final : public transport::connection_handle
                                                                    transport::send_reservation r) {
       auto it = self->calls_.find(id);
       if (it == self->calls_.end()) return;  // cancelled meanwhile
-      active_call& c = *it->second;
       if (!ec && !self->closed_) {
-        const bool ok = c.ctx.status() == status_code::ok;
-        response_frame f(id, c.ctx.status(), ok ? std::string_view() : std::string_view(c.ctx.status_message()),
-                         ok ? std::string_view(c.response) : std::string_view());
+        const auto f = self->response_for(id, *it->second);
         if (f.size() <= r.size()) f.write(std::move(r));
       }
       self->forget(id);
     });
   }
 
+  // The response to finished call `c`: its reply, or its status (also when the reply cannot go).
+  response_frame response_for(std::uint32_t id, active_call& c) {
+    if (c.ctx.status() != status_code::ok) return response_frame(id, c.ctx.status(), c.ctx.status_message(), nullptr);
+    const google::protobuf::MessageLite& reply = c.call->reply();
+    if (!reply.IsInitialized()) {
+      return response_frame(id, status_code::internal,
+                            "cannot serialize the reply of " + std::string(c.method->full_name), nullptr);
+    }
+    response_frame f(id, status_code::ok, {}, &reply);
+    if (f.reply_size > std::numeric_limits<std::uint32_t>::max() || f.size() > conn_->max_message_size()) {
+      return response_frame(id, status_code::resource_exhausted,
+                            "response larger than the connection's maximum message size", nullptr);
+    }
+    return f;
+  }
+
   void forget(std::uint32_t id) {
     auto it = calls_.find(id);
     if (it == calls_.end()) return;
-    keep_buffers(*it->second);
+    keep_call(*it->second->method, std::move(it->second->call));
     calls_.erase(it);
   }
 
-  // Request and response buffers of finished calls serve the next ones: two allocations per call
-  // fewer. A few are kept, none larger than kSpareBufferBytes.
-  static constexpr std::size_t kSpareBuffers = 8;
-  static constexpr std::size_t kSpareBufferBytes = 64 * 1024;
+  // Call objects of finished calls serve the next calls of the same method (their messages keep
+  // their memory): no allocation for them in steady state. A few are kept per method.
+  static constexpr std::size_t kSpareCallsPerMethod = 4;
 
-  void reuse_buffers(active_call& c) {
-    if (!spare_requests_.empty()) {
-      c.request = std::move(spare_requests_.back());
-      spare_requests_.pop_back();
+  std::unique_ptr<server_call> take_call(const method_entry& m) {
+    if (m.slot < spare_calls_.size() && !spare_calls_[m.slot].empty()) {
+      auto call = std::move(spare_calls_[m.slot].back());
+      spare_calls_[m.slot].pop_back();
+      return call;
     }
-    if (!spare_responses_.empty()) {
-      c.response = std::move(spare_responses_.back());
-      spare_responses_.pop_back();
-      c.response.clear();
-    }
+    return m.svc->new_call(m.index);
   }
 
-  void keep_buffers(active_call& c) {
-    if (spare_requests_.size() < kSpareBuffers && c.request.capacity() <= kSpareBufferBytes) {
-      spare_requests_.push_back(std::move(c.request));
-    }
-    if (spare_responses_.size() < kSpareBuffers && c.response.capacity() <= kSpareBufferBytes) {
-      spare_responses_.push_back(std::move(c.response));
-    }
+  void keep_call(const method_entry& m, std::unique_ptr<server_call> call) {
+    if (!call) return;
+    if (spare_calls_.size() <= m.slot) spare_calls_.resize(server_->method_count());
+    if (m.slot >= spare_calls_.size() || spare_calls_[m.slot].size() >= kSpareCallsPerMethod) return;
+    call->clear();
+    spare_calls_[m.slot].push_back(std::move(call));
   }
-
-  // A response frame's parts, written straight into a reservation.
-  struct response_frame {
-    response_frame(std::uint32_t id, status_code code, std::string_view message, std::string_view payload)
-        : extras(extras::encode_response(message)), payload(payload) {
-      h.kind = frame::kind::response;
-      h.call_id = id;
-      h.status = code;
-      h.extras_length = static_cast<std::uint32_t>(extras.size());
-      h.payload_length = static_cast<std::uint32_t>(payload.size());
-    }
-    std::size_t size() const noexcept { return frame::kHeaderSize + extras.size() + payload.size(); }
-    void write(transport::send_reservation r) const {
-      std::byte* out = r.data().data();
-      frame::encode_header(h, std::span<std::byte, frame::kHeaderSize>(out, frame::kHeaderSize));
-      if (!extras.empty()) std::memcpy(out + frame::kHeaderSize, extras.data(), extras.size());
-      if (!payload.empty()) std::memcpy(out + frame::kHeaderSize + extras.size(), payload.data(), payload.size());
-      r.commit(size());
-    }
-
-    frame::header h;
-    std::string extras;  // empty (no allocation) for an OK response
-    std::string_view payload;
-  };
 
   // Sends a response that has no call record behind it. would_block when there is no room now
   // (nothing sent); other errors mean the connection is ending (on_close follows).
   boost::system::error_code respond(std::uint32_t id, status_code code, std::string_view message) {
     if (closed_) return transport::errc::not_connected;
-    const response_frame f(id, code, message, {});
+    const response_frame f(id, code, message, nullptr);
     boost::system::error_code ec;
     auto r = conn_->try_reserve(f.size(), ec);
     if (!ec) f.write(std::move(r));
@@ -444,8 +462,7 @@ class server::impl::connection_state final : public transport::connection_handle
   bool closed_ = false;
   // Running calls, and finished ones whose reply waits for send room.
   std::unordered_map<std::uint32_t, std::unique_ptr<active_call>> calls_;
-  std::vector<std::vector<std::byte>> spare_requests_;
-  std::vector<std::string> spare_responses_;
+  std::vector<std::vector<std::unique_ptr<server_call>>> spare_calls_;  // by method_entry::slot
 };
 
 void server::impl::serve(std::shared_ptr<transport::connection> conn) {

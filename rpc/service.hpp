@@ -2,16 +2,16 @@
 // The server-side contract between the rpc server and generated service bases.
 // Generated `Foo::Service` classes implement rdmarpc::service; users implement the generated
 // pure virtual coroutine handlers. Layer: rpc (generated code sits on top).
-// Threading: dispatch() runs on the executor the server picked for the call.
+// Threading: the server uses a service from every connection thread: new_call() must be safe to
+// call concurrently (generated services only read immutable state).
 
 #include "rpc/method.hpp"
+#include "rpc/server_call.hpp"
 #include "rpc/server_context.hpp"
 
-#include <boost/asio/awaitable.hpp>
-
 #include <cstddef>
+#include <memory>
 #include <span>
-#include <string>
 #include <string_view>
 
 namespace rdmarpc {
@@ -23,12 +23,10 @@ class service {
   virtual std::string_view full_name() const noexcept = 0;               // "kv.Store"
   virtual std::span<const method_descriptor> methods() const noexcept = 0;
 
-  // Runs methods()[index]: parses `request` (status INVALID_ARGUMENT when it does not parse),
-  // awaits the user's handler and serializes its reply into `response`. A handler reports an
-  // error by throwing rdmarpc::status_error or calling ctx.set_status(); any other exception
-  // becomes INTERNAL (the server catches it). `request` stays valid until the coroutine ends.
-  virtual boost::asio::awaitable<void> dispatch(std::size_t index, server_context& ctx,
-                                                std::span<const std::byte> request, std::string& response) = 0;
+  // A call object for methods()[index] (null for an index out of range). The server parses the
+  // request into it (INVALID_ARGUMENT when that fails), runs it and sends its reply; it keeps a
+  // few per connection and method for reuse, so this is called rarely in steady state.
+  virtual std::unique_ptr<server_call> new_call(std::size_t index) = 0;
 };
 
 }  // namespace rdmarpc

@@ -61,6 +61,7 @@ TEST_CASE("make_method_names follows GENERATED_API.md") {
 
 TEST_CASE("make_method_names escapes handlers that would hide rdmarpc::service members") {
   CHECK(make_method_names("Dispatch").handler == "dispatch_");
+  CHECK(make_method_names("NewCall").handler == "new_call_");
   CHECK(make_method_names("Methods").handler == "methods_");
   CHECK(make_method_names("FullName").handler == "full_name_");
   CHECK(make_method_names("Service").handler == "service_");

@@ -1,5 +1,5 @@
-// The generated Service::dispatch, called directly (no server, no network): request parsing,
-// handler selection by index (with escaped names), reply serialization, and the statuses it sets.
+// The generated Service::new_call, used directly as the server uses it (no server, no network):
+// request parsing, handler selection by index (with escaped names), the reply, the statuses.
 
 #include "test_services.hpp"
 
@@ -22,22 +22,32 @@ struct outcome {
   std::string response;
 };
 
-outcome run_dispatch(rdmarpc::service& service, std::size_t index, const std::string& request) {
+// What the server does with a call object: parse (INVALID_ARGUMENT), run, serialize the reply.
+outcome run_call(rdmarpc::server_call& call, const std::string& request) {
+  if (!call.parse_request(std::as_bytes(std::span(request)))) {
+    return {status_code::invalid_argument, "cannot parse " + call.request_type(), {}};
+  }
   asio::io_context io;
   rdmarpc::server_context context(io.get_executor(), "/test/Method", "test-peer",
                                   rdmarpc::server_context::clock::time_point::max(), {});
-  std::string response;
   bool done = false;
   std::exception_ptr failure;
-  asio::co_spawn(io, service.dispatch(index, context, std::as_bytes(std::span(request)), response),
-                 [&](std::exception_ptr e) {
-                   done = true;
-                   failure = e;
-                 });
+  asio::co_spawn(io, call.run(context), [&](std::exception_ptr e) {
+    done = true;
+    failure = e;
+  });
   io.run_for(std::chrono::seconds(10));
   REQUIRE(done);
   if (failure) std::rethrow_exception(failure);
+  std::string response;
+  if (context.status() == status_code::ok) response = call.reply().SerializeAsString();
   return {context.status(), context.status_message(), response};
+}
+
+outcome run_dispatch(rdmarpc::service& service, std::size_t index, const std::string& request) {
+  auto call = service.new_call(index);
+  if (!call) return {status_code::unimplemented, "method index out of range", {}};
+  return run_call(*call, request);
 }
 
 template <typename Message>
@@ -61,6 +71,21 @@ TEST_CASE("dispatch parses the request, runs the handler and serializes its repl
   const outcome out = run_dispatch(adder, 0, bytes_of(n));
   CHECK(out.status == status_code::ok);
   CHECK(parse<multi::Number>(out.response).value() == 42);
+}
+
+TEST_CASE("a call object serves the next call after clear()") {
+  adder_impl adder;
+  auto call = adder.new_call(0);
+  REQUIRE(call);
+  for (int i = 0; i < 3; ++i) {
+    multi::Number n;
+    n.set_value(i * 10);
+    const outcome out = run_call(*call, bytes_of(n));
+    CHECK(out.status == status_code::ok);
+    CHECK(parse<multi::Number>(out.response).value() == i * 10 + 1);
+    call->clear();
+    CHECK(call->reply().ByteSizeLong() == 0);
+  }
 }
 
 TEST_CASE("dispatch answers INVALID_ARGUMENT for a request that does not parse") {

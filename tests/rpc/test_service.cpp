@@ -34,33 +34,38 @@ boost::asio::awaitable<EchoReply> test_service::do_sleep(server_context& ctx, co
   co_return reply;
 }
 
-boost::asio::awaitable<void> test_service::dispatch(std::size_t index, server_context& ctx,
-                                                    std::span<const std::byte> request, std::string& response) {
-  EchoRequest req;
-  if (!req.ParseFromArray(request.data(), static_cast<int>(request.size()))) {
-    ctx.set_status(status_code::invalid_argument, "cannot parse rdmarpc.test.EchoRequest");
-    co_return;
-  }
+boost::asio::awaitable<EchoReply> test_service::do_echo(server_context&, const EchoRequest& req) {
   EchoReply reply;
+  reply.set_data(req.data());
+  co_return reply;
+}
+
+boost::asio::awaitable<EchoReply> test_service::do_throw(server_context&, const EchoRequest&) {
+  throw std::runtime_error("boom");
+  co_return EchoReply{};
+}
+
+boost::asio::awaitable<EchoReply> test_service::do_fail(server_context&, const EchoRequest& req) {
+  throw status_error(status_code::not_found, "no such key: " + req.data());
+  co_return EchoReply{};
+}
+
+boost::asio::awaitable<EchoReply> test_service::do_metadata(server_context& ctx, const EchoRequest&) {
+  EchoReply reply;
+  for (const auto& [key, value] : ctx.client_metadata()) reply.mutable_data()->append(key + "=" + value + ";");
+  co_return reply;
+}
+
+std::unique_ptr<server_call> test_service::new_call(std::size_t index) {
+  using call = member_server_call<test_service, EchoRequest, EchoReply>;
   switch (index) {
-    case 0:
-      reply.set_data(req.data());
-      break;
-    case 1:
-      reply = co_await do_sleep(ctx, req);
-      break;
-    case 2:
-      throw std::runtime_error("boom");
-    case 3:
-      throw status_error(status_code::not_found, "no such key: " + req.data());
-    case 4:
-      for (const auto& [key, value] : ctx.client_metadata()) reply.mutable_data()->append(key + "=" + value + ";");
-      break;
-    default:
-      ctx.set_status(status_code::internal, "bad method index");
-      co_return;
+    case 0: return std::make_unique<call>(*this, &test_service::do_echo);
+    case 1: return std::make_unique<call>(*this, &test_service::do_sleep);
+    case 2: return std::make_unique<call>(*this, &test_service::do_throw);
+    case 3: return std::make_unique<call>(*this, &test_service::do_fail);
+    case 4: return std::make_unique<call>(*this, &test_service::do_metadata);
+    default: return nullptr;
   }
-  if (ctx.status() == status_code::ok) reply.SerializeToString(&response);
 }
 
 }  // namespace rdmarpc::test

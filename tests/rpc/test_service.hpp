@@ -26,8 +26,7 @@ class test_service final : public rdmarpc::service {
 
   std::string_view full_name() const noexcept override { return "rdmarpc.test.Test"; }
   std::span<const method_descriptor> methods() const noexcept override { return methods_; }
-  boost::asio::awaitable<void> dispatch(std::size_t index, server_context& ctx, std::span<const std::byte> request,
-                                        std::string& response) override;
+  std::unique_ptr<server_call> new_call(std::size_t index) override;
 
   // Observations, readable from any thread.
   std::atomic<int> sleeps_started{0};
@@ -48,7 +47,11 @@ class test_service final : public rdmarpc::service {
     { std::lock_guard lock(mutex_); }
     cv_.notify_all();
   }
+  boost::asio::awaitable<EchoReply> do_echo(server_context& ctx, const EchoRequest& req);
   boost::asio::awaitable<EchoReply> do_sleep(server_context& ctx, const EchoRequest& req);
+  boost::asio::awaitable<EchoReply> do_throw(server_context& ctx, const EchoRequest& req);
+  boost::asio::awaitable<EchoReply> do_fail(server_context& ctx, const EchoRequest& req);
+  boost::asio::awaitable<EchoReply> do_metadata(server_context& ctx, const EchoRequest& req);
 
   static constexpr std::array<method_descriptor, 5> methods_{echo, sleep, throws, fail, meta};
   std::mutex mutex_;
