@@ -1,10 +1,10 @@
 // rdmarpc_echo_bench: the rdmarpc echo benchmark (bench/echo_bench.proto through the generated
 // stub), with the same client flags as grpc_echo_bench. Modes:
-//   server --listen URI [--busy-poll]                 serve until SIGINT/SIGTERM
-//   client --target URI [--busy-poll] [client flags]  run the payload x concurrency matrix
+//   server --listen URI [--busy-poll|--adaptive]      serve until SIGINT/SIGTERM (default: event)
+//   client --target URI [--busy-poll|--adaptive] [client flags]  run the payload x concurrency matrix
 //   inproc [--listen URI|loopback] [client flags]     server thread + client in one process
 //                                                     (loopback transport, callgrind runs)
-//   idle [--listen URI] [--seconds S] [--busy-poll]   CPU used by a connected, idle pair
+//   idle [--listen URI] [--seconds S] [--busy-poll|--adaptive]   CPU used by a connected, idle pair
 // URIs: rdma://10.0.0.1:7471, tcp://127.0.0.1:7472 (port 0 = any, for inproc/idle).
 #include "bench/common/bench_result.hpp"
 #include "bench/common/client_options.hpp"
@@ -38,10 +38,10 @@ using namespace rdmarpc::bench;
 namespace asio = boost::asio;
 
 void usage() {
-  std::cerr << "usage: rdmarpc_echo_bench server --listen URI [--busy-poll]\n"
-               "       rdmarpc_echo_bench client --target URI [--busy-poll] [client flags]\n"
+  std::cerr << "usage: rdmarpc_echo_bench server --listen URI [--busy-poll|--adaptive]\n"
+               "       rdmarpc_echo_bench client --target URI [--busy-poll|--adaptive] [client flags]\n"
                "       rdmarpc_echo_bench inproc [--listen URI|loopback] [client flags]\n"
-               "       rdmarpc_echo_bench idle [--listen URI] [--seconds S] [--busy-poll] [--json PATH]\n"
+               "       rdmarpc_echo_bench idle [--listen URI] [--seconds S] [--busy-poll|--adaptive] [--json PATH]\n"
                "URIs: rdma://HOST:PORT, tcp://HOST:PORT\n"
                "client flags:\n"
             << client_flags_help();
@@ -55,16 +55,24 @@ std::string transport_of(const std::string& uri) {
 struct settings {
   std::string mode;
   std::string uri = "tcp://127.0.0.1:0";
-  bool busy_poll = false;
+  // The bench names its mode explicitly (the library's default is adaptive).
+  rdmarpc::transport::cq_polling polling = rdmarpc::transport::cq_polling::event;
   double idle_seconds = 5;
   client_options client;
 
   rdmarpc::transport::connection_options transport() const {
     rdmarpc::transport::connection_options o;
-    o.busy_poll = busy_poll;
+    o.polling = polling;
     return o;
   }
-  std::string mode_label() const { return busy_poll ? "busy_poll" : "event"; }
+  std::string mode_label() const {
+    switch (polling) {
+      case rdmarpc::transport::cq_polling::busy: return "busy_poll";
+      case rdmarpc::transport::cq_polling::adaptive: return "adaptive";
+      case rdmarpc::transport::cq_polling::event: break;
+    }
+    return "event";
+  }
 };
 
 std::vector<bench_result> run_matrix(echo_client& client, const client_options& options) {
@@ -211,7 +219,10 @@ int run(int argc, char** argv) {
     if (f == "--listen" || f == "--target") {
       s.uri = args.value();
     } else if (f == "--busy-poll") {
-      s.busy_poll = true;
+      s.polling = rdmarpc::transport::cq_polling::busy;
+      args.skip();
+    } else if (f == "--adaptive") {
+      s.polling = rdmarpc::transport::cq_polling::adaptive;
       args.skip();
     } else if (f == "--seconds") {
       s.idle_seconds = std::stod(args.value());

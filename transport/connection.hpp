@@ -27,6 +27,13 @@
 
 namespace rdmarpc::transport {
 
+// How an rdma connection waits for completions.
+enum class cq_polling {
+  event,     // arm the CQ and sleep on the completion channel fd: ~0 CPU idle, a wake-up per event
+  busy,      // spin on the CQ forever (yielding to other handlers between spins): a core per thread
+  adaptive,  // after a wake-up, spin for adaptive_spin after the last completion, then arm and sleep
+};
+
 // Settings shared by every implementation; each ignores what does not apply to it.
 struct connection_options {
   // Largest message the connection sends and the peer may send us (default 16 MiB). Larger
@@ -46,7 +53,10 @@ struct connection_options {
   // depth in work requests (one per fragment).
   std::uint32_t send_buffers = 128;
   std::uint32_t signal_every = 16;      // request a send completion every N sends
-  bool busy_poll = false;               // spin on the CQ instead of sleeping on the completion fd
+  cq_polling polling = cq_polling::adaptive;
+  // adaptive: how long to keep polling after the last completion before sleeping. Long enough to
+  // catch the reply of a call just sent on real NICs (a few us) and in the Soft-RoCE VM (tens).
+  std::chrono::microseconds adaptive_spin{100};
   bool disable_credits = false;         // TEST ONLY: send without flow control to prove RNR detection
 };
 

@@ -17,7 +17,7 @@ DURATION=${BENCH_DURATION:-1.5}
 WARMUP=${BENCH_WARMUP:-0.3}
 IDLE_SECONDS=${BENCH_IDLE_SECONDS:-5}
 PERFTEST_DELAY=${BENCH_PERFTEST_DELAY:-2}
-PARTS=" ${BENCH_PARTS:-perftest rdma busy tcp grpc idle} "  # a subset, for debugging one part
+PARTS=" ${BENCH_PARTS:-perftest rdma busy adaptive tcp grpc idle} "  # a subset, for debugging one part
 part() { [[ $PARTS == *" $1 "* ]]; }
 OUT=/out
 mkdir -p $OUT/perftest $OUT/log
@@ -114,6 +114,9 @@ part rdma && echo_pair rdmarpc-rdma "$BIN/rdmarpc_echo_bench" server --listen rd
 part busy && CLIENT_TIMEOUT=60 echo_pair rdmarpc-rdma-busy "$BIN/rdmarpc_echo_bench" server --busy-poll --listen rdma://$IP:7473 -- \
   "$BIN/rdmarpc_echo_bench" client --busy-poll --target rdma://$IP:7473 --payload 64 --concurrency 1,64 \
   --duration "$DURATION" --warmup "$WARMUP" --json $OUT/echo.jsonl
+part adaptive && CLIENT_TIMEOUT=60 echo_pair rdmarpc-rdma-adaptive "$BIN/rdmarpc_echo_bench" server --adaptive --listen rdma://$IP:7475 -- \
+  "$BIN/rdmarpc_echo_bench" client --adaptive --target rdma://$IP:7475 --payload 64 --concurrency 1,64 \
+  --duration "$DURATION" --warmup "$WARMUP" --json $OUT/echo.jsonl
 part tcp && echo_pair rdmarpc-tcp "$BIN/rdmarpc_echo_bench" server --listen tcp://$IP:7472 -- \
   "$BIN/rdmarpc_echo_bench" client --target tcp://$IP:7472 "${common[@]}"
 if ! part grpc; then
@@ -128,6 +131,7 @@ fi
 part idle || { step "done"; exit 0; }
 step "idle cost: a connected client+server doing nothing for ${IDLE_SECONDS}s"
 timeout 60 "$BIN/rdmarpc_echo_bench" idle --listen rdma://$IP:0 --seconds $IDLE_SECONDS --json $OUT/echo.jsonl 2>&1 | cat
+timeout 60 "$BIN/rdmarpc_echo_bench" idle --adaptive --listen rdma://$IP:0 --seconds $IDLE_SECONDS --json $OUT/echo.jsonl 2>&1 | cat
 timeout 60 "$BIN/rdmarpc_echo_bench" idle --listen tcp://$IP:0 --seconds $IDLE_SECONDS --json $OUT/echo.jsonl 2>&1 | cat
 if [ -x "$BIN/grpc_echo_bench" ]; then
   timeout 60 "$BIN/grpc_echo_bench" idle --seconds $IDLE_SECONDS --json $OUT/echo.jsonl 2>&1 | cat

@@ -277,9 +277,10 @@ double percentile(std::vector<double> v, double q) {
 }
 
 // 64 B ping-pong between two processes (like ib_send_lat); prints the RTT, asserts only delivery.
-void measure_rtt(std::uint16_t port, bool busy_poll) {
+void measure_rtt(std::uint16_t port, transport::cq_polling polling) {
   transport::connection_options options;
-  options.busy_poll = busy_poll;
+  options.polling = polling;
+  const bool busy_poll = polling == transport::cq_polling::busy;
   child_process child = child_process::spawn([&](int, int to_parent) {
     boost::asio::io_context io;
     auto listener = transport::rdma::make_listener(io.get_executor(), rdma_endpoint(port), options);
@@ -342,7 +343,7 @@ void measure_rtt(std::uint16_t port, bool busy_poll) {
   for (double r : rtts) sum += r;
   std::printf(
       "rdmarpc 64 B ping-pong RTT (%s, 2 processes, %d rounds): median %.1f us, mean %.1f us, p99 %.1f us\n",
-      busy_poll ? "busy_poll" : "event mode", kRounds, percentile(rtts, 0.5), sum / kRounds,
+      busy_poll ? "busy_poll" : polling == transport::cq_polling::adaptive ? "adaptive" : "event mode", kRounds, percentile(rtts, 0.5), sum / kRounds,
       percentile(rtts, 0.99));
   std::fflush(stdout);
   CHECK(replies == static_cast<std::size_t>(kWarmup + kRounds));
@@ -365,8 +366,11 @@ void measure_rtt(std::uint16_t port, bool busy_poll) {
 }  // namespace
 
 TEST_CASE("rdma 64 B ping-pong RTT between two processes (event mode)") {
-  measure_rtt(7513, false);
+  measure_rtt(7513, transport::cq_polling::event);
 }
 TEST_CASE("rdma 64 B ping-pong RTT between two processes (busy poll)") {
-  measure_rtt(7514, true);
+  measure_rtt(7514, transport::cq_polling::busy);
+}
+TEST_CASE("rdma 64 B ping-pong RTT between two processes (adaptive)") {
+  measure_rtt(7515, transport::cq_polling::adaptive);
 }

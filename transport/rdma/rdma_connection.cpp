@@ -19,7 +19,8 @@ namespace {
 // set. No pointers travel through wr_id.
 constexpr std::uint64_t kSendBit = std::uint64_t{1} << 63;
 constexpr int kPollBatch = 32;
-// Busy-poll mode: empty polls before yielding to the executor (each is a few hundred instructions).
+// Busy-poll and adaptive modes: empty polls before yielding to the executor (each is a few hundred
+// instructions).
 constexpr int kBusyPollSpins = 64;
 // Reposts are chained in batches: released slots wait for the end of the current handler run
 // (or this many) and then go out in one ibv_post_recv.
@@ -95,7 +96,7 @@ void rdma_connection::start(std::shared_ptr<connection_handler> handler) {
   ibv_req_notify_cq(resources_->cq(), 0);
   // Completions may already wait in the CQ (the peer can send as soon as it is established).
   boost::asio::post(ex_, [self = self()] {
-    if (self->options_.busy_poll) {
+    if (self->options_.polling == cq_polling::busy) {
       self->busy_poll_step();
     } else {
       self->on_cq_readable();
@@ -136,10 +137,41 @@ void rdma_connection::on_cq_readable() {
     ++stats_.cq_wakeups;
     resources_->add_unacked_cq_events(1);
   }
+  if (options_.polling == cq_polling::adaptive) {
+    // Stay awake a while: under load the next completion comes soon, and polling for it costs far
+    // less than sleeping and being woken again.
+    poll_cq();
+    spin_until_ = std::chrono::steady_clock::now() + options_.adaptive_spin;
+    return adaptive_step();
+  }
   // Arm first, then poll until empty: a completion that arrives between the two is either seen by
   // this poll or raises a new event, never lost.
   ibv_req_notify_cq(resources_->cq(), 0);
   poll_cq();
+  wait_cq();
+}
+
+void rdma_connection::adaptive_step() {
+  for (int spin = 0; spin < kBusyPollSpins && !shut_down_; ++spin) {
+    if (poll_cq() > 0) {
+      spin_until_ = std::chrono::steady_clock::now() + options_.adaptive_spin;
+      break;
+    }
+  }
+  if (shut_down_) return;
+  if (std::chrono::steady_clock::now() < spin_until_) {
+    boost::asio::defer(ex_, [self = self()] { self->adaptive_step(); });  // let other handlers run
+    return;
+  }
+  // Quiet for a whole spin: arm, poll once more (a completion that came before the arm raised no
+  // event), and sleep unless that found work. Armed while still spinning is harmless: the event
+  // it raises is read at the next wake-up.
+  ibv_req_notify_cq(resources_->cq(), 0);
+  if (poll_cq() > 0) {
+    spin_until_ = std::chrono::steady_clock::now() + options_.adaptive_spin;
+    boost::asio::defer(ex_, [self = self()] { self->adaptive_step(); });
+    return;
+  }
   wait_cq();
 }
 

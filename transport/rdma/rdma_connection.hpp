@@ -88,6 +88,7 @@ class rdma_connection final : public connection, public received_message::owner 
   void wait_cm();
   void on_cq_readable();
   void busy_poll_step();
+  void adaptive_step();  // spins until adaptive_spin passed without a completion, then sleeps
   std::size_t poll_cq();  // returns the number of completions handled
   void handle_completion(const ibv_wc& wc);
   void handle_receive(const ibv_wc& wc);
@@ -162,6 +163,7 @@ class rdma_connection final : public connection, public received_message::owner 
   std::vector<std::uint32_t> repost_;
   bool repost_scheduled_ = false;
   bool in_poll_ = false;
+  std::chrono::steady_clock::time_point spin_until_;  // adaptive polling: sleep after this
   bool shut_down_ = false;
   bool goodbye_posted_ = false;     // our close(): the last credit-only message is out
   bool peer_said_goodbye_ = false;  // the peer's close(): its disconnect is closed_by_peer
