@@ -8,7 +8,7 @@
 #include <memory>
 #include <optional>
 
-#include "transport/connect.hpp"
+#include "transport/listener.hpp"
 #include "transport/rdma/qp_resources.hpp"
 
 namespace rdmarpc::transport::rdma {

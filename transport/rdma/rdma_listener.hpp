@@ -7,7 +7,7 @@
 
 #include <memory>
 
-#include "transport/connect.hpp"
+#include "transport/listener.hpp"
 
 namespace rdmarpc::transport::rdma {
 

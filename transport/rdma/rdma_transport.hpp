@@ -8,7 +8,7 @@
 // per process, and the kernel refuses a child's use of them (ibv_post_send fails with EACCES).
 // A child that needs RDMA should exec a fresh program (as tests/rpc's killed-server case does).
 
-#include "transport/connect.hpp"
+#include "transport/listener.hpp"
 
 namespace rdmarpc::transport::rdma {
 

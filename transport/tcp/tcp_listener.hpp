@@ -3,7 +3,7 @@
 // tcp_connections on the executor the caller names. Layer: transport.
 // Threading: belongs to one executor; call its members there.
 
-#include "transport/connect.hpp"
+#include "transport/listener.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 

@@ -2,7 +2,7 @@
 // Entry points of the tcp transport, called by transport/connect.cpp when a URI's scheme is "tcp".
 // Layer: transport. Threading: see transport/connection.hpp.
 
-#include "transport/connect.hpp"
+#include "transport/listener.hpp"
 
 namespace rdmarpc::transport::tcp {
 
