@@ -9,6 +9,7 @@
 #include <boost/asio/defer.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/execution/outstanding_work.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/prefer.hpp>
@@ -24,6 +25,7 @@
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 namespace rdmarpc {
 namespace {
@@ -31,11 +33,12 @@ namespace {
 using clock = std::chrono::steady_clock;
 using call_handler = boost::asio::any_completion_handler<channel::call_signature>;
 
-// One call from start_unary_call until its handler is posted. Owned by channel_impl::calls_.
+// One call from start_unary_call until its handler is posted. Owned by channel_impl::calls_; the
+// channel keeps finished ones for reuse (spare_calls_), so steady traffic allocates none.
 struct pending_call {
-  // Constructed, never assigned: Boost 1.81's any_completion_handler move-assignment recurses
+  // Emplaced, never assigned: Boost 1.81's any_completion_handler move-assignment recurses
   // forever (it copies from an lvalue through its converting constructor).
-  explicit pending_call(call_handler h) : handler(std::move(h)) {}
+  explicit pending_call(call_handler h) { handler.emplace(std::move(h)); }
 
   std::uint32_t id = 0;
   method_descriptor method{};
@@ -44,9 +47,11 @@ struct pending_call {
   std::string body;  // extras followed by the serialized request; freed once sent
   std::uint32_t extras_length = 0;
   clock::time_point deadline = clock::time_point::max();
-  call_handler handler;
+  std::optional<call_handler> handler;
   // Keeps the channel's executor from running out of work (io_context::run returning) while
-  // the call waits for a reply that only the peer can trigger.
+  // the call waits for a reply that only the peer can trigger. io_work on an io_context (a
+  // counter, no allocation), else work.
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> io_work;
   boost::asio::any_io_executor work;
   std::optional<boost::asio::steady_timer> timer;
   bool sent = false;
@@ -114,7 +119,8 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
     const std::uint32_t id = allocate_id();
     auto slot = boost::asio::get_associated_cancellation_slot(handler);
     if (slot.is_connected()) slot.template emplace<cancel_fn>(weak_from_this(), id);
-    auto c = std::make_unique<pending_call>(std::move(handler));
+    const bool own_thread = on_own_thread();
+    auto c = own_thread ? reuse_call(std::move(handler)) : std::make_unique<pending_call>(std::move(handler));
     c->id = id;
     c->method = method;
     c->context = context;
@@ -125,12 +131,16 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
       c->deadline = options_.default_timeout >= clock::time_point::max() - now ? clock::time_point::max()
                                                                                : now + options_.default_timeout;
     }
-    c->work = boost::asio::prefer(ex_, boost::asio::execution::outstanding_work.tracked);
+    if (io_ex_ != nullptr) {
+      c->io_work.emplace(*io_ex_);
+    } else {
+      c->work = boost::asio::prefer(ex_, boost::asio::execution::outstanding_work.tracked);
+    }
     calls_started_.fetch_add(1, std::memory_order_relaxed);
     // Already on our executor (a completion handler issuing the next call, the common case): submit
     // now, serializing straight into the connection's send memory when there is room. submit never
     // runs a handler inline.
-    if (on_own_thread()) return submit(std::move(c), &request);
+    if (own_thread) return submit(std::move(c), &request);
     // From another thread: the caller may reuse `request` as soon as we return, so serialize a
     // copy now (the one copy on this path).
     serialize_into_body(*c, request);
@@ -266,7 +276,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
       });
     }
     pending_call& call = *c;
-    calls_.emplace(id, std::move(c));
+    insert_call(id, std::move(c));
     // Nothing waits ahead of it: straight into the connection's send memory, no copy.
     if (request != nullptr && queue_.empty() && conn_ && in_flight_ < options_.max_in_flight && !reserving_) {
       if (send_direct(call, *request)) return;
@@ -453,8 +463,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
   void finish(std::uint32_t id, status_code code, std::string message, bool in_queue = true) {
     auto it = calls_.find(id);
     if (it == calls_.end()) return;
-    auto c = std::move(it->second);
-    calls_.erase(it);
+    auto c = extract_call(it);
     if (c->sent) {
       --in_flight_;
     } else if (in_queue) {
@@ -493,11 +502,15 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
     if (c->context != nullptr) c->context->set_result(code, std::move(message));
     (code == status_code::ok ? calls_ok_ : calls_failed_).fetch_add(1, std::memory_order_relaxed);
     if (c->timer) c->timer->cancel();
-    auto handler = std::move(c->handler);
-    auto work = std::move(c->work);  // released after the completion is posted
-    c.reset();
+    auto handler = std::move(*c->handler);
+    auto io_work = std::move(c->io_work);  // released after the completion is posted
+    auto work = std::move(c->work);
+    keep_call(std::move(c));
     const boost::system::error_code ec = code == status_code::ok ? boost::system::error_code{} : make_error_code(code);
-    auto target = boost::asio::get_associated_executor(handler, ex_);
+    // The io_context's own executor as the default: converting it is free, converting the
+    // type-erased ex_ into the handler's executor type costs an allocation per call.
+    auto target = io_ex_ != nullptr ? boost::asio::get_associated_executor(handler, *io_ex_)
+                                    : boost::asio::get_associated_executor(handler, ex_);
     posted_completion completion{std::move(handler), ec, std::move(target)};
     if (std::exchange(complete_inline_, false)) {
       // Runs here when the handler's executor is ours (or runs this thread), else is queued there.
@@ -508,6 +521,54 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
       boost::asio::defer(ex_, std::move(completion));
     }
     if (released_) maybe_close_released();
+  }
+
+  // Call records and map nodes are reused (on ex_ only): no allocation per call in steady state.
+  static constexpr std::size_t kSpareCalls = 64;
+  using call_map = std::unordered_map<std::uint32_t, std::unique_ptr<pending_call>>;
+
+  std::unique_ptr<pending_call> reuse_call(call_handler handler) {
+    if (spare_calls_.empty()) return std::make_unique<pending_call>(std::move(handler));
+    auto c = std::move(spare_calls_.back());
+    spare_calls_.pop_back();
+    c->handler.emplace(std::move(handler));
+    return c;
+  }
+
+  void keep_call(std::unique_ptr<pending_call> c) {
+    if (!on_own_thread() || spare_calls_.size() >= kSpareCalls) return;
+    c->handler.reset();
+    c->io_work.reset();
+    c->work = {};
+    c->timer.reset();
+    c->context = nullptr;
+    c->response = nullptr;
+    c->body.clear();
+    c->extras_length = 0;
+    c->deadline = clock::time_point::max();
+    c->sent = false;
+    c->early_status = status_code::ok;
+    c->early_message.clear();
+    spare_calls_.push_back(std::move(c));
+  }
+
+  void insert_call(std::uint32_t id, std::unique_ptr<pending_call> c) {
+    if (spare_nodes_.empty()) {
+      calls_.emplace(id, std::move(c));
+      return;
+    }
+    auto node = std::move(spare_nodes_.back());
+    spare_nodes_.pop_back();
+    node.key() = id;
+    node.mapped() = std::move(c);
+    calls_.insert(std::move(node));
+  }
+
+  std::unique_ptr<pending_call> extract_call(call_map::iterator it) {
+    auto node = calls_.extract(it);
+    auto c = std::move(node.mapped());
+    if (spare_nodes_.size() < kSpareCalls) spare_nodes_.push_back(std::move(node));
+    return c;
   }
 
   const boost::asio::any_io_executor ex_;
@@ -523,7 +584,9 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
   bool closed_ = false;
   bool released_ = false;
   bool complete_inline_ = false;  // see on_message and complete
-  std::unordered_map<std::uint32_t, std::unique_ptr<pending_call>> calls_;  // queued and sent
+  call_map calls_;                                                          // queued and sent
+  std::vector<std::unique_ptr<pending_call>> spare_calls_;
+  std::vector<call_map::node_type> spare_nodes_;
   std::deque<std::uint32_t> queue_;                                         // not yet sent, in order
   std::size_t in_flight_ = 0;                                               // sent, not answered
 

@@ -9,6 +9,7 @@
 #include <boost/asio/any_io_executor.hpp>
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -18,14 +19,19 @@ class server_context {
  public:
   using clock = std::chrono::steady_clock;
 
-  server_context(boost::asio::any_io_executor executor, std::string_view method, std::string peer,
-                 clock::time_point deadline, rdmarpc::metadata client_metadata)
+  // `peer` is shared by every call of a connection (no copy per call).
+  server_context(boost::asio::any_io_executor executor, std::string_view method,
+                 std::shared_ptr<const std::string> peer, clock::time_point deadline, rdmarpc::metadata client_metadata)
       : executor_(std::move(executor)), method_(method), peer_(std::move(peer)), deadline_(deadline),
         client_metadata_(std::move(client_metadata)) {}
+  server_context(boost::asio::any_io_executor executor, std::string_view method, std::string peer,
+                 clock::time_point deadline, rdmarpc::metadata client_metadata)
+      : server_context(std::move(executor), method, std::make_shared<const std::string>(std::move(peer)), deadline,
+                       std::move(client_metadata)) {}
 
   boost::asio::any_io_executor get_executor() const noexcept { return executor_; }
   std::string_view method() const noexcept { return method_; }  // "/kv.Store/Get"
-  const std::string& peer() const noexcept { return peer_; }
+  const std::string& peer() const noexcept { return *peer_; }
   clock::time_point deadline() const noexcept { return deadline_; }  // max() = none
   const rdmarpc::metadata& client_metadata() const noexcept { return client_metadata_; }
 
@@ -45,7 +51,7 @@ class server_context {
  private:
   boost::asio::any_io_executor executor_;
   std::string_view method_;
-  std::string peer_;
+  std::shared_ptr<const std::string> peer_;
   clock::time_point deadline_;
   rdmarpc::metadata client_metadata_;
   bool cancelled_ = false;

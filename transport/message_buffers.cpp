@@ -1,4 +1,4 @@
-#include "transport/heap_send_queue.hpp"
+#include "transport/message_buffers.hpp"
 
 #include <utility>
 
@@ -8,7 +8,7 @@ constexpr std::size_t kSpareBuffers = 16;             // recycled buffers kept
 constexpr std::size_t kSpareBufferBytes = 256 * 1024;  // ... none larger than this
 }  // namespace
 
-send_reservation heap_send_queue::reserve(send_reservation::owner* owner, std::size_t bytes) {
+send_reservation message_buffers::reserve(send_reservation::owner* owner, std::size_t bytes) {
   std::uint32_t token;
   if (!free_slots_.empty()) {
     token = free_slots_.back();
@@ -31,7 +31,7 @@ send_reservation heap_send_queue::reserve(send_reservation::owner* owner, std::s
   return send_reservation(owner, token, std::span<std::byte>(s.data.data() + headroom_, bytes));
 }
 
-heap_send_queue::buffer heap_send_queue::take(std::uint64_t token, std::size_t size) {
+message_buffers::buffer message_buffers::take(std::uint64_t token, std::size_t size) {
   slot& s = slots_[token];
   buffer b = std::move(s.data);
   b.resize(headroom_ + size);
@@ -41,7 +41,7 @@ heap_send_queue::buffer heap_send_queue::take(std::uint64_t token, std::size_t s
   return b;
 }
 
-void heap_send_queue::cancel(std::uint64_t token) noexcept {
+void message_buffers::cancel(std::uint64_t token) noexcept {
   slot& s = slots_[token];
   written(s.bytes);
   recycle(std::move(s.data));
@@ -50,7 +50,36 @@ void heap_send_queue::cancel(std::uint64_t token) noexcept {
   free_slots_.push_back(static_cast<std::uint32_t>(token));
 }
 
-void heap_send_queue::recycle(buffer b) noexcept {
+message_buffers::buffer message_buffers::take_spare(std::size_t size) {
+  buffer b;
+  if (!spare_.empty()) {
+    b = std::move(spare_.back());
+    spare_.pop_back();
+  }
+  b.resize(size);
+  return b;
+}
+
+std::uint64_t message_buffers::lend(buffer b) {
+  std::uint32_t token;
+  if (!free_lent_.empty()) {
+    token = free_lent_.back();
+    free_lent_.pop_back();
+    lent_[token] = std::move(b);
+  } else {
+    token = static_cast<std::uint32_t>(lent_.size());
+    lent_.push_back(std::move(b));
+  }
+  return token;
+}
+
+void message_buffers::give_back(std::uint64_t token) noexcept {
+  recycle(std::move(lent_[token]));
+  lent_[token] = {};
+  free_lent_.push_back(static_cast<std::uint32_t>(token));
+}
+
+void message_buffers::recycle(buffer b) noexcept {
   if (spare_.size() < kSpareBuffers && b.capacity() <= kSpareBufferBytes) spare_.push_back(std::move(b));
 }
 

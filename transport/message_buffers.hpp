@@ -1,23 +1,26 @@
 #pragma once
-// heap_send_queue: the reservations and byte accounting of a connection whose messages live in
-// ordinary heap buffers (tcp, loopback). A reservation is a buffer with `headroom` bytes in front
-// for the transport's own header; committed buffers are handed to the transport, which gives
-// their bytes back with written() once they left its queue. Buffers are recycled: a steady stream
-// of messages allocates nothing. Layer: transport. Threading: the owning connection's executor.
+// message_buffers: the heap buffers of a connection whose messages live in ordinary memory (tcp,
+// loopback), sending and receiving. Sending: a reservation is a buffer with `headroom` bytes in
+// front for the transport's own header; committed buffers go to the transport, which gives their
+// bytes back with written() once they left its queue (the send queue's byte bound). Receiving: a
+// received message's buffer is lent to the rpc layer (lend) and comes back on release. Buffers
+// circulate between both: a steady stream of messages allocates nothing.
+// Layer: transport. Threading: the owning connection's executor.
 
 #include "transport/send_reservation.hpp"
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace rdmarpc::transport {
 
-class heap_send_queue {
+class message_buffers {
  public:
   using buffer = std::vector<std::byte>;
 
-  heap_send_queue(std::size_t headroom, std::size_t limit_bytes) noexcept
+  message_buffers(std::size_t headroom, std::size_t limit_bytes) noexcept
       : headroom_(headroom), limit_(limit_bytes) {}
 
   // Whether `bytes` more fit under the limit (always, while nothing is queued).
@@ -38,6 +41,16 @@ class heap_send_queue {
   // Forgets every queued byte (the connection ended and dropped its queue).
   void clear() noexcept { queued_ = 0; }
 
+  // A buffer of `size` bytes for a received message (recycled when one is spare).
+  buffer take_spare(std::size_t size);
+  // Lends `b` (a received message) to the rpc layer: the message's owner token, and its bytes.
+  std::uint64_t lend(buffer b);
+  std::span<const std::byte> lent(std::uint64_t token) const noexcept {
+    return {lent_[token].data(), lent_[token].size()};
+  }
+  // The message was released: its buffer serves the next message.
+  void give_back(std::uint64_t token) noexcept;
+
   std::size_t queued_bytes() const noexcept { return queued_; }
   std::size_t headroom() const noexcept { return headroom_; }
 
@@ -54,6 +67,8 @@ class heap_send_queue {
   std::vector<slot> slots_;         // outstanding reservations, indexed by token
   std::vector<std::uint32_t> free_slots_;
   std::vector<buffer> spare_;       // recycled buffers
+  std::vector<buffer> lent_;        // received messages the rpc layer holds, indexed by token
+  std::vector<std::uint32_t> free_lent_;
 };
 
 }  // namespace rdmarpc::transport

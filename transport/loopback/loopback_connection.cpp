@@ -211,7 +211,10 @@ void loopback_connection::deliver() {
     stats_.bytes_received += message.size();
     return_capacity();
     auto handler = handler_;  // on_message may close() us, which drops handler_
-    handler->on_message(received_message(std::move(message)));
+    // Lent, not given: its buffer comes back on release and carries our next message.
+    const std::uint64_t token = buffers_.lend(std::move(message));
+    handler->on_message(
+        received_message(buffers_.lent(token), std::shared_ptr<received_message::owner>(self(), this), token));
   }
   if (state_ != state::open) return;
   if (!inbound_.empty()) {

@@ -5,7 +5,7 @@
 
 #include "transport/connection.hpp"
 #include "transport/loopback/loopback_transport.hpp"
-#include "transport/heap_send_queue.hpp"
+#include "transport/message_buffers.hpp"
 
 #include <boost/asio/steady_timer.hpp>
 
@@ -15,7 +15,7 @@
 
 namespace rdmarpc::transport::loopback {
 
-class loopback_connection final : public connection {
+class loopback_connection final : public connection, public received_message::owner {
  public:
   loopback_connection(boost::asio::any_io_executor ex, const loopback_options& options, loopback_faults faults,
                       std::string name);
@@ -31,6 +31,8 @@ class loopback_connection final : public connection {
   std::size_t max_message_size() const noexcept override { return options_.connection.max_message_size; }
   const connection_stats& stats() const noexcept override { return stats_; }
   std::string remote_address() const override { return "loopback://" + peer_name_; }
+
+  void release_message(std::uint64_t token) noexcept override { buffers_.give_back(token); }
 
  protected:
   send_reservation reserve_now(std::size_t bytes, boost::system::error_code& ec) override;
@@ -70,7 +72,7 @@ class loopback_connection final : public connection {
   bool close_reported_ = false;  // a handler got on_close
   bool notified_peer_ = false;  // the peer was told we ended (closed_by_peer / connection_lost)
   std::shared_ptr<connection_handler> handler_;
-  heap_send_queue buffers_;                        // reservations, and the bytes not yet handed over
+  message_buffers buffers_;                        // reservations, and the bytes not yet handed over
   std::deque<std::vector<std::byte>> send_queue_;  // committed, not yet handed to the peer
   std::size_t in_flight_ = 0;                       // handed to the peer, not yet delivered there
   std::uint64_t sequence_ = 0;                      // messages taken off send_queue_ so far

@@ -183,7 +183,8 @@ bool tcp_connection::parse_frames() {
       return false;
     }
     if (available - kHeaderSize >= length) {
-      std::vector<std::byte> message(frame + kHeaderSize, frame + kHeaderSize + length);
+      auto message = buffers_.take_spare(length);
+      if (length > 0) std::memcpy(message.data(), frame + kHeaderSize, length);
       read_begin_ += kHeaderSize + length;
       deliver(std::move(message));
       continue;
@@ -237,7 +238,12 @@ void tcp_connection::deliver(std::vector<std::byte> message) {
   ++stats_.messages_received;
   stats_.bytes_received += message.size();
   auto handler = handler_;  // on_message may close() us
-  handler->on_message(received_message(std::move(message)));
+  // Lent, not given: its buffer comes back on release and carries a later message.
+  const std::uint64_t token = buffers_.lend(std::move(message));
+  handler->on_message(received_message(
+      buffers_.lent(token),
+      std::shared_ptr<received_message::owner>(self(), this),
+      token));
 }
 
 // --- sending -----------------------------------------------------------------------------------

@@ -8,7 +8,7 @@
 // Threading: every member runs on the socket's executor (see transport/connection.hpp).
 
 #include "transport/connection.hpp"
-#include "transport/heap_send_queue.hpp"
+#include "transport/message_buffers.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -19,7 +19,7 @@
 
 namespace rdmarpc::transport::tcp {
 
-class tcp_connection final : public connection {
+class tcp_connection final : public connection, public received_message::owner {
  public:
   // `socket` is connected; its executor becomes the connection's. Sets TCP_NODELAY.
   tcp_connection(boost::asio::ip::tcp::socket socket, const connection_options& options);
@@ -32,6 +32,8 @@ class tcp_connection final : public connection {
   std::size_t max_message_size() const noexcept override { return options_.max_message_size; }
   const connection_stats& stats() const noexcept override { return stats_; }
   std::string remote_address() const override { return remote_address_; }
+
+  void release_message(std::uint64_t token) noexcept override { buffers_.give_back(token); }
 
   static constexpr std::size_t kHeaderSize = 4;
   static constexpr std::uint32_t kGoodbyeLength = 0xffffffff;  // never a message's length
@@ -75,7 +77,7 @@ class tcp_connection final : public connection {
 
   // Sending: frames (header + payload in one buffer, reserved with the header as headroom)
   // committed but not fully written yet; the first `writing_` of them are in the current write.
-  heap_send_queue buffers_;
+  message_buffers buffers_;
   std::deque<std::vector<std::byte>> send_queue_;
   std::size_t writing_ = 0;
   // The current gathered write's buffers, at most 64 frames (a share of IOV_MAX); unchanged while

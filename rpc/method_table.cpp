@@ -1,0 +1,32 @@
+#include "rpc/method_table.hpp"
+
+#include <stdexcept>
+#include <string>
+
+namespace rdmarpc {
+
+void method_table::add(service& s) {
+  for (service* existing : services_) {
+    if (existing == &s || existing->full_name() == s.full_name())
+      throw std::invalid_argument("rdmarpc::server: service " + std::string(s.full_name()) + " added twice");
+  }
+  std::unordered_map<std::uint32_t, method_entry> added;
+  const auto methods = s.methods();
+  for (std::size_t i = 0; i < methods.size(); ++i) {
+    const auto& m = methods[i];
+    if (m.id != method_id(m.full_name))
+      throw std::invalid_argument("rdmarpc::server: method " + std::string(m.full_name) +
+                                  " has an id that is not method_id(full name)");
+    const auto clash = [&](const method_entry& other) {
+      return std::invalid_argument("rdmarpc::server: method id of " + std::string(m.full_name) + " collides with " +
+                                   std::string(other.full_name));
+    };
+    if (auto it = methods_.find(m.id); it != methods_.end()) throw clash(it->second);
+    if (auto it = added.find(m.id); it != added.end()) throw clash(it->second);
+    added.emplace(m.id, method_entry{&s, i, m.full_name, methods_.size() + added.size()});
+  }
+  methods_.merge(added);
+  services_.push_back(&s);
+}
+
+}  // namespace rdmarpc

@@ -1,0 +1,43 @@
+#pragma once
+// method_table: the methods a server serves, by their wire id (method_id of the full name), with
+// the checks made at registration: a service added twice, an id that is not the hash of its
+// name, two methods whose ids collide. Pure: no I/O. Layer: rpc.
+// Threading: filled before serving, then read-only from every connection's thread.
+
+#include "rpc/service.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace rdmarpc {
+
+struct method_entry {
+  service* svc = nullptr;
+  std::size_t index = 0;  // in svc->methods()
+  std::string_view full_name;
+  std::size_t slot = 0;  // 0..size()-1, in registration order: where connections keep spare call objects
+};
+
+class method_table {
+ public:
+  // Adds every method of `s` (not owned: it must outlive the table). Throws std::invalid_argument
+  // on a duplicate service, an id that is not method_id(full name), or colliding ids; then
+  // nothing of `s` was added.
+  void add(service& s);
+
+  // The method with wire id `id`, or null.
+  const method_entry* find(std::uint32_t id) const noexcept {
+    auto it = methods_.find(id);
+    return it == methods_.end() ? nullptr : &it->second;
+  }
+  std::size_t size() const noexcept { return methods_.size(); }
+
+ private:
+  std::vector<service*> services_;
+  std::unordered_map<std::uint32_t, method_entry> methods_;
+};
+
+}  // namespace rdmarpc

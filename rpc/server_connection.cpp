@@ -1,0 +1,326 @@
+#include "rpc/server_connection.hpp"
+
+#include "rpc/extras.hpp"
+#include "rpc/frame.hpp"
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <spdlog/spdlog.h>
+
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace rdmarpc {
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+
+// One request being served. Owned by its connection until its reply is sent; then kept for
+// the next request (ctx is emplaced per call, so reuse allocates nothing).
+struct active_call {
+  std::optional<server_context> ctx;
+  boost::asio::cancellation_signal signal;  // terminal cancellation into the handler coroutine
+  std::optional<boost::asio::steady_timer> timer;
+  // The typed request (parsed from the receive buffer, which was released before the handler
+  // started: holding it would pin an rdma receive slot, a peer credit) and the handler's reply.
+  std::unique_ptr<server_call> call;
+  const method_entry* method = nullptr;
+  bool done = false;  // the handler finished; the reply waits for send room
+};
+
+// A response frame's parts; the reply is serialized straight into the reservation.
+struct response_frame {
+  response_frame(std::uint32_t id, status_code code, std::string_view message,
+                 const google::protobuf::MessageLite* reply)
+      : extras(extras::encode_response(message)), reply(reply), reply_size(reply ? reply->ByteSizeLong() : 0) {
+    h.kind = frame::kind::response;
+    h.call_id = id;
+    h.status = code;
+    h.extras_length = static_cast<std::uint32_t>(extras.size());
+    h.payload_length = static_cast<std::uint32_t>(reply_size);
+  }
+  std::size_t size() const noexcept { return frame::kHeaderSize + extras.size() + reply_size; }
+  void write(transport::send_reservation r) const {
+    std::byte* out = r.data().data();
+    frame::encode_header(h, std::span<std::byte, frame::kHeaderSize>(out, frame::kHeaderSize));
+    if (!extras.empty()) std::memcpy(out + frame::kHeaderSize, extras.data(), extras.size());
+    if (reply != nullptr) {
+      reply->SerializeWithCachedSizesToArray(reinterpret_cast<std::uint8_t*>(out + frame::kHeaderSize + extras.size()));
+    }
+    r.commit(size());
+  }
+
+  frame::header h;
+  std::string extras;  // empty (no allocation) for an OK response
+  const google::protobuf::MessageLite* reply;
+  std::size_t reply_size;
+};
+
+
+class connection_impl final : public server_connection, public std::enable_shared_from_this<connection_impl> {
+ public:
+  connection_impl(std::shared_ptr<owner> srv, std::shared_ptr<transport::connection> conn)
+      : server_(std::move(srv)),
+        conn_(std::move(conn)),
+        ex_(conn_->get_executor()),
+        peer_(std::make_shared<const std::string>(conn_->remote_address())) {}
+
+  void start() override { conn_->start(shared_from_this()); }
+  const boost::asio::any_io_executor& get_executor() const noexcept override { return ex_; }
+  void close() override {
+    if (!closed_) conn_->close();
+  }
+
+  void on_message(transport::received_message message) override {
+    if (closed_) return;
+    frame::decode_error err{};
+    const auto v = frame::decode(message.bytes(), err);
+    if (err != frame::decode_error::none) return violation(frame::to_string(err));
+    switch (v.header.kind) {
+      case frame::kind::request: return on_request(v, message);
+      case frame::kind::cancel: return on_cancel(v.header.call_id);
+      case frame::kind::response: return violation("response frame sent to a server");
+    }
+  }
+
+  void on_close(const boost::system::error_code& reason) override {
+    if (!closed_) spdlog::debug("rdmarpc server: connection from {} ended: {}", *peer_, reason.message());
+    closed_ = true;
+    for (auto& [id, c] : calls_) cancel(*c);
+    server_->connection_ended(this);
+    // conn_ is kept: calls still running hold us, and send() on a closed connection is harmless.
+  }
+
+ private:
+  void violation(const char* why) {
+    spdlog::warn("rdmarpc server: closing connection from {}: {}", *peer_, why);
+    closed_ = true;
+    for (auto& [id, c] : calls_) cancel(*c);
+    conn_->close();
+  }
+
+  static void cancel(active_call& c) {
+    if (c.ctx->is_cancelled()) return;
+    c.ctx->mark_cancelled();
+    if (c.timer) c.timer->cancel();
+    c.signal.emit(boost::asio::cancellation_type::terminal);
+  }
+
+  void on_cancel(std::uint32_t id) {
+    auto it = calls_.find(id);
+    if (it == calls_.end()) return;
+    cancel(*it->second);
+    if (it->second->done) forget(id);  // its reply was waiting for room: nobody reads it now
+  }
+
+  void on_request(const frame::view& v, transport::received_message& message) {
+    const std::uint32_t id = v.header.call_id;
+    if (calls_.contains(id)) return violation("duplicate call id");
+    metadata md;
+    if (!extras::decode_request(v.extras, md)) return violation("request extras do not parse");
+    if (server_->shutting_down()) return refuse(id, status_code::unavailable, "server shutting down");
+    if (calls_.size() >= server_->options().max_in_flight_per_connection)
+      return refuse(id, status_code::resource_exhausted, "too many calls in flight on this connection");
+    const method_entry* m = server_->methods().find(v.header.method_id);
+    if (m == nullptr) return refuse(id, status_code::unimplemented, "unknown method id " + std::to_string(v.header.method_id));
+    auto typed = take_call(*m);
+    if (!typed) return refuse(id, status_code::unimplemented, "method index out of range");
+    // Parsed straight from the receive buffer, which goes back to the transport at once.
+    const bool parsed = typed->parse_request(v.payload);
+    message.release();
+    if (!parsed) {
+      refuse(id, status_code::invalid_argument, "cannot parse " + typed->request_type());
+      return keep_call(*m, std::move(typed));
+    }
+    const auto deadline = v.header.has_timeout() ? clock::now() + std::chrono::microseconds(v.header.timeout_us)
+                                                 : clock::time_point::max();
+    auto c = reuse_active_call();
+    c->ctx.emplace(ex_, m->full_name, peer_, deadline, std::move(md));
+    c->call = std::move(typed);
+    c->method = m;
+    active_call& call = *c;
+    insert_call(id, std::move(c));
+    server_->call_started();
+    if (deadline != clock::time_point::max()) {
+      call.timer.emplace(ex_, deadline);
+      call.timer->async_wait([weak = weak_from_this(), id](const boost::system::error_code& ec) {
+        if (ec) return;
+        if (auto self = weak.lock()) self->on_cancel(id);
+      });
+    }
+    auto spawn = [&](const auto& executor) {
+      boost::asio::co_spawn(executor, call.call->run(*call.ctx),
+                            boost::asio::bind_cancellation_slot(
+                                call.signal.slot(), [self = shared_from_this(), id](std::exception_ptr e) {
+                                  self->on_call_done(id, std::move(e));
+                                }));
+    };
+    // On an io_context, spawn on its concrete executor: co_spawn keeps the executor busy while the
+    // call runs, which through the type-erased executor costs an allocation per call.
+    if (const auto* io = ex_.target<boost::asio::io_context::executor_type>()) return spawn(*io);
+    spawn(ex_);
+  }
+
+  void on_call_done(std::uint32_t id, std::exception_ptr e) {
+    auto it = calls_.find(id);
+    active_call& c = *it->second;
+    server_->call_finished();
+    c.done = true;
+    if (c.ctx->is_cancelled()) return forget(id);  // the client gave up (or is gone): nobody reads a reply
+    if (e) {
+      try {
+        std::rethrow_exception(e);
+      } catch (const status_error& se) {
+        c.ctx->set_status(se.code(), se.message());
+      } catch (const std::exception& ex) {
+        c.ctx->set_status(status_code::internal, std::string("handler threw: ") + ex.what());
+      } catch (...) {
+        c.ctx->set_status(status_code::internal, "handler threw a non-standard exception");
+      }
+    }
+    reply(id, c);
+  }
+
+  // Sends call `id`'s reply when there is send room; else the call (still counted against
+  // max_in_flight_per_connection) waits for room with the connection's async_reserve.
+  void reply(std::uint32_t id, active_call& c) {
+    if (closed_) return forget(id);
+    auto f = response_for(id, c);
+    boost::system::error_code ec;
+    auto r = conn_->try_reserve(f.size(), ec);
+    if (ec != boost::asio::error::would_block) {
+      if (!ec) f.write(std::move(r));
+      return forget(id);
+    }
+    conn_->async_reserve(f.size(), [self = shared_from_this(), id](boost::system::error_code ec,
+                                                                   transport::send_reservation r) {
+      auto it = self->calls_.find(id);
+      if (it == self->calls_.end()) return;  // cancelled meanwhile
+      if (!ec && !self->closed_) {
+        const auto f = self->response_for(id, *it->second);
+        if (f.size() <= r.size()) f.write(std::move(r));
+      }
+      self->forget(id);
+    });
+  }
+
+  // The response to finished call `c`: its reply, or its status (also when the reply cannot go).
+  response_frame response_for(std::uint32_t id, active_call& c) {
+    if (c.ctx->status() != status_code::ok) return response_frame(id, c.ctx->status(), c.ctx->status_message(), nullptr);
+    const google::protobuf::MessageLite& reply = c.call->reply();
+    if (!reply.IsInitialized()) {
+      return response_frame(id, status_code::internal,
+                            "cannot serialize the reply of " + std::string(c.method->full_name), nullptr);
+    }
+    response_frame f(id, status_code::ok, {}, &reply);
+    if (f.reply_size > std::numeric_limits<std::uint32_t>::max() || f.size() > conn_->max_message_size()) {
+      return response_frame(id, status_code::resource_exhausted,
+                            "response larger than the connection's maximum message size", nullptr);
+    }
+    return f;
+  }
+
+  void forget(std::uint32_t id) {
+    auto it = calls_.find(id);
+    if (it == calls_.end()) return;
+    auto node = calls_.extract(it);
+    active_call& c = *node.mapped();
+    keep_call(*c.method, std::move(c.call));
+    c.ctx.reset();
+    c.timer.reset();
+    c.method = nullptr;
+    c.done = false;
+    if (spare_active_.size() < kSpareActiveCalls) {
+      spare_active_.push_back(std::move(node.mapped()));
+      spare_nodes_.push_back(std::move(node));
+    }
+  }
+
+  // Call objects of finished calls serve the next calls of the same method (their messages keep
+  // their memory): no allocation for them in steady state. A few are kept per method.
+  static constexpr std::size_t kSpareCallsPerMethod = 4;
+
+  static constexpr std::size_t kSpareActiveCalls = 64;
+  using call_map = std::unordered_map<std::uint32_t, std::unique_ptr<active_call>>;
+
+  std::unique_ptr<active_call> reuse_active_call() {
+    if (spare_active_.empty()) return std::make_unique<active_call>();
+    auto c = std::move(spare_active_.back());
+    spare_active_.pop_back();
+    return c;
+  }
+
+  void insert_call(std::uint32_t id, std::unique_ptr<active_call> c) {
+    if (spare_nodes_.empty()) {
+      calls_.emplace(id, std::move(c));
+      return;
+    }
+    auto node = std::move(spare_nodes_.back());
+    spare_nodes_.pop_back();
+    node.key() = id;
+    node.mapped() = std::move(c);
+    calls_.insert(std::move(node));
+  }
+
+  std::unique_ptr<server_call> take_call(const method_entry& m) {
+    if (m.slot < spare_calls_.size() && !spare_calls_[m.slot].empty()) {
+      auto call = std::move(spare_calls_[m.slot].back());
+      spare_calls_[m.slot].pop_back();
+      return call;
+    }
+    return m.svc->new_call(m.index);
+  }
+
+  void keep_call(const method_entry& m, std::unique_ptr<server_call> call) {
+    if (!call) return;
+    if (spare_calls_.size() <= m.slot) spare_calls_.resize(server_->methods().size());
+    if (m.slot >= spare_calls_.size() || spare_calls_[m.slot].size() >= kSpareCallsPerMethod) return;
+    call->clear();
+    spare_calls_[m.slot].push_back(std::move(call));
+  }
+
+  // Sends a response that has no call record behind it. would_block when there is no room now
+  // (nothing sent); other errors mean the connection is ending (on_close follows).
+  boost::system::error_code respond(std::uint32_t id, status_code code, std::string_view message) {
+    if (closed_) return transport::errc::not_connected;
+    const response_frame f(id, code, message, nullptr);
+    boost::system::error_code ec;
+    auto r = conn_->try_reserve(f.size(), ec);
+    if (!ec) f.write(std::move(r));
+    return ec;
+  }
+
+  // A refusal (no call record behind it): a peer that leaves no room even for that does not read
+  // its responses, and is cut off.
+  void refuse(std::uint32_t id, status_code code, std::string_view message) {
+    if (respond(id, code, message) == boost::asio::error::would_block) violation("peer does not read its responses");
+  }
+
+  std::shared_ptr<owner> server_;
+  std::shared_ptr<transport::connection> conn_;
+  boost::asio::any_io_executor ex_;
+  std::shared_ptr<const std::string> peer_;  // shared with every call's server_context
+  bool closed_ = false;
+  // Running calls, and finished ones whose reply waits for send room.
+  call_map calls_;
+  std::vector<std::unique_ptr<active_call>> spare_active_;  // finished call records, for reuse
+  std::vector<call_map::node_type> spare_nodes_;
+  std::vector<std::vector<std::unique_ptr<server_call>>> spare_calls_;  // by method_entry::slot
+};
+
+}  // namespace
+
+std::shared_ptr<server_connection> server_connection::create(std::shared_ptr<owner> server,
+                                                             std::shared_ptr<transport::connection> conn) {
+  return std::make_shared<connection_impl>(std::move(server), std::move(conn));
+}
+
+}  // namespace rdmarpc
