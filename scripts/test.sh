@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# test.sh - runs every rdmarpc test: installs what is missing, builds build/ with warnings as
-# errors, runs the host tests, boots the Soft-RoCE VM once for the stock tool checks and the
-# `rdma`-labelled suite on rxe0, then builds build-asan/ with ASan+UBSan and runs the host tests
-# and (in a second VM boot) the rdma suite there. Prints a summary table and, on the last line,
+# test.sh - runs every rdmarpc test: installs what is missing, checks the formatting
+# (scripts/check-format.sh), builds build/ with warnings as errors, runs the host tests, boots
+# the Soft-RoCE VM once for the stock tool checks and the `rdma`-labelled suite on rxe0, then
+# builds build-asan/ with ASan+UBSan and runs the host tests and (in a second VM boot) the rdma
+# suite there. Prints a summary table and, on the last line,
 # "N passed, N failed". Exit 0 only when every stage passed and the rdma suite really ran (no
 # skipped rdma tests, count > 0).
 #
@@ -146,6 +147,7 @@ summary() {
 # ---------------------------------------------------------------- main
 if run_stage "install dependencies" bash "$ROOT/scripts/install-deps.sh"; then
   rm -rf "$RESULTS"; mkdir -p "$RESULTS"
+  run_stage "format (clang-format, .clang-format)" bash "$ROOT/scripts/check-format.sh"
   if configure_and_build "$BUILD" "build/ (-Werror)" -DRDMARPC_WERROR=ON; then :; fi
   if [[ -f $BUILD/CTestTestfile.cmake ]]; then
     ctest_stage "host tests (build/)" "$BUILD" "$RESULTS/host.xml" -LE rdma
