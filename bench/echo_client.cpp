@@ -1,7 +1,6 @@
 #include "bench/echo_client.hpp"
 
 #include <boost/asio/steady_timer.hpp>
-
 #include <stdexcept>
 #include <vector>
 
@@ -18,7 +17,11 @@ struct slot {
 
 echo_client::echo_client(boost::asio::io_context& io, std::shared_ptr<rdmarpc::channel> channel,
                          std::string transport, std::string mode)
-    : io_(io), channel_(channel), stub_(std::move(channel)), transport_(std::move(transport)), mode_(std::move(mode)) {}
+    : io_(io),
+      channel_(channel),
+      stub_(std::move(channel)),
+      transport_(std::move(transport)),
+      mode_(std::move(mode)) {}
 
 bench_result echo_client::run_point(std::uint64_t payload, std::uint64_t concurrency, const load_spec& load,
                                     progress& out) {

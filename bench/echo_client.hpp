@@ -5,15 +5,14 @@
 // Threading: run_point() runs the given io_context on the calling thread until the point is done;
 // nothing else may run that io_context meanwhile.
 
+#include <boost/asio/io_context.hpp>
+#include <memory>
+#include <string>
+
 #include "bench/common/bench_result.hpp"
 #include "bench/common/closed_loop.hpp"
 #include "bench/common/progress.hpp"
 #include "echo_bench.rdmarpc.pb.h"
-
-#include <boost/asio/io_context.hpp>
-
-#include <memory>
-#include <string>
 
 namespace rdmarpc::bench {
 
@@ -25,7 +24,8 @@ class echo_client {
 
   // One point: `concurrency` calls in flight with `payload` bytes each way. Throws
   // std::runtime_error when the point makes no progress (server gone).
-  bench_result run_point(std::uint64_t payload, std::uint64_t concurrency, const load_spec& load, progress& out);
+  bench_result run_point(std::uint64_t payload, std::uint64_t concurrency, const load_spec& load,
+                         progress& out);
 
  private:
   boost::asio::io_context& io_;

@@ -10,7 +10,8 @@ namespace rdmarpc::bench {
 class echo_service final : public EchoBench::Service {
  public:
   // Answers with a copy of the request's payload (the gRPC baseline copies too).
-  boost::asio::awaitable<EchoReply> echo(rdmarpc::server_context& context, const EchoRequest& request) override;
+  boost::asio::awaitable<EchoReply> echo(rdmarpc::server_context& context,
+                                         const EchoRequest& request) override;
 };
 
 }  // namespace rdmarpc::bench

@@ -6,22 +6,12 @@
 //                                                     (loopback transport, callgrind runs)
 //   idle [--listen URI] [--seconds S] [--busy-poll|--adaptive]   CPU used by a connected, idle pair
 // URIs: rdma://10.0.0.1:7471, tcp://127.0.0.1:7472 (port 0 = any, for inproc/idle).
-#include "bench/common/bench_result.hpp"
-#include "bench/common/client_options.hpp"
-#include "bench/common/cpu_time.hpp"
-#include "bench/common/progress.hpp"
-#include "bench/echo_client.hpp"
-#include "bench/echo_service.hpp"
-#include "rpc/channel.hpp"
-#include "rpc/server.hpp"
-#include "transport/loopback/loopback_transport.hpp"
+#include <spdlog/spdlog.h>
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <spdlog/spdlog.h>
-
 #include <exception>
 #include <fstream>
 #include <future>
@@ -32,6 +22,16 @@
 #include <thread>
 #include <vector>
 
+#include "bench/common/bench_result.hpp"
+#include "bench/common/client_options.hpp"
+#include "bench/common/cpu_time.hpp"
+#include "bench/common/progress.hpp"
+#include "bench/echo_client.hpp"
+#include "bench/echo_service.hpp"
+#include "rpc/channel.hpp"
+#include "rpc/server.hpp"
+#include "transport/loopback/loopback_transport.hpp"
+
 namespace {
 
 using namespace rdmarpc::bench;
@@ -41,7 +41,8 @@ void usage() {
   std::cerr << "usage: rdmarpc_echo_bench server --listen URI [--busy-poll|--adaptive]\n"
                "       rdmarpc_echo_bench client --target URI [--busy-poll|--adaptive] [client flags]\n"
                "       rdmarpc_echo_bench inproc [--listen URI|loopback] [client flags]\n"
-               "       rdmarpc_echo_bench idle [--listen URI] [--seconds S] [--busy-poll|--adaptive] [--json PATH]\n"
+               "       rdmarpc_echo_bench idle [--listen URI] [--seconds S] [--busy-poll|--adaptive] [--json "
+               "PATH]\n"
                "URIs: rdma://HOST:PORT, tcp://HOST:PORT\n"
                "client flags:\n"
             << client_flags_help();
@@ -95,7 +96,8 @@ int serve(const settings& s) {
   rdmarpc::server server(io.get_executor(), options);
   server.add_service(service);
   const auto bound = server.listen(s.uri);
-  std::cerr << "rdmarpc_echo_bench: listening on " << bound.to_uri() << " (" << s.mode_label() << ")" << std::endl;
+  std::cerr << "rdmarpc_echo_bench: listening on " << bound.to_uri() << " (" << s.mode_label() << ")"
+            << std::endl;
   asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](boost::system::error_code, int) {
     server.async_shutdown(std::chrono::milliseconds(200), [&] { io.stop(); });
@@ -131,8 +133,8 @@ class inproc_pair {
     if (s.uri == "loopback") {
       rdmarpc::transport::loopback::loopback_options lo;
       lo.connection = s.transport();
-      auto [server_end, client_end] =
-          rdmarpc::transport::loopback::make_loopback_pair(server_io_.get_executor(), client_io_.get_executor(), lo);
+      auto [server_end, client_end] = rdmarpc::transport::loopback::make_loopback_pair(
+          server_io_.get_executor(), client_io_.get_executor(), lo);
       server_->serve(server_end);
       channel_ = rdmarpc::channel::create(client_end, channel_options);
     } else {
@@ -147,9 +149,8 @@ class inproc_pair {
     client_io_.restart();
     client_io_.run_for(std::chrono::milliseconds(100));  // not poll(): busy-poll mode never runs out
     std::promise<void> done;
-    asio::post(server_io_, [&] {
-      server_->async_shutdown(std::chrono::milliseconds(200), [&] { done.set_value(); });
-    });
+    asio::post(server_io_,
+               [&] { server_->async_shutdown(std::chrono::milliseconds(200), [&] { done.set_value(); }); });
     done.get_future().wait_for(std::chrono::seconds(5));
     work_.reset();
     server_io_.stop();

@@ -2,9 +2,9 @@
 // Printing the generated files: foo.rdmarpc.pb.h and foo.rdmarpc.pb.cc from a file_model.
 // Layer: codegen. The shape is the contract in notes/GENERATED_API.md. Threading: stateless.
 
-#include "model.hpp"
-
 #include <string>
+
+#include "model.hpp"
 
 namespace rdmarpc::codegen {
 

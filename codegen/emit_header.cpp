@@ -2,7 +2,6 @@
 // Interface, the Stub and the abstract Service (see notes/GENERATED_API.md for the contract).
 
 #include "emit.hpp"
-
 #include "template.hpp"
 
 namespace rdmarpc::codegen {
@@ -44,7 +43,8 @@ void print_descriptors(code_writer& p, const service_model& s) {
   }
   p.print({{"count", std::to_string(s.methods.size())}, {"list", list}},
           "  // In declaration order; Service::methods() and new_call() index into it.\n"
-          "  static constexpr ::std::array<::rdmarpc::method_descriptor, $count$> method_descriptors{{$list$}};\n");
+          "  static constexpr ::std::array<::rdmarpc::method_descriptor, $count$> "
+          "method_descriptors{{$list$}};\n");
 }
 
 void print_interface(code_writer& p, const service_model& s) {
@@ -67,15 +67,18 @@ void print_interface(code_writer& p, const service_model& s) {
             "    auto $async$(const $request$& request, CompletionToken&& token) {\n"
             "      return ::boost::asio::async_initiate<CompletionToken, $signature$>(\n"
             "          [this](auto handler, const $request$* req) {\n"
-            "            this->$do$(nullptr, *req, ::boost::asio::any_completion_handler<$signature$>(::std::move(handler)));\n"
+            "            this->$do$(nullptr, *req, "
+            "::boost::asio::any_completion_handler<$signature$>(::std::move(handler)));\n"
             "          },\n"
             "          token, &request);\n"
             "    }\n"
             "    template <typename CompletionToken>\n"
-            "    auto $async$(::rdmarpc::client_context& context, const $request$& request, CompletionToken&& token) {\n"
+            "    auto $async$(::rdmarpc::client_context& context, const $request$& request, "
+            "CompletionToken&& token) {\n"
             "      return ::boost::asio::async_initiate<CompletionToken, $signature$>(\n"
             "          [this](auto handler, ::rdmarpc::client_context* ctx, const $request$* req) {\n"
-            "            this->$do$(ctx, *req, ::boost::asio::any_completion_handler<$signature$>(::std::move(handler)));\n"
+            "            this->$do$(ctx, *req, "
+            "::boost::asio::any_completion_handler<$signature$>(::std::move(handler)));\n"
             "          },\n"
             "          token, &context, &request);\n"
             "    }\n");
@@ -99,7 +102,8 @@ void print_stub(code_writer& p, const service_model& s) {
       "  class Stub final : public Interface {\n"
       "   public:\n"
       "    // `channel` must not be null.\n"
-      "    explicit Stub(::std::shared_ptr<::rdmarpc::channel> channel) noexcept : channel_(::std::move(channel)) {}\n"
+      "    explicit Stub(::std::shared_ptr<::rdmarpc::channel> channel) noexcept : "
+      "channel_(::std::move(channel)) {}\n"
       "    const ::std::shared_ptr<::rdmarpc::channel>& channel() const noexcept { return channel_; }\n"
       "\n"
       "   private:\n");
@@ -155,45 +159,45 @@ std::string generated_stamp(const file_model& file) {
 std::string emit_header(const file_model& file) {
   code_writer p;
   p.print_raw(generated_stamp(file));
-    p.print({{"pb_h", file.protobuf_header_name()}},
-            "// Client interface, stub and server base for the services of this file.\n"
-            "#pragma once\n"
-            "\n"
-            "#include \"$pb_h$\"\n");
-    if (file.services.empty()) {
-      p.print({{"proto", file.proto_name}}, "\n// $proto$ declares no services.\n");
-      return p.take();
-    }
-    p.print(
-        "#include \"rpc/service.hpp\"\n"
-        "#include \"rpc/unary_call.hpp\"\n"
-        "\n"
-        "#include <boost/asio/any_completion_handler.hpp>\n"
-        "#include <boost/asio/async_result.hpp>\n"
-        "#include <boost/asio/awaitable.hpp>\n"
-        "#include <boost/system/error_code.hpp>\n"
-        "\n"
-        "#include <array>\n"
-        "#include <cstddef>\n"
-        "#include <memory>\n"
-        "#include <span>\n"
-        "#include <string>\n"
-        "#include <string_view>\n"
-        "#include <utility>\n"
-        "\n");
-    print_namespace_open(p, file);
-    for (const service_model& s : file.services) {
-      p.print({{"class", s.class_name}, {"full_name", s.full_name}},
-              "// service $full_name$\n"
-              "class $class$ final {\n"
-              " public:\n");
-      print_descriptors(p, s);
-      print_interface(p, s);
-      print_stub(p, s);
-      print_service(p, s);
-      p.print("};\n\n");
-    }
-    print_namespace_close(p, file);
+  p.print({{"pb_h", file.protobuf_header_name()}},
+          "// Client interface, stub and server base for the services of this file.\n"
+          "#pragma once\n"
+          "\n"
+          "#include \"$pb_h$\"\n");
+  if (file.services.empty()) {
+    p.print({{"proto", file.proto_name}}, "\n// $proto$ declares no services.\n");
+    return p.take();
+  }
+  p.print(
+      "#include \"rpc/service.hpp\"\n"
+      "#include \"rpc/unary_call.hpp\"\n"
+      "\n"
+      "#include <boost/asio/any_completion_handler.hpp>\n"
+      "#include <boost/asio/async_result.hpp>\n"
+      "#include <boost/asio/awaitable.hpp>\n"
+      "#include <boost/system/error_code.hpp>\n"
+      "\n"
+      "#include <array>\n"
+      "#include <cstddef>\n"
+      "#include <memory>\n"
+      "#include <span>\n"
+      "#include <string>\n"
+      "#include <string_view>\n"
+      "#include <utility>\n"
+      "\n");
+  print_namespace_open(p, file);
+  for (const service_model& s : file.services) {
+    p.print({{"class", s.class_name}, {"full_name", s.full_name}},
+            "// service $full_name$\n"
+            "class $class$ final {\n"
+            " public:\n");
+    print_descriptors(p, s);
+    print_interface(p, s);
+    print_stub(p, s);
+    print_service(p, s);
+    p.print("};\n\n");
+  }
+  print_namespace_close(p, file);
   return p.take();
 }
 

@@ -22,7 +22,8 @@ void print_stub(code_writer& p, const file_model& file, const service_model& s) 
              {"request", m.request_type},
              {"response", m.response_type}},
             "void $qclass$::Stub::$do$(::rdmarpc::client_context* context, const $request$& request,\n"
-            "    ::boost::asio::any_completion_handler<void(::boost::system::error_code, $response$)> handler) {\n"
+            "    ::boost::asio::any_completion_handler<void(::boost::system::error_code, $response$)> "
+            "handler) {\n"
             "  ::rdmarpc::async_unary_call<$response$>(*channel_, $qclass$::$descriptor$, context, request,\n"
             "                                         ::std::move(handler));\n"
             "}\n"
@@ -37,11 +38,13 @@ void print_service(code_writer& p, const file_model& file, const service_model& 
           "  return $qclass$::service_full_name;\n"
           "}\n"
           "\n"
-          "auto $qclass$::Service::methods() const noexcept -> ::std::span<const ::rdmarpc::method_descriptor> {\n"
+          "auto $qclass$::Service::methods() const noexcept -> ::std::span<const "
+          "::rdmarpc::method_descriptor> {\n"
           "  return $qclass$::method_descriptors;\n"
           "}\n"
           "\n"
-          "auto $qclass$::Service::new_call(::std::size_t index) -> ::std::unique_ptr<::rdmarpc::server_call> {\n");
+          "auto $qclass$::Service::new_call(::std::size_t index) -> "
+          "::std::unique_ptr<::rdmarpc::server_call> {\n");
   if (s.methods.empty()) {
     p.print("  static_cast<void>(index);\n");
   } else {
@@ -55,7 +58,8 @@ void print_service(code_writer& p, const file_model& file, const service_model& 
                {"request", m.request_type},
                {"response", m.response_type}},
               "    case $index$:  // rpc $proto_name$\n"
-              "      return ::std::make_unique<::rdmarpc::member_server_call<$qclass$::Service, $request$, $response$>>(\n"
+              "      return ::std::make_unique<::rdmarpc::member_server_call<$qclass$::Service, $request$, "
+              "$response$>>(\n"
               "          *this, &$qclass$::Service::$handler$);\n");
     }
     p.print(

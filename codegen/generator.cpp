@@ -2,9 +2,6 @@
 
 #include "generator.hpp"
 
-#include "emit.hpp"
-#include "model.hpp"
-
 #include <google/protobuf/compiler/code_generator.h>
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/io/zero_copy_stream.h>
@@ -14,6 +11,9 @@
 #include <memory>
 #include <utility>
 #include <vector>
+
+#include "emit.hpp"
+#include "model.hpp"
 
 namespace rdmarpc::codegen {
 namespace {

@@ -1,9 +1,9 @@
 // protoc-gen-rdmarpc: protoc runs it for --rdmarpc_out=DIR (found on PATH, or given with
 // --plugin=protoc-gen-rdmarpc=PATH). Layer: codegen. Single-threaded.
 
-#include "generator.hpp"
-
 #include <google/protobuf/compiler/plugin.h>
+
+#include "generator.hpp"
 
 int main(int argc, char* argv[]) {
   const rdmarpc::codegen::generator generator;

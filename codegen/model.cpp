@@ -22,9 +22,11 @@ std::string relative_name(const pb::FileDescriptor& file, const std::string& ful
   return file.package().empty() ? full_name : full_name.substr(file.package().size() + 1);
 }
 
-void collect_type_names(const pb::FileDescriptor& file, const pb::Descriptor& message, std::set<std::string>& names) {
+void collect_type_names(const pb::FileDescriptor& file, const pb::Descriptor& message,
+                        std::set<std::string>& names) {
   names.insert(protobuf_class_name(relative_name(file, message.full_name())));
-  for (int i = 0; i < message.nested_type_count(); ++i) collect_type_names(file, *message.nested_type(i), names);
+  for (int i = 0; i < message.nested_type_count(); ++i)
+    collect_type_names(file, *message.nested_type(i), names);
   for (int i = 0; i < message.enum_type_count(); ++i) {
     names.insert(protobuf_class_name(relative_name(file, message.enum_type(i)->full_name())));
   }
@@ -68,8 +70,9 @@ bool build_service(const pb::ServiceDescriptor& service, const std::string& pack
     m.request_type = qualified_class_name(*method.input_type());
     m.response_type = qualified_class_name(*method.output_type());
     m.request_proto_name = method.input_type()->full_name();
-    for (auto [used, name] : {std::pair{&handlers, &m.names.handler}, std::pair{&client_functions, &m.names.async_name},
-                              std::pair{&descriptors, &m.names.descriptor}}) {
+    for (auto [used, name] :
+         {std::pair{&handlers, &m.names.handler}, std::pair{&client_functions, &m.names.async_name},
+          std::pair{&descriptors, &m.names.descriptor}}) {
       auto [it, inserted] = used->emplace(*name, method.name());
       if (!inserted) {
         error = "methods " + it->second + " and " + method.name() + " of service " + service.full_name() +

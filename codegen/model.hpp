@@ -3,10 +3,10 @@
 // Layer: codegen. build_file_model validates (streaming, name collisions); the emitters only print.
 // Threading: plain values.
 
-#include "names.hpp"
-
 #include <string>
 #include <vector>
+
+#include "names.hpp"
 
 namespace google::protobuf {
 class FileDescriptor;
@@ -15,12 +15,12 @@ class FileDescriptor;
 namespace rdmarpc::codegen {
 
 struct method_model {
-  std::string proto_name;           // "Get"
-  std::string full_name;            // "/kv.Store/Get": what method_id() hashes
-  method_names names;               // handler, async_/do_ functions, descriptor
-  std::string request_type;         // "::kv::GetRequest" (fully qualified C++ class)
-  std::string response_type;        // "::kv::GetReply"
-  std::string request_proto_name;   // "kv.GetRequest", for error messages
+  std::string proto_name;          // "Get"
+  std::string full_name;           // "/kv.Store/Get": what method_id() hashes
+  method_names names;              // handler, async_/do_ functions, descriptor
+  std::string request_type;        // "::kv::GetRequest" (fully qualified C++ class)
+  std::string response_type;       // "::kv::GetReply"
+  std::string request_proto_name;  // "kv.GetRequest", for error messages
 };
 
 struct service_model {

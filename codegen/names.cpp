@@ -11,55 +11,143 @@ namespace rdmarpc::codegen {
 namespace {
 
 constexpr std::string_view kCppKeywords[] = {
-    "alignas",   "alignof",      "and",          "and_eq",    "asm",        "atomic_cancel",
-    "atomic_commit", "atomic_noexcept", "auto",  "bitand",    "bitor",      "bool",
-    "break",     "case",         "catch",        "char",      "char8_t",    "char16_t",
-    "char32_t",  "class",        "compl",        "concept",   "const",      "consteval",
-    "constexpr", "constinit",    "const_cast",   "continue",  "co_await",   "co_return",
-    "co_yield",  "decltype",     "default",      "delete",    "do",         "double",
-    "dynamic_cast", "else",      "enum",         "explicit",  "export",     "extern",
-    "false",     "float",        "for",          "friend",    "goto",       "if",
-    "inline",    "int",          "long",         "mutable",   "namespace",  "new",
-    "noexcept",  "not",          "not_eq",       "nullptr",   "operator",   "or",
-    "or_eq",     "private",      "protected",    "public",    "reflexpr",   "register",
-    "reinterpret_cast", "requires", "return",    "short",     "signed",     "sizeof",
-    "static",    "static_assert", "static_cast", "struct",    "switch",     "synchronized",
-    "template",  "this",         "thread_local", "throw",     "true",       "try",
-    "typedef",   "typeid",       "typename",     "union",     "unsigned",   "using",
-    "virtual",   "void",         "volatile",     "wchar_t",   "while",      "xor",
+    "alignas",
+    "alignof",
+    "and",
+    "and_eq",
+    "asm",
+    "atomic_cancel",
+    "atomic_commit",
+    "atomic_noexcept",
+    "auto",
+    "bitand",
+    "bitor",
+    "bool",
+    "break",
+    "case",
+    "catch",
+    "char",
+    "char8_t",
+    "char16_t",
+    "char32_t",
+    "class",
+    "compl",
+    "concept",
+    "const",
+    "consteval",
+    "constexpr",
+    "constinit",
+    "const_cast",
+    "continue",
+    "co_await",
+    "co_return",
+    "co_yield",
+    "decltype",
+    "default",
+    "delete",
+    "do",
+    "double",
+    "dynamic_cast",
+    "else",
+    "enum",
+    "explicit",
+    "export",
+    "extern",
+    "false",
+    "float",
+    "for",
+    "friend",
+    "goto",
+    "if",
+    "inline",
+    "int",
+    "long",
+    "mutable",
+    "namespace",
+    "new",
+    "noexcept",
+    "not",
+    "not_eq",
+    "nullptr",
+    "operator",
+    "or",
+    "or_eq",
+    "private",
+    "protected",
+    "public",
+    "reflexpr",
+    "register",
+    "reinterpret_cast",
+    "requires",
+    "return",
+    "short",
+    "signed",
+    "sizeof",
+    "static",
+    "static_assert",
+    "static_cast",
+    "struct",
+    "switch",
+    "synchronized",
+    "template",
+    "this",
+    "thread_local",
+    "throw",
+    "true",
+    "try",
+    "typedef",
+    "typeid",
+    "typename",
+    "union",
+    "unsigned",
+    "using",
+    "virtual",
+    "void",
+    "volatile",
+    "wchar_t",
+    "while",
+    "xor",
     "xor_eq",
 };
 
 // Lower-case identifiers that the C or POSIX headers (or GNU mode) may define as macros.
 constexpr std::string_view kMacroNames[] = {
-    "assert", "errno",   "i386",   "linux",   "major", "minor", "offsetof",
-    "setjmp", "unix",    "va_arg", "va_copy", "va_end", "va_start",
+    "assert", "errno", "i386",   "linux",   "major",  "minor",    "offsetof",
+    "setjmp", "unix",  "va_arg", "va_copy", "va_end", "va_start",
 };
 
 // protobuf 3.21's cpp::ResolveKeyword list (C++11 keywords without char16_t/char32_t, plus NULL).
 constexpr std::string_view kProtobufKeywords[] = {
-    "NULL",      "alignas",   "alignof",   "and",          "and_eq",    "asm",       "auto",
-    "bitand",    "bitor",     "bool",      "break",        "case",      "catch",     "char",
-    "class",     "compl",     "const",     "constexpr",    "const_cast", "continue", "decltype",
-    "default",   "delete",    "do",        "double",       "dynamic_cast", "else",   "enum",
-    "explicit",  "export",    "extern",    "false",        "float",     "for",       "friend",
-    "goto",      "if",        "inline",    "int",          "long",      "mutable",   "namespace",
-    "new",       "noexcept",  "not",       "not_eq",       "nullptr",   "operator",  "or",
-    "or_eq",     "private",   "protected", "public",       "register",  "reinterpret_cast", "return",
-    "short",     "signed",    "sizeof",    "static",       "static_assert", "static_cast", "struct",
-    "switch",    "template",  "this",      "thread_local", "throw",     "true",      "try",
-    "typedef",   "typeid",    "typename",  "union",        "unsigned",  "using",     "virtual",
-    "void",      "volatile",  "wchar_t",   "while",        "xor",       "xor_eq",
+    "NULL",          "alignas",      "alignof",   "and",        "and_eq",
+    "asm",           "auto",         "bitand",    "bitor",      "bool",
+    "break",         "case",         "catch",     "char",       "class",
+    "compl",         "const",        "constexpr", "const_cast", "continue",
+    "decltype",      "default",      "delete",    "do",         "double",
+    "dynamic_cast",  "else",         "enum",      "explicit",   "export",
+    "extern",        "false",        "float",     "for",        "friend",
+    "goto",          "if",           "inline",    "int",        "long",
+    "mutable",       "namespace",    "new",       "noexcept",   "not",
+    "not_eq",        "nullptr",      "operator",  "or",         "or_eq",
+    "private",       "protected",    "public",    "register",   "reinterpret_cast",
+    "return",        "short",        "signed",    "sizeof",     "static",
+    "static_assert", "static_cast",  "struct",    "switch",     "template",
+    "this",          "thread_local", "throw",     "true",       "try",
+    "typedef",       "typeid",       "typename",  "union",      "unsigned",
+    "using",         "virtual",      "void",      "volatile",   "wchar_t",
+    "while",         "xor",          "xor_eq",
 };
 
 std::string protobuf_resolve_keyword(std::string name) {
-  if (std::find(std::begin(kProtobufKeywords), std::end(kProtobufKeywords), name) != std::end(kProtobufKeywords)) {
+  if (std::find(std::begin(kProtobufKeywords), std::end(kProtobufKeywords), name) !=
+      std::end(kProtobufKeywords)) {
     name.push_back('_');
   }
   return name;
 }
 
-bool is_upper(char c) noexcept { return std::isupper(static_cast<unsigned char>(c)) != 0; }
+bool is_upper(char c) noexcept {
+  return std::isupper(static_cast<unsigned char>(c)) != 0;
+}
 bool is_lower_or_digit(char c) noexcept {
   return std::islower(static_cast<unsigned char>(c)) != 0 || std::isdigit(static_cast<unsigned char>(c)) != 0;
 }
@@ -80,7 +168,8 @@ std::string to_snake_case(std::string_view name) {
     }
     if (is_upper(c) && i > 0) {
       const char prev = name[i - 1];
-      const bool next_lower = i + 1 < name.size() && std::islower(static_cast<unsigned char>(name[i + 1])) != 0;
+      const bool next_lower =
+          i + 1 < name.size() && std::islower(static_cast<unsigned char>(name[i + 1])) != 0;
       // A word starts at an upper-case letter after a lower-case letter or digit ("getUser"),
       // or at the last capital of an acronym that is followed by a lower-case letter ("HTTPServer").
       if (is_lower_or_digit(prev) || (is_upper(prev) && next_lower)) push_underscore();
@@ -133,7 +222,8 @@ std::string protobuf_class_name(std::string_view relative_name) {
   std::size_t start = 0;
   while (true) {
     const std::size_t dot = relative_name.find('.', start);
-    const std::string_view part = relative_name.substr(start, dot == std::string_view::npos ? dot : dot - start);
+    const std::string_view part =
+        relative_name.substr(start, dot == std::string_view::npos ? dot : dot - start);
     // Like protobuf: the parent's (escaped) class name, "_", the nested name; then escape again.
     out = protobuf_resolve_keyword(out.empty() ? std::string(part) : out + "_" + std::string(part));
     if (dot == std::string_view::npos) return out;

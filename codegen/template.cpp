@@ -19,7 +19,8 @@ void code_writer::print(const vars& values, std::string_view text) {
     out_.append(text.substr(pos, open - pos));
     const std::string_view name = text.substr(open + 1, close - open - 1);
     const auto it = values.find(name);
-    if (it == values.end()) throw std::logic_error("template placeholder $" + std::string(name) + "$ has no value");
+    if (it == values.end())
+      throw std::logic_error("template placeholder $" + std::string(name) + "$ has no value");
     out_.append(it->second);
     pos = close + 1;
   }

@@ -1,9 +1,9 @@
 #include "rpc/channel.hpp"
 
-#include "rpc/extras.hpp"
-#include "rpc/frame.hpp"
-#include "transport/connect.hpp"
+#include <google/protobuf/message_lite.h>
+#include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/defer.hpp>
@@ -14,10 +14,6 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/prefer.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <google/protobuf/message_lite.h>
-#include <spdlog/spdlog.h>
-
-#include <atomic>
 #include <cstring>
 #include <deque>
 #include <limits>
@@ -26,6 +22,10 @@
 #include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include "rpc/extras.hpp"
+#include "rpc/frame.hpp"
+#include "transport/connect.hpp"
 
 namespace rdmarpc {
 namespace {
@@ -94,7 +94,8 @@ class connection_events final : public transport::connection_handler {
 
 class channel_impl final : public std::enable_shared_from_this<channel_impl> {
  public:
-  channel_impl(boost::asio::any_io_executor ex, std::optional<transport::endpoint> ep, channel_options options)
+  channel_impl(boost::asio::any_io_executor ex, std::optional<transport::endpoint> ep,
+               channel_options options)
       : ex_(std::move(ex)),
         io_ex_(ex_.target<boost::asio::io_context::executor_type>()),
         endpoint_(std::move(ep)),
@@ -128,8 +129,9 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
     c->deadline = context != nullptr ? context->deadline() : clock::time_point::max();
     if (c->deadline == clock::time_point::max() && options_.default_timeout != clock::duration::max()) {
       const auto now = clock::now();
-      c->deadline = options_.default_timeout >= clock::time_point::max() - now ? clock::time_point::max()
-                                                                               : now + options_.default_timeout;
+      c->deadline = options_.default_timeout >= clock::time_point::max() - now
+                        ? clock::time_point::max()
+                        : now + options_.default_timeout;
     }
     if (io_ex_ != nullptr) {
       c->io_work.emplace(*io_ex_);
@@ -144,7 +146,9 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
     // From another thread: the caller may reuse `request` as soon as we return, so serialize a
     // copy now (the one copy on this path).
     serialize_into_body(*c, request);
-    boost::asio::post(ex_, [self = shared_from_this(), c = std::move(c)]() mutable { self->submit(std::move(c), nullptr); });
+    boost::asio::post(ex_, [self = shared_from_this(), c = std::move(c)]() mutable {
+      self->submit(std::move(c), nullptr);
+    });
   }
 
   void close() {
@@ -211,7 +215,8 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
     conn_.reset();
     reserving_ = false;
     if (!closed_) spdlog::debug("rdmarpc channel: connection ended: {}", reason.message());
-    fail_all(status_code::unavailable, closed_ ? std::string("channel closed") : "connection lost: " + reason.message());
+    fail_all(status_code::unavailable,
+             closed_ ? std::string("channel closed") : "connection lost: " + reason.message());
     if (!endpoint_) closed_ = true;  // a channel over a given connection cannot reconnect
   }
 
@@ -222,7 +227,8 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
     void operator()(boost::asio::cancellation_type type) const {
       if (type == boost::asio::cancellation_type::none) return;
       if (auto ch = channel.lock()) {
-        boost::asio::post(ch->ex_, [ch, id = id] { ch->expire(id, status_code::cancelled, "cancelled by the caller"); });
+        boost::asio::post(
+            ch->ex_, [ch, id = id] { ch->expire(id, status_code::cancelled, "cancelled by the caller"); });
       }
     }
   };
@@ -260,13 +266,16 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
       return complete(std::move(c), code, std::move(message));
     }
     if (closed_) return complete(std::move(c), status_code::unavailable, "channel closed");
-    if (c->deadline <= clock::now()) return complete(std::move(c), status_code::deadline_exceeded, "deadline exceeded");
+    if (c->deadline <= clock::now())
+      return complete(std::move(c), status_code::deadline_exceeded, "deadline exceeded");
     // Bound on everything the channel holds (sent or waiting, connected or not): back-pressure.
     if (calls_.size() >= options_.max_in_flight + options_.max_queued_calls)
       return complete(std::move(c), status_code::resource_exhausted, "too many calls waiting on the channel");
-    if (calls_.contains(id)) return complete(std::move(c), status_code::resource_exhausted, "call id space exhausted");
+    if (calls_.contains(id))
+      return complete(std::move(c), status_code::resource_exhausted, "call id space exhausted");
     if (request != nullptr && !request->IsInitialized()) {
-      return complete(std::move(c), status_code::invalid_argument, "cannot serialize request (missing required fields?)");
+      return complete(std::move(c), status_code::invalid_argument,
+                      "cannot serialize request (missing required fields?)");
     }
     if (c->deadline != clock::time_point::max()) {
       c->timer.emplace(ex_, c->deadline);
@@ -356,7 +365,8 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
       if (ec) {
         queue_.pop_front();
         if (ec == transport::errc::message_too_large) {
-          finish(id, status_code::resource_exhausted, "request larger than the connection's maximum message size", false);
+          finish(id, status_code::resource_exhausted,
+                 "request larger than the connection's maximum message size", false);
         } else {
           finish(id, to_status_code(ec), "send failed: " + ec.message(), false);
         }
@@ -372,7 +382,8 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
     queue_.pop_front();
     pending_call& c = *calls_.at(id);
     frame::header h;
-    if (!make_request_header(c, c.extras_length, static_cast<std::uint32_t>(c.body.size() - c.extras_length), h)) {
+    if (!make_request_header(c, c.extras_length, static_cast<std::uint32_t>(c.body.size() - c.extras_length),
+                             h)) {
       return finish(id, status_code::deadline_exceeded, "deadline exceeded", /*in_queue=*/false);
     }
     std::byte* out = r.data().data();
@@ -387,8 +398,8 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
   // The connection has no room: wait for it (the connection's one back-pressure mechanism).
   void wait_for_room(std::size_t bytes) {
     reserving_ = true;
-    conn_->async_reserve(bytes, [self = shared_from_this(), gen = generation_](boost::system::error_code ec,
-                                                                               transport::send_reservation r) {
+    conn_->async_reserve(bytes, [self = shared_from_this(), gen = generation_](
+                                    boost::system::error_code ec, transport::send_reservation r) {
       if (gen != self->generation_) return;  // that connection is gone; r is dropped with it
       self->reserving_ = false;
       if (ec) return;  // the connection ended: on_close fails the calls
@@ -405,21 +416,24 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
 
   void start_connect() {
     connecting_ = true;
-    transport::async_connect(
-        ex_, *endpoint_, options_.transport,
-        [self = shared_from_this()](const boost::system::error_code& ec, std::shared_ptr<transport::connection> conn) {
-          self->connecting_ = false;
-          if (self->closed_) {
-            if (conn) conn->close();
-            return;
-          }
-          if (ec) {
-            spdlog::debug("rdmarpc channel: connect to {} failed: {}", self->endpoint_->to_uri(), ec.message());
-            self->fail_all(status_code::unavailable, "cannot connect to " + self->endpoint_->to_uri() + ": " + ec.message());
-            return;
-          }
-          self->attach(std::move(conn));
-        });
+    transport::async_connect(ex_, *endpoint_, options_.transport,
+                             [self = shared_from_this()](const boost::system::error_code& ec,
+                                                         std::shared_ptr<transport::connection> conn) {
+                               self->connecting_ = false;
+                               if (self->closed_) {
+                                 if (conn) conn->close();
+                                 return;
+                               }
+                               if (ec) {
+                                 spdlog::debug("rdmarpc channel: connect to {} failed: {}",
+                                               self->endpoint_->to_uri(), ec.message());
+                                 self->fail_all(
+                                     status_code::unavailable,
+                                     "cannot connect to " + self->endpoint_->to_uri() + ": " + ec.message());
+                                 return;
+                               }
+                               self->attach(std::move(conn));
+                             });
   }
 
   void attach(std::shared_ptr<transport::connection> conn) {
@@ -506,7 +520,8 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
     auto io_work = std::move(c->io_work);  // released after the completion is posted
     auto work = std::move(c->work);
     keep_call(std::move(c));
-    const boost::system::error_code ec = code == status_code::ok ? boost::system::error_code{} : make_error_code(code);
+    const boost::system::error_code ec =
+        code == status_code::ok ? boost::system::error_code{} : make_error_code(code);
     // The io_context's own executor as the default: converting it is free, converting the
     // type-erased ex_ into the handler's executor type costs an allocation per call.
     auto target = io_ex_ != nullptr ? boost::asio::get_associated_executor(handler, *io_ex_)
@@ -573,7 +588,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
 
   const boost::asio::any_io_executor ex_;
   const boost::asio::io_context::executor_type* const io_ex_;  // ex_'s target when an io_context's
-  const std::optional<transport::endpoint> endpoint_;  // empty: created over a given connection
+  const std::optional<transport::endpoint> endpoint_;          // empty: created over a given connection
   channel_options options_;
 
   // Owned by ex_:
@@ -584,11 +599,11 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
   bool closed_ = false;
   bool released_ = false;
   bool complete_inline_ = false;  // see on_message and complete
-  call_map calls_;                                                          // queued and sent
+  call_map calls_;                // queued and sent
   std::vector<std::unique_ptr<pending_call>> spare_calls_;
   std::vector<call_map::node_type> spare_nodes_;
-  std::deque<std::uint32_t> queue_;                                         // not yet sent, in order
-  std::size_t in_flight_ = 0;                                               // sent, not answered
+  std::deque<std::uint32_t> queue_;  // not yet sent, in order
+  std::size_t in_flight_ = 0;        // sent, not answered
 
   // Any thread:
   std::atomic<std::uint32_t> next_id_{1};
@@ -627,11 +642,14 @@ class channel_handle final : public channel {
 
 std::shared_ptr<channel> channel::create(executor_type ex, std::string_view uri, channel_options options) {
   auto ep = transport::parse_endpoint(uri);
-  if (!ep) throw boost::system::system_error(ep.error(), "rdmarpc::channel::create(" + std::string(uri) + ")");
-  return std::make_shared<channel_handle>(std::make_shared<channel_impl>(std::move(ex), *ep, std::move(options)));
+  if (!ep)
+    throw boost::system::system_error(ep.error(), "rdmarpc::channel::create(" + std::string(uri) + ")");
+  return std::make_shared<channel_handle>(
+      std::make_shared<channel_impl>(std::move(ex), *ep, std::move(options)));
 }
 
-std::shared_ptr<channel> channel::create(std::shared_ptr<transport::connection> connection, channel_options options) {
+std::shared_ptr<channel> channel::create(std::shared_ptr<transport::connection> connection,
+                                         channel_options options) {
   auto impl = std::make_shared<channel_impl>(connection->get_executor(), std::nullopt, std::move(options));
   impl->adopt(std::move(connection));
   return std::make_shared<channel_handle>(std::move(impl));

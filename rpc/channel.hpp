@@ -6,18 +6,17 @@
 // calls made on that thread are submitted at once), and each completion runs on the handler's
 // associated executor.
 
-#include "rpc/client_context.hpp"
-#include "rpc/method.hpp"
-#include "rpc/status.hpp"
-#include "transport/connection.hpp"
-
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
-
 #include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string_view>
+
+#include "rpc/client_context.hpp"
+#include "rpc/method.hpp"
+#include "rpc/status.hpp"
+#include "transport/connection.hpp"
 
 namespace google::protobuf {
 class MessageLite;
@@ -52,7 +51,8 @@ class channel {
   // A channel to `uri` ("rdma://host:port" or "tcp://host:port"). It connects on first use and
   // again on the next call after the connection died; calls made while connecting wait for it.
   // Throws boost::system::system_error for a malformed URI.
-  static std::shared_ptr<channel> create(executor_type ex, std::string_view uri, channel_options options = {});
+  static std::shared_ptr<channel> create(executor_type ex, std::string_view uri,
+                                         channel_options options = {});
   // A channel over an already established connection (loopback tests, custom transports). It
   // does not reconnect.
   static std::shared_ptr<channel> create(std::shared_ptr<transport::connection> connection,

@@ -3,12 +3,12 @@
 // message. Layer: rpc. Threading: set it up before the call, read it after completion; it must
 // outlive the call.
 
-#include "rpc/status.hpp"
-
 #include <chrono>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "rpc/status.hpp"
 
 namespace rdmarpc {
 
@@ -21,7 +21,9 @@ class client_context {
   void set_deadline(clock::time_point deadline) noexcept { deadline_ = deadline; }
   void set_timeout(clock::duration timeout) noexcept { deadline_ = clock::now() + timeout; }
   clock::time_point deadline() const noexcept { return deadline_; }  // max() = none
-  void add_metadata(std::string key, std::string value) { metadata_.emplace_back(std::move(key), std::move(value)); }
+  void add_metadata(std::string key, std::string value) {
+    metadata_.emplace_back(std::move(key), std::move(value));
+  }
   const rdmarpc::metadata& request_metadata() const noexcept { return metadata_; }
 
   // Filled in when the call completes.

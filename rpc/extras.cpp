@@ -1,8 +1,8 @@
 #include "rpc/extras.hpp"
 
-#include "rdmarpc/wire.pb.h"
-
 #include <limits>
+
+#include "rdmarpc/wire.pb.h"
 
 namespace rdmarpc::extras {
 namespace {

@@ -2,12 +2,12 @@
 // Encoding of the optional frame extras (proto/rdmarpc/wire.proto): request metadata and a
 // response's status message. Layer: rpc. Threading: stateless functions.
 
-#include "rpc/client_context.hpp"
-
 #include <cstddef>
 #include <span>
 #include <string>
 #include <string_view>
+
+#include "rpc/client_context.hpp"
 
 namespace rdmarpc::extras {
 

@@ -88,7 +88,8 @@ view decode(std::span<const std::byte> message, decode_error& err) noexcept {
   }
   header& h = v.header;
   const auto raw_kind = get<std::uint8_t>(p + kOffKind);
-  if (raw_kind < static_cast<std::uint8_t>(kind::request) || raw_kind > static_cast<std::uint8_t>(kind::cancel)) {
+  if (raw_kind < static_cast<std::uint8_t>(kind::request) ||
+      raw_kind > static_cast<std::uint8_t>(kind::cancel)) {
     err = decode_error::bad_kind;
     return v;
   }

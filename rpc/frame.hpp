@@ -3,12 +3,12 @@
 // message: request metadata or a response's status message), then the protobuf payload.
 // Layer: rpc. Threading: stateless pure functions, safe from any thread. Exact format: docs/wire-format.md.
 
-#include "rpc/status.hpp"
-
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
+
+#include "rpc/status.hpp"
 
 namespace rdmarpc::frame {
 
@@ -52,14 +52,14 @@ struct view {
 
 enum class decode_error : std::uint8_t {
   none = 0,
-  truncated,         // shorter than the header
+  truncated,  // shorter than the header
   bad_magic,
   bad_version,
   bad_kind,
-  bad_flags,         // unknown flag bits, or a flag not allowed for this kind
-  bad_status,        // status out of range, or non-OK where the kind has no status
-  bad_field,         // a field that must be zero for this kind is not (reserved, method, timeout...)
-  length_mismatch,   // header + extras + payload != message size (including overflow)
+  bad_flags,        // unknown flag bits, or a flag not allowed for this kind
+  bad_status,       // status out of range, or non-OK where the kind has no status
+  bad_field,        // a field that must be zero for this kind is not (reserved, method, timeout...)
+  length_mismatch,  // header + extras + payload != message size (including overflow)
 };
 
 const char* to_string(decode_error e) noexcept;
@@ -71,6 +71,5 @@ std::array<std::byte, kHeaderSize> encode_header(const header& h) noexcept;
 
 // Parses and validates a whole message. On failure `err` says why and the result is unspecified.
 view decode(std::span<const std::byte> message, decode_error& err) noexcept;
-
 
 }  // namespace rdmarpc::frame

@@ -18,8 +18,8 @@ void method_table::add(service& s) {
       throw std::invalid_argument("rdmarpc::server: method " + std::string(m.full_name) +
                                   " has an id that is not method_id(full name)");
     const auto clash = [&](const method_entry& other) {
-      return std::invalid_argument("rdmarpc::server: method id of " + std::string(m.full_name) + " collides with " +
-                                   std::string(other.full_name));
+      return std::invalid_argument("rdmarpc::server: method id of " + std::string(m.full_name) +
+                                   " collides with " + std::string(other.full_name));
     };
     if (auto it = methods_.find(m.id); it != methods_.end()) throw clash(it->second);
     if (auto it = added.find(m.id); it != added.end()) throw clash(it->second);

@@ -4,13 +4,13 @@
 // name, two methods whose ids collide. Pure: no I/O. Layer: rpc.
 // Threading: filled before serving, then read-only from every connection's thread.
 
-#include "rpc/service.hpp"
-
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
+
+#include "rpc/service.hpp"
 
 namespace rdmarpc {
 

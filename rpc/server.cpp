@@ -1,8 +1,8 @@
 #include "rpc/server.hpp"
 
-#include "rpc/method_table.hpp"
-#include "rpc/server_connection.hpp"
+#include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -10,9 +10,6 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <spdlog/spdlog.h>
-
-#include <atomic>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -22,6 +19,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "rpc/method_table.hpp"
+#include "rpc/server_connection.hpp"
+
 namespace rdmarpc {
 namespace {
 
@@ -30,9 +30,11 @@ using clock = std::chrono::steady_clock;
 }  // namespace
 
 // The server's lifecycle: listeners, connection threads, graceful shutdown.
-class server::impl final : public server_connection::owner, public std::enable_shared_from_this<server::impl> {
+class server::impl final : public server_connection::owner,
+                           public std::enable_shared_from_this<server::impl> {
  public:
-  impl(boost::asio::any_io_executor ex, server_options options) : ex_(std::move(ex)), options_(std::move(options)) {
+  impl(boost::asio::any_io_executor ex, server_options options)
+      : ex_(std::move(ex)), options_(std::move(options)) {
     if (options_.max_in_flight_per_connection == 0) options_.max_in_flight_per_connection = 1;
     for (std::size_t i = 0; i < options_.threads; ++i) {
       contexts_.push_back(std::make_unique<boost::asio::io_context>(1));
@@ -62,7 +64,8 @@ class server::impl final : public server_connection::owner, public std::enable_s
 
   transport::endpoint listen(std::string_view uri) {
     auto ep = transport::parse_endpoint(uri);
-    if (!ep) throw boost::system::system_error(ep.error(), "rdmarpc::server::listen(" + std::string(uri) + ")");
+    if (!ep)
+      throw boost::system::system_error(ep.error(), "rdmarpc::server::listen(" + std::string(uri) + ")");
     std::shared_ptr<transport::listener> l = transport::make_listener(ex_, *ep, options_.transport);
     auto bound = l->local_endpoint();
     {
@@ -113,8 +116,9 @@ class server::impl final : public server_connection::owner, public std::enable_s
 
   void accept_next(std::shared_ptr<transport::listener> l) {
     if (shutting_down_) return;
-    l->async_accept(next_connection_executor(), [self = shared_from_this(), l](const boost::system::error_code& ec,
-                                                                                std::shared_ptr<transport::connection> conn) {
+    l->async_accept(next_connection_executor(), [self = shared_from_this(), l](
+                                                    const boost::system::error_code& ec,
+                                                    std::shared_ptr<transport::connection> conn) {
       if (self->shutting_down_) {
         if (conn) boost::asio::post(conn->get_executor(), [conn] { conn->close(); });
         return;
@@ -203,13 +207,21 @@ void server::impl::close_connections() {
 server::server(boost::asio::any_io_executor ex, server_options options)
     : impl_(std::make_shared<impl>(std::move(ex), std::move(options))) {}
 
-server::~server() { impl_->stop(); }
+server::~server() {
+  impl_->stop();
+}
 
-void server::add_service(service& s) { impl_->add_service(s); }
+void server::add_service(service& s) {
+  impl_->add_service(s);
+}
 
-transport::endpoint server::listen(std::string_view uri) { return impl_->listen(uri); }
+transport::endpoint server::listen(std::string_view uri) {
+  return impl_->listen(uri);
+}
 
-void server::serve(std::shared_ptr<transport::connection> connection) { impl_->serve(std::move(connection)); }
+void server::serve(std::shared_ptr<transport::connection> connection) {
+  impl_->serve(std::move(connection));
+}
 
 void server::async_shutdown(std::chrono::steady_clock::duration grace,
                             boost::asio::any_completion_handler<void()> handler) {

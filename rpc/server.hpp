@@ -4,21 +4,20 @@
 // Threading: construct, add services and listen from one thread before serving; connections are
 // spread over `threads` io_contexts that the server runs itself (0 = use the given executor).
 
-#include "rpc/service.hpp"
-#include "transport/connect.hpp"
-
 #include <boost/asio/any_io_executor.hpp>
-
 #include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string_view>
 
+#include "rpc/service.hpp"
+#include "transport/connect.hpp"
+
 namespace rdmarpc {
 
 struct server_options {
-  std::size_t threads = 0;                        // extra io_context threads for connections
-  std::size_t max_in_flight_per_connection = 1024; // beyond it requests get RESOURCE_EXHAUSTED
+  std::size_t threads = 0;                          // extra io_context threads for connections
+  std::size_t max_in_flight_per_connection = 1024;  // beyond it requests get RESOURCE_EXHAUSTED
   transport::connection_options transport;
 };
 

@@ -6,16 +6,16 @@
 // A call object is reused for the next call of the same method (clear() keeps the messages'
 // memory). Layer: rpc. Threading: used on the executor its call runs on.
 
-#include "rpc/server_context.hpp"
-
-#include <boost/asio/awaitable.hpp>
 #include <google/protobuf/message_lite.h>
 
+#include <boost/asio/awaitable.hpp>
 #include <climits>
 #include <cstddef>
 #include <span>
 #include <string>
 #include <utility>
+
+#include "rpc/server_context.hpp"
 
 namespace rdmarpc {
 
@@ -49,7 +49,8 @@ class member_server_call final : public server_call {
     // Partial parse + IsInitialized: the same check as ParseFromArray, minus libprotobuf's own
     // error log for a missing required field (a bad request is the caller's problem).
     return bytes.size() <= static_cast<std::size_t>(INT_MAX) &&
-           request_.ParsePartialFromArray(bytes.data(), static_cast<int>(bytes.size())) && request_.IsInitialized();
+           request_.ParsePartialFromArray(bytes.data(), static_cast<int>(bytes.size())) &&
+           request_.IsInitialized();
   }
   boost::asio::awaitable<void> run(server_context& ctx) override {
     reply_ = co_await (owner_->*handler_)(ctx, request_);

@@ -1,15 +1,12 @@
 #include "rpc/server_connection.hpp"
 
-#include "rpc/extras.hpp"
-#include "rpc/frame.hpp"
+#include <spdlog/spdlog.h>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <spdlog/spdlog.h>
-
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -17,11 +14,13 @@
 #include <unordered_map>
 #include <vector>
 
+#include "rpc/extras.hpp"
+#include "rpc/frame.hpp"
+
 namespace rdmarpc {
 namespace {
 
 using clock = std::chrono::steady_clock;
-
 
 // One request being served. Owned by its connection until its reply is sent; then kept for
 // the next request (ctx is emplaced per call, so reuse allocates nothing).
@@ -40,7 +39,9 @@ struct active_call {
 struct response_frame {
   response_frame(std::uint32_t id, status_code code, std::string_view message,
                  const google::protobuf::MessageLite* reply)
-      : extras(extras::encode_response(message)), reply(reply), reply_size(reply ? reply->ByteSizeLong() : 0) {
+      : extras(extras::encode_response(message)),
+        reply(reply),
+        reply_size(reply ? reply->ByteSizeLong() : 0) {
     h.kind = frame::kind::response;
     h.call_id = id;
     h.status = code;
@@ -53,7 +54,8 @@ struct response_frame {
     frame::encode_header(h, std::span<std::byte, frame::kHeaderSize>(out, frame::kHeaderSize));
     if (!extras.empty()) std::memcpy(out + frame::kHeaderSize, extras.data(), extras.size());
     if (reply != nullptr) {
-      reply->SerializeWithCachedSizesToArray(reinterpret_cast<std::uint8_t*>(out + frame::kHeaderSize + extras.size()));
+      reply->SerializeWithCachedSizesToArray(
+          reinterpret_cast<std::uint8_t*>(out + frame::kHeaderSize + extras.size()));
     }
     r.commit(size());
   }
@@ -63,7 +65,6 @@ struct response_frame {
   const google::protobuf::MessageLite* reply;
   std::size_t reply_size;
 };
-
 
 class connection_impl final : public server_connection, public std::enable_shared_from_this<connection_impl> {
  public:
@@ -130,7 +131,9 @@ class connection_impl final : public server_connection, public std::enable_share
     if (calls_.size() >= server_->options().max_in_flight_per_connection)
       return refuse(id, status_code::resource_exhausted, "too many calls in flight on this connection");
     const method_entry* m = server_->methods().find(v.header.method_id);
-    if (m == nullptr) return refuse(id, status_code::unimplemented, "unknown method id " + std::to_string(v.header.method_id));
+    if (m == nullptr)
+      return refuse(id, status_code::unimplemented,
+                    "unknown method id " + std::to_string(v.header.method_id));
     auto typed = take_call(*m);
     if (!typed) return refuse(id, status_code::unimplemented, "method index out of range");
     // Parsed straight from the receive buffer, which goes back to the transport at once.
@@ -140,8 +143,9 @@ class connection_impl final : public server_connection, public std::enable_share
       refuse(id, status_code::invalid_argument, "cannot parse " + typed->request_type());
       return keep_call(*m, std::move(typed));
     }
-    const auto deadline = v.header.has_timeout() ? clock::now() + std::chrono::microseconds(v.header.timeout_us)
-                                                 : clock::time_point::max();
+    const auto deadline = v.header.has_timeout()
+                              ? clock::now() + std::chrono::microseconds(v.header.timeout_us)
+                              : clock::time_point::max();
     auto c = reuse_active_call();
     c->ctx.emplace(ex_, m->full_name, peer_, deadline, std::move(md));
     c->call = std::move(typed);
@@ -214,7 +218,8 @@ class connection_impl final : public server_connection, public std::enable_share
 
   // The response to finished call `c`: its reply, or its status (also when the reply cannot go).
   response_frame response_for(std::uint32_t id, active_call& c) {
-    if (c.ctx->status() != status_code::ok) return response_frame(id, c.ctx->status(), c.ctx->status_message(), nullptr);
+    if (c.ctx->status() != status_code::ok)
+      return response_frame(id, c.ctx->status(), c.ctx->status_message(), nullptr);
     const google::protobuf::MessageLite& reply = c.call->reply();
     if (!reply.IsInitialized()) {
       return response_frame(id, status_code::internal,
@@ -301,7 +306,8 @@ class connection_impl final : public server_connection, public std::enable_share
   // A refusal (no call record behind it): a peer that leaves no room even for that does not read
   // its responses, and is cut off.
   void refuse(std::uint32_t id, status_code code, std::string_view message) {
-    if (respond(id, code, message) == boost::asio::error::would_block) violation("peer does not read its responses");
+    if (respond(id, code, message) == boost::asio::error::would_block)
+      violation("peer does not read its responses");
   }
 
   std::shared_ptr<owner> server_;

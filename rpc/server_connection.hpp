@@ -5,11 +5,11 @@
 // there is none). Bounded by server_options::max_in_flight_per_connection. Layer: rpc.
 // Threading: everything runs on the connection's executor.
 
+#include <memory>
+
 #include "rpc/method_table.hpp"
 #include "rpc/server.hpp"
 #include "transport/connection.hpp"
-
-#include <memory>
 
 namespace rdmarpc {
 

@@ -3,15 +3,14 @@
 // a way to answer with a non-OK status. Layer: rpc.
 // Threading: use it on the executor the handler runs on, for the duration of the call only.
 
-#include "rpc/client_context.hpp"
-#include "rpc/status.hpp"
-
 #include <boost/asio/any_io_executor.hpp>
-
 #include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
+
+#include "rpc/client_context.hpp"
+#include "rpc/status.hpp"
 
 namespace rdmarpc {
 
@@ -21,13 +20,17 @@ class server_context {
 
   // `peer` is shared by every call of a connection (no copy per call).
   server_context(boost::asio::any_io_executor executor, std::string_view method,
-                 std::shared_ptr<const std::string> peer, clock::time_point deadline, rdmarpc::metadata client_metadata)
-      : executor_(std::move(executor)), method_(method), peer_(std::move(peer)), deadline_(deadline),
+                 std::shared_ptr<const std::string> peer, clock::time_point deadline,
+                 rdmarpc::metadata client_metadata)
+      : executor_(std::move(executor)),
+        method_(method),
+        peer_(std::move(peer)),
+        deadline_(deadline),
         client_metadata_(std::move(client_metadata)) {}
   server_context(boost::asio::any_io_executor executor, std::string_view method, std::string peer,
                  clock::time_point deadline, rdmarpc::metadata client_metadata)
-      : server_context(std::move(executor), method, std::make_shared<const std::string>(std::move(peer)), deadline,
-                       std::move(client_metadata)) {}
+      : server_context(std::move(executor), method, std::make_shared<const std::string>(std::move(peer)),
+                       deadline, std::move(client_metadata)) {}
 
   boost::asio::any_io_executor get_executor() const noexcept { return executor_; }
   std::string_view method() const noexcept { return method_; }  // "/kv.Store/Get"

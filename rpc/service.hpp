@@ -5,14 +5,14 @@
 // Threading: the server uses a service from every connection thread: new_call() must be safe to
 // call concurrently (generated services only read immutable state).
 
-#include "rpc/method.hpp"
-#include "rpc/server_call.hpp"
-#include "rpc/server_context.hpp"
-
 #include <cstddef>
 #include <memory>
 #include <span>
 #include <string_view>
+
+#include "rpc/method.hpp"
+#include "rpc/server_call.hpp"
+#include "rpc/server_context.hpp"
 
 namespace rdmarpc {
 
@@ -20,7 +20,7 @@ class service {
  public:
   virtual ~service() = default;
 
-  virtual std::string_view full_name() const noexcept = 0;               // "kv.Store"
+  virtual std::string_view full_name() const noexcept = 0;  // "kv.Store"
   virtual std::span<const method_descriptor> methods() const noexcept = 0;
 
   // A call object for methods()[index] (null for an index out of range). The server parses the

@@ -1,10 +1,9 @@
 #include "rpc/status.hpp"
 
-#include "transport/error.hpp"
-
 #include <boost/asio/error.hpp>
-
 #include <string>
+
+#include "transport/error.hpp"
 
 namespace rdmarpc {
 namespace {

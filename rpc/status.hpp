@@ -5,7 +5,6 @@
 
 #include <boost/system/error_code.hpp>
 #include <boost/system/system_error.hpp>
-
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -15,20 +14,20 @@ namespace rdmarpc {
 
 enum class status_code : std::uint8_t {
   ok = 0,
-  cancelled = 1,            // the caller cancelled the call
+  cancelled = 1,  // the caller cancelled the call
   unknown = 2,
-  invalid_argument = 3,     // the request could not be parsed, or the handler rejected it
-  deadline_exceeded = 4,    // the deadline passed before a reply arrived
+  invalid_argument = 3,   // the request could not be parsed, or the handler rejected it
+  deadline_exceeded = 4,  // the deadline passed before a reply arrived
   not_found = 5,
   already_exists = 6,
   permission_denied = 7,
-  resource_exhausted = 8,   // message too large, too many calls in flight, queue full
+  resource_exhausted = 8,  // message too large, too many calls in flight, queue full
   failed_precondition = 9,
   aborted = 10,
   out_of_range = 11,
-  unimplemented = 12,       // no such method on the server
-  internal = 13,            // the handler threw, or a protocol invariant broke
-  unavailable = 14,         // not connected, connection lost, server shutting down: retry
+  unimplemented = 12,  // no such method on the server
+  internal = 13,       // the handler threw, or a protocol invariant broke
+  unavailable = 14,    // not connected, connection lost, server shutting down: retry
   data_loss = 15,
   unauthenticated = 16,
 };

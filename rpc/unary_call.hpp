@@ -4,15 +4,14 @@
 // use_future, use_awaitable, as_tuple(use_awaitable) or deferred. Layer: rpc.
 // The handler's associated executor and cancellation slot are honoured.
 
-#include "rpc/channel.hpp"
-
 #include <boost/asio/associator.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/recycling_allocator.hpp>
-
 #include <memory>
 #include <new>
 #include <utility>
+
+#include "rpc/channel.hpp"
 
 namespace rdmarpc {
 
@@ -75,9 +74,9 @@ struct unary_call_initiation {
                   const google::protobuf::MessageLite* request, Reply*) const {
     auto reply = make_recycled<Reply>();
     Reply& target = *reply;
-    ch->start_unary_call(method, context, *request, target,
-                         unary_reply_handler<Reply, std::decay_t<Handler>>(std::forward<Handler>(handler),
-                                                                           std::move(reply)));
+    ch->start_unary_call(
+        method, context, *request, target,
+        unary_reply_handler<Reply, std::decay_t<Handler>>(std::forward<Handler>(handler), std::move(reply)));
   }
 };
 
@@ -99,14 +98,16 @@ auto async_unary_call(channel& ch, const method_descriptor& method, client_conte
 }  // namespace rdmarpc
 
 // The adapter exposes the wrapped handler's associations (executor, cancellation slot, allocator).
-template <template <typename, typename> class Associator, typename Reply, typename Handler, typename DefaultCandidate>
-struct boost::asio::associator<Associator, rdmarpc::detail::unary_reply_handler<Reply, Handler>, DefaultCandidate>
-    : Associator<Handler, DefaultCandidate> {
+template <template <typename, typename> class Associator, typename Reply, typename Handler,
+          typename DefaultCandidate>
+struct boost::asio::associator<Associator, rdmarpc::detail::unary_reply_handler<Reply, Handler>,
+                               DefaultCandidate> : Associator<Handler, DefaultCandidate> {
   static typename Associator<Handler, DefaultCandidate>::type get(
       const rdmarpc::detail::unary_reply_handler<Reply, Handler>& h) noexcept {
     return Associator<Handler, DefaultCandidate>::get(h.handler_);
   }
-  static auto get(const rdmarpc::detail::unary_reply_handler<Reply, Handler>& h, const DefaultCandidate& c) noexcept
+  static auto get(const rdmarpc::detail::unary_reply_handler<Reply, Handler>& h,
+                  const DefaultCandidate& c) noexcept
       -> decltype(Associator<Handler, DefaultCandidate>::get(h.handler_, c)) {
     return Associator<Handler, DefaultCandidate>::get(h.handler_, c);
   }

@@ -2,9 +2,9 @@
 // Without a device this is a skipped test and says so loudly (exit 77 = CTest "Skipped"); the
 // test scripts count skipped rdma tests as a failure of the VM run.
 #define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
 #include <infiniband/verbs.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 
 int main(int argc, char* argv[]) {

@@ -1,24 +1,20 @@
 // Scheme dispatch for async_connect / make_listener (declared in transport/connect.hpp).
 #include "transport/connect.hpp"
 
-#include "transport/rdma/rdma_transport.hpp"
-#include "transport/tcp/tcp_transport.hpp"
-
 #include <boost/asio/append.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/system/system_error.hpp>
+
+#include "transport/rdma/rdma_transport.hpp"
+#include "transport/tcp/tcp_transport.hpp"
 
 namespace rdmarpc::transport {
 
 void async_connect_impl(boost::asio::any_io_executor ex, endpoint ep, connection_options options,
                         boost::asio::any_completion_handler<connect_signature> handler) {
   switch (ep.scheme) {
-    case scheme::rdma:
-      rdma::async_connect(std::move(ex), ep, options, std::move(handler));
-      return;
-    case scheme::tcp:
-      tcp::async_connect(std::move(ex), ep, options, std::move(handler));
-      return;
+    case scheme::rdma: rdma::async_connect(std::move(ex), ep, options, std::move(handler)); return;
+    case scheme::tcp: tcp::async_connect(std::move(ex), ep, options, std::move(handler)); return;
   }
   // Only an out-of-range enum value gets here (parse_endpoint never produces one).
   boost::asio::post(ex, boost::asio::append(std::move(handler), make_error_code(errc::unsupported_scheme),
@@ -28,10 +24,8 @@ void async_connect_impl(boost::asio::any_io_executor ex, endpoint ep, connection
 std::unique_ptr<listener> make_listener(boost::asio::any_io_executor ex, const endpoint& ep,
                                         const connection_options& options) {
   switch (ep.scheme) {
-    case scheme::rdma:
-      return rdma::make_listener(std::move(ex), ep, options);
-    case scheme::tcp:
-      return tcp::make_listener(std::move(ex), ep, options);
+    case scheme::rdma: return rdma::make_listener(std::move(ex), ep, options);
+    case scheme::tcp: return tcp::make_listener(std::move(ex), ep, options);
   }
   throw boost::system::system_error(make_error_code(errc::unsupported_scheme), "make_listener");
 }

@@ -4,15 +4,14 @@
 // rdma or tcp implementation (connect.cpp). Layer: transport.
 // Threading: a listener belongs to one executor, like a connection.
 
-#include "transport/connection.hpp"
-#include "transport/endpoint.hpp"
-#include "transport/listener.hpp"
-
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
-
 #include <memory>
+
+#include "transport/connection.hpp"
+#include "transport/endpoint.hpp"
+#include "transport/listener.hpp"
 
 namespace rdmarpc::transport {
 

@@ -1,12 +1,11 @@
 #include "transport/connection.hpp"
 
-#include <boost/asio/associated_executor.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
 #include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
-
 #include <cstring>
 
 namespace rdmarpc::transport {
@@ -15,7 +14,8 @@ namespace rdmarpc::transport {
 struct connection::waiter {
   // Constructed, never assigned: Boost 1.81's any_completion_handler move-assignment recurses
   // forever (it copies from an lvalue through its converting constructor).
-  waiter(std::size_t n, boost::asio::any_completion_handler<reserve_signature> h) : bytes(n), handler(std::move(h)) {}
+  waiter(std::size_t n, boost::asio::any_completion_handler<reserve_signature> h)
+      : bytes(n), handler(std::move(h)) {}
   std::size_t bytes;
   boost::asio::any_completion_handler<reserve_signature> handler;  // empty once completed or cancelled
 };
@@ -46,7 +46,8 @@ struct reserve_completion {
     if (slot.is_connected()) slot.clear();
     auto target = boost::asio::get_associated_executor(handler, keep_alive->get_executor());
     // dispatch: runs at once when the handler's executor is the connection's (the common case).
-    boost::asio::dispatch(target, invoke{std::move(keep_alive), std::move(handler), ec, std::move(reservation)});
+    boost::asio::dispatch(target,
+                          invoke{std::move(keep_alive), std::move(handler), ec, std::move(reservation)});
   }
 };
 
@@ -90,28 +91,30 @@ boost::system::error_code connection::send_copy(std::span<const boost::asio::con
 void connection::post_reservation(boost::asio::any_completion_handler<reserve_signature> handler,
                                   boost::system::error_code ec, send_reservation reservation) {
   auto ex = get_executor();
-  boost::asio::post(ex, reserve_completion{shared_from_this(), std::move(handler), ec, std::move(reservation)});
+  boost::asio::post(ex,
+                    reserve_completion{shared_from_this(), std::move(handler), ec, std::move(reservation)});
 }
 
-void connection::async_reserve_impl(std::size_t bytes, boost::asio::any_completion_handler<reserve_signature> handler) {
+void connection::async_reserve_impl(std::size_t bytes,
+                                    boost::asio::any_completion_handler<reserve_signature> handler) {
   boost::system::error_code ec;
   send_reservation r = try_reserve(bytes, ec);
   if (ec != boost::asio::error::would_block) return post_reservation(std::move(handler), ec, std::move(r));
   auto w = std::make_shared<waiter>(bytes, std::move(handler));
   auto slot = boost::asio::get_associated_cancellation_slot(w->handler);
   if (slot.is_connected()) {
-    slot.assign([weak_w = std::weak_ptr<waiter>(w),
-                 weak_c = weak_from_this()](boost::asio::cancellation_type type) {
-      using ct = boost::asio::cancellation_type;
-      if ((type & (ct::terminal | ct::partial | ct::total)) == ct::none) return;
-      auto target = weak_w.lock();
-      auto self = weak_c.lock();
-      if (!target || !target->handler || !self) return;
-      self->post_reservation(std::move(target->handler), boost::asio::error::operation_aborted, {});
-      // Its entry stays until room_freed() or end_reservations() skips it; a waiter behind it may
-      // fit now.
-      boost::asio::post(self->get_executor(), [self] { self->room_freed(); });
-    });
+    slot.assign(
+        [weak_w = std::weak_ptr<waiter>(w), weak_c = weak_from_this()](boost::asio::cancellation_type type) {
+          using ct = boost::asio::cancellation_type;
+          if ((type & (ct::terminal | ct::partial | ct::total)) == ct::none) return;
+          auto target = weak_w.lock();
+          auto self = weak_c.lock();
+          if (!target || !target->handler || !self) return;
+          self->post_reservation(std::move(target->handler), boost::asio::error::operation_aborted, {});
+          // Its entry stays until room_freed() or end_reservations() skips it; a waiter behind it may
+          // fit now.
+          boost::asio::post(self->get_executor(), [self] { self->room_freed(); });
+        });
   }
   waiters_.push_back(std::move(w));
 }

@@ -8,15 +8,10 @@
 // is invoked on it, never inline from inside a reserve, commit or close() call (completions are
 // posted, so user code never re-enters the transport).
 
-#include "transport/error.hpp"
-#include "transport/received_message.hpp"
-#include "transport/send_reservation.hpp"
-
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/buffer.hpp>
-
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -24,6 +19,10 @@
 #include <memory>
 #include <span>
 #include <string>
+
+#include "transport/error.hpp"
+#include "transport/received_message.hpp"
+#include "transport/send_reservation.hpp"
 
 namespace rdmarpc::transport {
 
@@ -52,12 +51,12 @@ struct connection_options {
   // The registered send ring holds send_buffers * slot_size bytes; it is also the send queue's
   // depth in work requests (one per fragment).
   std::uint32_t send_buffers = 128;
-  std::uint32_t signal_every = 16;      // request a send completion every N sends
+  std::uint32_t signal_every = 16;  // request a send completion every N sends
   cq_polling polling = cq_polling::adaptive;
   // adaptive: how long to keep polling after the last completion before sleeping. Long enough to
   // catch the reply of a call just sent on real NICs (a few us) and in the Soft-RoCE VM (tens).
   std::chrono::microseconds adaptive_spin{100};
-  bool disable_credits = false;         // TEST ONLY: send without flow control to prove RNR detection
+  bool disable_credits = false;  // TEST ONLY: send without flow control to prove RNR detection
 };
 
 // Counters per connection. Plain integers: read them on the connection's executor.
@@ -153,8 +152,8 @@ class connection : public std::enable_shared_from_this<connection>, protected se
  private:
   struct waiter;
   void async_reserve_impl(std::size_t bytes, boost::asio::any_completion_handler<reserve_signature> handler);
-  void post_reservation(boost::asio::any_completion_handler<reserve_signature> handler, boost::system::error_code ec,
-                        send_reservation reservation);
+  void post_reservation(boost::asio::any_completion_handler<reserve_signature> handler,
+                        boost::system::error_code ec, send_reservation reservation);
 
   std::deque<std::shared_ptr<waiter>> waiters_;  // async_reserve calls waiting for room, oldest first
 };

@@ -1,8 +1,8 @@
 #include "transport/endpoint.hpp"
 
-#include "transport/error.hpp"
-
 #include <charconv>
+
+#include "transport/error.hpp"
 
 namespace rdmarpc::transport {
 
@@ -46,7 +46,8 @@ boost::system::result<endpoint> parse_endpoint(std::string_view uri) {
     return make_error_code(errc::bad_uri);
   unsigned value = 0;
   const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-  if (ec != std::errc() || end != port.data() + port.size() || value > 65535) return make_error_code(errc::bad_uri);
+  if (ec != std::errc() || end != port.data() + port.size() || value > 65535)
+    return make_error_code(errc::bad_uri);
   ep.host = std::string(host);
   ep.port = static_cast<std::uint16_t>(value);
   return ep;

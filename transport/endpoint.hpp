@@ -3,7 +3,6 @@
 // Layer: transport. Threading: plain values.
 
 #include <boost/system/result.hpp>
-
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -14,8 +13,8 @@ enum class scheme { rdma, tcp };
 
 struct endpoint {
   transport::scheme scheme = scheme::tcp;
-  std::string host;          // name or numeric address, without brackets
-  std::uint16_t port = 0;    // 0 = any (listeners pick one; see listener::local_endpoint)
+  std::string host;        // name or numeric address, without brackets
+  std::uint16_t port = 0;  // 0 = any (listeners pick one; see listener::local_endpoint)
 
   std::string to_uri() const;  // inverse of parse_endpoint
   friend bool operator==(const endpoint&, const endpoint&) = default;

@@ -4,26 +4,25 @@
 // The rpc layer maps these to canonical status codes (see rpc/status.hpp).
 
 #include <boost/system/error_code.hpp>
-
 #include <type_traits>
 
 namespace rdmarpc::transport {
 
 enum class errc {
   // 0 is success
-  closed_locally = 1,   // close() was called on this side
-  closed_by_peer,       // the peer closed gracefully (rdma_disconnect / FIN / loopback close)
-  connection_lost,      // the peer vanished: process death, QP error, reset, keepalive timeout
-  message_too_large,    // larger than the negotiated maximum message size; nothing was sent
-  protocol_error,       // the peer sent something malformed; the connection was closed
-  handshake_rejected,   // the peer refused the connection (bad private data, version, full)
-  unreachable,          // address or route resolution failed, nothing listening, or refused
-  connect_timeout,      // connection setup took longer than connection_options::connect_timeout
-  rnr_retry_exceeded,   // the peer's receive queue was empty: a credit bug; must never happen
-  device_error,         // the RDMA device failed or was removed
-  bad_uri,              // not "scheme://host:port"
-  unsupported_scheme,   // a scheme this build cannot serve
-  not_connected,        // operation on a connection that is not open (yet or any more)
+  closed_locally = 1,  // close() was called on this side
+  closed_by_peer,      // the peer closed gracefully (rdma_disconnect / FIN / loopback close)
+  connection_lost,     // the peer vanished: process death, QP error, reset, keepalive timeout
+  message_too_large,   // larger than the negotiated maximum message size; nothing was sent
+  protocol_error,      // the peer sent something malformed; the connection was closed
+  handshake_rejected,  // the peer refused the connection (bad private data, version, full)
+  unreachable,         // address or route resolution failed, nothing listening, or refused
+  connect_timeout,     // connection setup took longer than connection_options::connect_timeout
+  rnr_retry_exceeded,  // the peer's receive queue was empty: a credit bug; must never happen
+  device_error,        // the RDMA device failed or was removed
+  bad_uri,             // not "scheme://host:port"
+  unsupported_scheme,  // a scheme this build cannot serve
+  not_connected,       // operation on a connection that is not open (yet or any more)
 };
 
 const boost::system::error_category& transport_category() noexcept;

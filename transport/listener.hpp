@@ -3,14 +3,13 @@
 // transport implements it (rdma/rdma_listener, tcp/tcp_listener); transport/connect.hpp makes one
 // from a URI. Layer: transport. Threading: a listener belongs to one executor, like a connection.
 
-#include "transport/connection.hpp"
-#include "transport/endpoint.hpp"
-
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
-
 #include <memory>
+
+#include "transport/connection.hpp"
+#include "transport/endpoint.hpp"
 
 namespace rdmarpc::transport {
 
@@ -29,7 +28,8 @@ class listener {
   auto async_accept(boost::asio::any_io_executor connection_executor, CompletionToken&& token) {
     return boost::asio::async_initiate<CompletionToken, connect_signature>(
         [this](auto handler, boost::asio::any_io_executor cex) {
-          async_accept_impl(std::move(cex), boost::asio::any_completion_handler<connect_signature>(std::move(handler)));
+          async_accept_impl(std::move(cex),
+                            boost::asio::any_completion_handler<connect_signature>(std::move(handler)));
         },
         token, std::move(connection_executor));
   }

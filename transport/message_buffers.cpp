@@ -4,7 +4,7 @@
 
 namespace rdmarpc::transport {
 namespace {
-constexpr std::size_t kSpareBuffers = 16;             // recycled buffers kept
+constexpr std::size_t kSpareBuffers = 16;              // recycled buffers kept
 constexpr std::size_t kSpareBufferBytes = 256 * 1024;  // ... none larger than this
 }  // namespace
 

@@ -7,12 +7,12 @@
 // circulate between both: a steady stream of messages allocates nothing.
 // Layer: transport. Threading: the owning connection's executor.
 
-#include "transport/send_reservation.hpp"
-
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
+
+#include "transport/send_reservation.hpp"
 
 namespace rdmarpc::transport {
 
@@ -63,11 +63,11 @@ class message_buffers {
 
   std::size_t headroom_;
   std::size_t limit_;
-  std::size_t queued_ = 0;          // reserved or taken, not yet written
-  std::vector<slot> slots_;         // outstanding reservations, indexed by token
+  std::size_t queued_ = 0;   // reserved or taken, not yet written
+  std::vector<slot> slots_;  // outstanding reservations, indexed by token
   std::vector<std::uint32_t> free_slots_;
-  std::vector<buffer> spare_;       // recycled buffers
-  std::vector<buffer> lent_;        // received messages the rpc layer holds, indexed by token
+  std::vector<buffer> spare_;  // recycled buffers
+  std::vector<buffer> lent_;   // received messages the rpc layer holds, indexed by token
   std::vector<std::uint32_t> free_lent_;
 };
 

@@ -12,7 +12,9 @@ received_message::received_message(std::vector<std::byte> storage) noexcept : st
   bytes_ = std::span<const std::byte>(storage_.data(), storage_.size());
 }
 
-received_message::received_message(received_message&& other) noexcept { *this = std::move(other); }
+received_message::received_message(received_message&& other) noexcept {
+  *this = std::move(other);
+}
 
 received_message& received_message::operator=(received_message&& other) noexcept {
   if (this == &other) return *this;

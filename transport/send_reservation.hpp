@@ -32,7 +32,9 @@ class send_reservation {
   send_reservation(owner* o, std::uint64_t token, std::span<std::byte> data) noexcept
       : owner_(o), token_(token), data_(data) {}
   send_reservation(send_reservation&& other) noexcept
-      : owner_(std::exchange(other.owner_, nullptr)), token_(other.token_), data_(std::exchange(other.data_, {})) {}
+      : owner_(std::exchange(other.owner_, nullptr)),
+        token_(other.token_),
+        data_(std::exchange(other.data_, {})) {}
   send_reservation& operator=(send_reservation&& other) noexcept {
     if (this != &other) {
       cancel();

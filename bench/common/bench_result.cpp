@@ -76,11 +76,12 @@ std::string to_json(const bench_result& r) {
 void print_table(std::ostream& out, std::span<const bench_result> results) {
   char line[256];
   std::snprintf(line, sizeof line, "%-8s %-9s %-9s %8s %5s %9s %11s %9s %9s %9s %9s %9s %9s %6s\n", "system",
-                "transport", "mode", "payload", "conc", "calls", "calls/s", "MB/s", "p50 us", "p90 us", "p99 us",
-                "p99.9 us", "max us", "errors");
+                "transport", "mode", "payload", "conc", "calls", "calls/s", "MB/s", "p50 us", "p90 us",
+                "p99 us", "p99.9 us", "max us", "errors");
   out << line;
   for (const auto& r : results) {
-    std::snprintf(line, sizeof line, "%-8s %-9s %-9s %8s %5llu %9llu %11.0f %9.2f %9.1f %9.1f %9.1f %9.1f %9.1f %6llu\n",
+    std::snprintf(line, sizeof line,
+                  "%-8s %-9s %-9s %8s %5llu %9llu %11.0f %9.2f %9.1f %9.1f %9.1f %9.1f %9.1f %6llu\n",
                   r.system.c_str(), r.transport.c_str(), r.mode.c_str(), size_label(r.payload).c_str(),
                   static_cast<unsigned long long>(r.concurrency), static_cast<unsigned long long>(r.calls),
                   r.calls_per_s, r.mb_per_s, r.p50_us, r.p90_us, r.p99_us, r.p999_us, r.max_us,

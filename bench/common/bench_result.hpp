@@ -3,26 +3,26 @@
 // concurrency) and their two outputs, a human-readable table and one JSON object per line.
 // Layer: bench. Threading: plain values and pure functions.
 
-#include "bench/common/closed_loop.hpp"
-
 #include <cstdint>
 #include <iosfwd>
 #include <span>
 #include <string>
 
+#include "bench/common/closed_loop.hpp"
+
 namespace rdmarpc::bench {
 
 struct bench_result {
-  std::string system;     // "rdmarpc", "grpc"
-  std::string transport;  // "rdma", "tcp", "loopback"
-  std::string mode;       // "event" (sleeps on the completion fd / socket) or "busy_poll"
+  std::string system;             // "rdmarpc", "grpc"
+  std::string transport;          // "rdma", "tcp", "loopback"
+  std::string mode;               // "event" (sleeps on the completion fd / socket) or "busy_poll"
   std::uint64_t payload = 0;      // bytes in each request, and again in each reply
   std::uint64_t concurrency = 0;  // calls kept in flight
   std::uint64_t calls = 0;        // measured calls that succeeded
   std::uint64_t errors = 0;       // measured calls that failed
   double seconds = 0;             // length of the measured window
   double calls_per_s = 0;
-  double mb_per_s = 0;            // request payload bytes per second / 1e6 (one direction)
+  double mb_per_s = 0;  // request payload bytes per second / 1e6 (one direction)
   // Latency of successful calls, microseconds.
   double p50_us = 0, p90_us = 0, p99_us = 0, p999_us = 0, max_us = 0, mean_us = 0;
 };

@@ -50,8 +50,10 @@ std::uint64_t parse_size(std::string_view text) {
   std::uint64_t mult = 1;
   if (!text.empty()) {
     switch (text.back()) {
-      case 'k': case 'K': mult = 1024; break;
-      case 'm': case 'M': mult = 1024 * 1024; break;
+      case 'k':
+      case 'K': mult = 1024; break;
+      case 'm':
+      case 'M': mult = 1024 * 1024; break;
       default: break;
     }
   }

@@ -3,12 +3,12 @@
 // the gRPC baseline take the very same ones, so their points are comparable), plus a small argv
 // reader for the flags each program adds. Layer: bench. Threading: plain values.
 
-#include "bench/common/closed_loop.hpp"
-
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "bench/common/closed_loop.hpp"
 
 namespace rdmarpc::bench {
 

@@ -19,7 +19,8 @@ void closed_loop::on_complete(clock::time_point started, clock::time_point now, 
   } else {
     ++errors_;
   }
-  const bool done = spec_.calls > 0 ? completed_ + errors_ >= spec_.calls : now - measure_start_ >= spec_.duration;
+  const bool done =
+      spec_.calls > 0 ? completed_ + errors_ >= spec_.calls : now - measure_start_ >= spec_.duration;
   if (done) {
     stopping_ = true;
     measure_end_ = now;

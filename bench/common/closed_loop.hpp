@@ -4,10 +4,10 @@
 // Layer: bench, transport-neutral (rdmarpc and gRPC clients drive it the same way).
 // Threading: not synchronized; drive it from the one thread that completes the calls.
 
-#include "bench/common/latency_histogram.hpp"
-
 #include <chrono>
 #include <cstdint>
+
+#include "bench/common/latency_histogram.hpp"
 
 namespace rdmarpc::bench {
 
@@ -44,7 +44,7 @@ class closed_loop {
 
   const latency_histogram& latency() const noexcept { return histogram_; }
   std::uint64_t completed() const noexcept { return completed_; }  // measured calls that succeeded
-  std::uint64_t errors() const noexcept { return errors_; }         // measured calls that failed
+  std::uint64_t errors() const noexcept { return errors_; }        // measured calls that failed
   std::uint64_t outstanding() const noexcept { return outstanding_; }
   // Length of the measured window (so far, if still measuring).
   std::chrono::nanoseconds measured_time(clock::time_point now) const noexcept;

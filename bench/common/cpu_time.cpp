@@ -11,7 +11,9 @@ namespace rdmarpc::bench {
 std::chrono::nanoseconds process_cpu_time() {
   rusage u{};
   if (::getrusage(RUSAGE_SELF, &u) != 0) throw std::system_error(errno, std::generic_category(), "getrusage");
-  auto tv = [](const timeval& t) { return std::chrono::seconds(t.tv_sec) + std::chrono::microseconds(t.tv_usec); };
+  auto tv = [](const timeval& t) {
+    return std::chrono::seconds(t.tv_sec) + std::chrono::microseconds(t.tv_usec);
+  };
   return tv(u.ru_utime) + tv(u.ru_stime);
 }
 

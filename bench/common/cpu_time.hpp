@@ -11,11 +11,11 @@ namespace rdmarpc::bench {
 std::chrono::nanoseconds process_cpu_time();
 
 struct idle_result {
-  std::string system;     // "rdmarpc", "grpc"
-  std::string transport;  // "rdma", "tcp"
-  std::string mode;       // "event", "busy_poll"
-  double seconds = 0;     // wall time the connected pair sat idle
-  double cpu_seconds = 0; // CPU the process (client + server) used meanwhile
+  std::string system;      // "rdmarpc", "grpc"
+  std::string transport;   // "rdma", "tcp"
+  std::string mode;        // "event", "busy_poll"
+  double seconds = 0;      // wall time the connected pair sat idle
+  double cpu_seconds = 0;  // CPU the process (client + server) used meanwhile
 };
 
 std::string to_json(const idle_result& r);

@@ -46,7 +46,9 @@ void latency_histogram::merge(const latency_histogram& other) noexcept {
   sum_ += other.sum_;
 }
 
-void latency_histogram::reset() noexcept { *this = latency_histogram{}; }
+void latency_histogram::reset() noexcept {
+  *this = latency_histogram{};
+}
 
 double latency_histogram::mean() const noexcept {
   return count_ == 0 ? 0.0 : static_cast<double>(sum_ / static_cast<long double>(count_));

@@ -3,10 +3,10 @@
 // is redrawn a few times a second; elsewhere (logs, the VM console) one line per finished point.
 // Layer: bench. Threading: use from the thread that drives the closed_loop.
 
+#include <string>
+
 #include "bench/common/bench_result.hpp"
 #include "bench/common/closed_loop.hpp"
-
-#include <string>
 
 namespace rdmarpc::bench {
 

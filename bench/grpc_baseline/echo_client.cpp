@@ -21,8 +21,8 @@ struct slot {
 gpr_timespec to_gpr(clock::time_point t) {
   // gRPC's own monotonic clock differs from steady_clock's epoch: convert through "from now".
   const auto from_now = std::chrono::duration_cast<std::chrono::nanoseconds>(t - clock::now());
-  return gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_nanos(std::max<std::int64_t>(0, from_now.count()),
-                                                                          GPR_TIMESPAN));
+  return gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                      gpr_time_from_nanos(std::max<std::int64_t>(0, from_now.count()), GPR_TIMESPAN));
 }
 
 }  // namespace

@@ -4,16 +4,16 @@
 // thread) and measures them with the same closed_loop as the rdmarpc client. Layer: bench.
 // Threading: one thread; run_point() blocks until the point is done.
 
-#include "bench/common/bench_result.hpp"
-#include "bench/common/closed_loop.hpp"
-#include "bench/common/progress.hpp"
-#include "echo_bench.grpc.pb.h"
-
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
 #include <memory>
 #include <string>
+
+#include "bench/common/bench_result.hpp"
+#include "bench/common/closed_loop.hpp"
+#include "bench/common/progress.hpp"
+#include "echo_bench.grpc.pb.h"
 
 namespace rdmarpc::bench::grpc_baseline {
 
@@ -27,7 +27,8 @@ class echo_client {
 
   // One point: `concurrency` calls in flight with `payload` bytes each way. Throws
   // std::runtime_error when the point makes no progress (server gone).
-  bench_result run_point(std::uint64_t payload, std::uint64_t concurrency, const load_spec& load, progress& out);
+  bench_result run_point(std::uint64_t payload, std::uint64_t concurrency, const load_spec& load,
+                         progress& out);
 
   // Polls the completion queue for `duration` with nothing in flight, as an idle client would.
   void idle(std::chrono::nanoseconds duration);

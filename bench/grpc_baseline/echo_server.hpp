@@ -5,13 +5,13 @@
 // Threading: run() polls the one completion queue on the calling thread (one server thread);
 // shutdown() may be called from any thread.
 
-#include "echo_bench.grpc.pb.h"
-
 #include <grpcpp/grpcpp.h>
 
 #include <memory>
 #include <mutex>
 #include <string>
+
+#include "echo_bench.grpc.pb.h"
 
 namespace rdmarpc::bench::grpc_baseline {
 

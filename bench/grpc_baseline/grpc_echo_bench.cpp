@@ -5,13 +5,6 @@
 //   inproc [client flags]                    server thread + client in one process (callgrind)
 //   idle [--seconds S] [--json PATH]         CPU used by a connected, idle client+server
 // URIs may carry a "tcp://" prefix so scripts can use one address form for every system.
-#include "bench/common/bench_result.hpp"
-#include "bench/common/client_options.hpp"
-#include "bench/common/cpu_time.hpp"
-#include "bench/common/progress.hpp"
-#include "bench/grpc_baseline/echo_client.hpp"
-#include "bench/grpc_baseline/echo_server.hpp"
-
 #include <pthread.h>
 #include <signal.h>
 
@@ -22,6 +15,13 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "bench/common/bench_result.hpp"
+#include "bench/common/client_options.hpp"
+#include "bench/common/cpu_time.hpp"
+#include "bench/common/progress.hpp"
+#include "bench/grpc_baseline/echo_client.hpp"
+#include "bench/grpc_baseline/echo_server.hpp"
 
 namespace {
 
@@ -44,7 +44,8 @@ void usage() {
 }
 
 std::vector<bench_result> run_matrix(echo_client& client, const client_options& options) {
-  if (!client.wait_connected(std::chrono::seconds(10))) throw std::runtime_error("gRPC channel did not connect");
+  if (!client.wait_connected(std::chrono::seconds(10)))
+    throw std::runtime_error("gRPC channel did not connect");
   progress out(options.progress);
   std::vector<bench_result> results;
   for (auto payload : options.payloads) {
@@ -127,7 +128,8 @@ int run(int argc, char** argv) {
         run_matrix(client, one);
         const auto cpu0 = process_cpu_time();
         const auto t0 = std::chrono::steady_clock::now();
-        client.idle(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(idle_seconds)));
+        client.idle(std::chrono::duration_cast<std::chrono::nanoseconds>(
+            std::chrono::duration<double>(idle_seconds)));
         idle_result r{"grpc", "tcp", "event",
                       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
                       std::chrono::duration<double>(process_cpu_time() - cpu0).count()};

@@ -16,12 +16,12 @@ enum class mode { server, client };
 
 struct options {
   cm_pingpong::mode mode = mode::server;
-  std::string address = "10.0.0.1";  // IPv4: where the server listens / the client connects
-  std::uint16_t port = 7471;         // server: 0 picks a free port (printed when listening)
-  std::uint64_t iterations = 1000;   // round trips (the server expects exactly this many)
-  std::size_t size = 64;             // bytes per message, both directions
+  std::string address = "10.0.0.1";          // IPv4: where the server listens / the client connects
+  std::uint16_t port = 7471;                 // server: 0 picks a free port (printed when listening)
+  std::uint64_t iterations = 1000;           // round trips (the server expects exactly this many)
+  std::size_t size = 64;                     // bytes per message, both directions
   std::chrono::milliseconds timeout{10000};  // bound on every single wait (cm event, completion)
-  bool help = false;                 // --help was given: print usage() and exit 0
+  bool help = false;                         // --help was given: print usage() and exit 0
 };
 
 // Thrown for malformed command lines; what() is meant for the user, followed by usage().

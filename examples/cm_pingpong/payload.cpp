@@ -10,7 +10,9 @@ std::byte pattern_byte(std::uint64_t seq, std::size_t i) {
   return static_cast<std::byte>((seq * 131 + i * 7 + 1) & 0xff);
 }
 
-std::byte seq_byte(std::uint64_t seq, std::size_t i) { return static_cast<std::byte>((seq >> (8 * i)) & 0xff); }
+std::byte seq_byte(std::uint64_t seq, std::size_t i) {
+  return static_cast<std::byte>((seq >> (8 * i)) & 0xff);
+}
 
 }  // namespace
 

@@ -138,7 +138,8 @@ class rc_endpoint {
     pd_.reset(check_ptr(ibv_alloc_pd(id->verbs), "ibv_alloc_pd"));
     channel_.reset(check_ptr(ibv_create_comp_channel(id->verbs), "ibv_create_comp_channel"));
     cq_.reset(check_ptr(ibv_create_cq(id->verbs, 4, nullptr, channel_.get(), 0), "ibv_create_cq"));
-    mr_.reset(check_ptr(ibv_reg_mr(pd_.get(), buffer_.data(), buffer_.size(), IBV_ACCESS_LOCAL_WRITE), "ibv_reg_mr"));
+    mr_.reset(check_ptr(ibv_reg_mr(pd_.get(), buffer_.data(), buffer_.size(), IBV_ACCESS_LOCAL_WRITE),
+                        "ibv_reg_mr"));
     ibv_qp_init_attr attr{};
     attr.send_cq = cq_.get();
     attr.recv_cq = cq_.get();
@@ -170,7 +171,8 @@ class rc_endpoint {
   }
 
   void post_send() {
-    ibv_sge sge{reinterpret_cast<std::uintptr_t>(buffer_.data()), static_cast<std::uint32_t>(size_), mr_->lkey};
+    ibv_sge sge{reinterpret_cast<std::uintptr_t>(buffer_.data()), static_cast<std::uint32_t>(size_),
+                mr_->lkey};
     ibv_send_wr wr{};
     wr.wr_id = kSendSlot;
     wr.sg_list = &sge;
@@ -187,7 +189,9 @@ class rc_endpoint {
     poll_until([this] { return recvs_done_ == recvs_posted_; }, "a receive completion");
     return recv_buffer();
   }
-  void wait_send() { poll_until([this] { return sends_done_ == sends_posted_; }, "a send completion"); }
+  void wait_send() {
+    poll_until([this] { return sends_done_ == sends_posted_; }, "a send completion");
+  }
 
  private:
   static constexpr std::uint64_t kRecvSlot = 0;  // wr_id names a buffer, never a pointer
@@ -221,9 +225,8 @@ class rc_endpoint {
     for (int i = 0; i < n; ++i) {
       const bool is_recv = wc[i].wr_id == kRecvSlot;
       if (wc[i].status != IBV_WC_SUCCESS) {
-        throw pingpong_error(std::string(is_recv ? "receive" : "send") +
-                             " completion failed: " + ibv_wc_status_str(wc[i].status) + " (qp " +
-                             std::to_string(qp_num_) + ")");
+        throw pingpong_error(std::string(is_recv ? "receive" : "send") + " completion failed: " +
+                             ibv_wc_status_str(wc[i].status) + " (qp " + std::to_string(qp_num_) + ")");
       }
       if (is_recv) {
         last_recv_len_ = wc[i].byte_len;

@@ -21,7 +21,7 @@ class pingpong_error : public std::runtime_error {
 };
 
 struct server_report {
-  std::uint16_t port = 0;           // the port actually listened on
+  std::uint16_t port = 0;              // the port actually listened on
   std::uint64_t messages_checked = 0;  // pings received with the expected contents and echoed
 };
 

@@ -2,22 +2,20 @@
 //   echo_client rdma://10.0.0.1:7472 [--count N] [--size BYTES] [--in-flight K] [--warmup N]
 // Every reply is checked against its request; exit 0 only if all calls succeeded and matched.
 
-#include "echo.rdmarpc.pb.h"
-
-#include "rpc/channel.hpp"
-
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
-
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
+
+#include "echo.rdmarpc.pb.h"
+#include "rpc/channel.hpp"
 
 namespace {
 
@@ -133,9 +131,10 @@ int main(int argc, char* argv[]) {
     double sum = 0;
     for (double m : out.micros) sum += m;
     const double mean = out.micros.empty() ? 0 : sum / static_cast<double>(out.micros.size());
-    std::printf("echo_client: latency (us): p50 %.1f  p90 %.1f  p99 %.1f  max %.1f  mean %.1f  (%zu measured)\n",
-                percentile(out.micros, 50), percentile(out.micros, 90), percentile(out.micros, 99),
-                percentile(out.micros, 100), mean, out.micros.size());
+    std::printf(
+        "echo_client: latency (us): p50 %.1f  p90 %.1f  p99 %.1f  max %.1f  mean %.1f  (%zu measured)\n",
+        percentile(out.micros, 50), percentile(out.micros, 90), percentile(out.micros, 99),
+        percentile(out.micros, 100), mean, out.micros.size());
     std::printf("echo_client: %.0f calls/s; %zu failed, %zu mismatched%s%s\n",
                 static_cast<double>(opt.count + opt.warmup) / seconds, out.failed, out.mismatched,
                 out.first_error.empty() ? "" : "; first error: ", out.first_error.c_str());

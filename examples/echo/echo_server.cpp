@@ -2,26 +2,26 @@
 //   echo_server rdma://10.0.0.1:7472
 // Prints "echo_server listening on <uri>" on stdout per URI, with the real port.
 
-#include "echo.rdmarpc.pb.h"
-
-#include "rpc/server.hpp"
+#include <spdlog/spdlog.h>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <spdlog/spdlog.h>
-
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "echo.rdmarpc.pb.h"
+#include "rpc/server.hpp"
+
 namespace {
 
 class echo_service final : public echo::Echo::Service {
  public:
   // rpc Echo: the method's snake_case name is `echo`.
-  boost::asio::awaitable<echo::EchoReply> echo(rdmarpc::server_context&, const echo::EchoRequest& request) override {
+  boost::asio::awaitable<echo::EchoReply> echo(rdmarpc::server_context&,
+                                               const echo::EchoRequest& request) override {
     echo::EchoReply reply;
     reply.set_payload(request.payload());
     co_return reply;
@@ -45,7 +45,8 @@ int main(int argc, char* argv[]) {
     }
   }
   if (uris.empty()) {
-    std::cerr << "usage: echo_server [--threads N] URI [URI...]   (rdma://ADDRESS:PORT or tcp://ADDRESS:PORT)\n";
+    std::cerr
+        << "usage: echo_server [--threads N] URI [URI...]   (rdma://ADDRESS:PORT or tcp://ADDRESS:PORT)\n";
     return 2;
   }
   try {

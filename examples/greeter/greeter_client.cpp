@@ -1,13 +1,14 @@
 // greeter_client: the README's walkthrough client (examples/greeter). Calls SayHello twice on the
 // URI given (default rdma://10.0.0.1:7471), once with a callback and once from a coroutine.
-#include "greeter/greeter.rdmarpc.pb.h"
-#include "rpc/channel.hpp"
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <iostream>
+
+#include "greeter/greeter.rdmarpc.pb.h"
+#include "rpc/channel.hpp"
 
 int main(int argc, char* argv[]) {
   boost::asio::io_context io(1);
@@ -28,14 +29,21 @@ int main(int argc, char* argv[]) {
   });
 
   // coroutine: use_awaitable throws boost::system::system_error; as_tuple(use_awaitable) does not
-  boost::asio::co_spawn(io, [&]() -> boost::asio::awaitable<void> {
-    rdmarpc::client_context context;            // optional: deadline, metadata, status message
-    context.set_timeout(std::chrono::seconds(5));
-    auto [ec, reply] = co_await greeter.async_say_hello(context, request, boost::asio::as_tuple(boost::asio::use_awaitable));
-    if (ec) std::cout << rdmarpc::to_string(rdmarpc::to_status_code(ec)) << ": " << context.status_message() << "\n";
-    else std::cout << "coroutine: " << reply.text() << "\n";
-    done(!ec);
-  }, boost::asio::detached);
+  boost::asio::co_spawn(
+      io,
+      [&]() -> boost::asio::awaitable<void> {
+        rdmarpc::client_context context;  // optional: deadline, metadata, status message
+        context.set_timeout(std::chrono::seconds(5));
+        auto [ec, reply] = co_await greeter.async_say_hello(
+            context, request, boost::asio::as_tuple(boost::asio::use_awaitable));
+        if (ec)
+          std::cout << rdmarpc::to_string(rdmarpc::to_status_code(ec)) << ": " << context.status_message()
+                    << "\n";
+        else
+          std::cout << "coroutine: " << reply.text() << "\n";
+        done(!ec);
+      },
+      boost::asio::detached);
   io.run();
   return failed == 0 ? 0 : 1;
 }

@@ -4,9 +4,7 @@
 // Exit status 0 only if every call behaved as expected (right status, right data).
 // Keys live under a per-run prefix, so sessions can run against a long-lived server.
 
-#include "kv.rdmarpc.pb.h"
-
-#include "rpc/channel.hpp"
+#include <unistd.h>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -14,7 +12,6 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-
 #include <chrono>
 #include <cstdio>
 #include <functional>
@@ -24,7 +21,9 @@
 #include <string>
 #include <tuple>
 #include <vector>
-#include <unistd.h>
+
+#include "kv.rdmarpc.pb.h"
+#include "rpc/channel.hpp"
 
 namespace {
 
@@ -61,7 +60,8 @@ class session {
     co_await put(a, "yellow"s, 0, status_code::already_exists, 0);       // create-only, but exists
     co_await get(key("missing"s), status_code::not_found, ""s);
     co_await put(""s, "x"s, std::nullopt, status_code::invalid_argument, 0);  // empty key
-    co_await put(key("huge"s), std::string(100 * 1024, 'z'), std::nullopt, status_code::resource_exhausted, 0);
+    co_await put(key("huge"s), std::string(100 * 1024, 'z'), std::nullopt, status_code::resource_exhausted,
+                 0);
 
     section("a range, page by page");
     co_await put(b, "yellow"s, 0, status_code::ok, 1);
@@ -93,10 +93,11 @@ class session {
   // Checks the status (and, through `check`, the reply), prints one line, and returns the reply
   // when the call succeeded.
   template <typename Reply>
-  std::optional<Reply> report(const std::string& what, clock_type::time_point start, error_code ec, Reply reply,
-                              const rdmarpc::client_context& context, status_code expected,
+  std::optional<Reply> report(const std::string& what, clock_type::time_point start, error_code ec,
+                              Reply reply, const rdmarpc::client_context& context, status_code expected,
                               const std::function<std::string(const Reply&, bool&)>& check) {
-    const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now() - start).count();
+    const auto micros =
+        std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now() - start).count();
     const status_code got = rdmarpc::to_status_code(ec);
     ++calls_;
     bool data_ok = true;
@@ -118,8 +119,9 @@ class session {
     return reply;
   }
 
-  asio::awaitable<void> put(const std::string& k, const std::string& value, std::optional<std::uint64_t> expected_version,
-                            status_code expected, std::uint64_t expected_new_version) {
+  asio::awaitable<void> put(const std::string& k, const std::string& value,
+                            std::optional<std::uint64_t> expected_version, status_code expected,
+                            std::uint64_t expected_new_version) {
     kv::PutRequest request;
     request.set_key(k);
     request.set_value(value);
@@ -147,9 +149,8 @@ class session {
     context->set_timeout(kCallTimeout);
     const auto start = clock_type::now();
     auto done = std::make_shared<std::optional<std::tuple<error_code, kv::PutReply>>>();
-    store_.async_put(*context, request, [done](error_code ec, kv::PutReply reply) {
-      done->emplace(ec, std::move(reply));
-    });
+    store_.async_put(*context, request,
+                     [done](error_code ec, kv::PutReply reply) { done->emplace(ec, std::move(reply)); });
     asio::steady_timer timer(co_await asio::this_coro::executor);
     while (!*done && clock_type::now() - start < kCallTimeout + std::chrono::seconds(1)) {
       timer.expires_after(std::chrono::microseconds(50));
@@ -162,8 +163,8 @@ class session {
       co_return;
     }
     auto& [ec, reply] = **done;
-    report<kv::PutReply>("Put " + shown(k) + " = " + shown(value) + " (callback)", start, ec, std::move(reply),
-                         *context, status_code::ok, [](const kv::PutReply& r, bool& ok) {
+    report<kv::PutReply>("Put " + shown(k) + " = " + shown(value) + " (callback)", start, ec,
+                         std::move(reply), *context, status_code::ok, [](const kv::PutReply& r, bool& ok) {
                            ok = r.version() == 1;
                            return "version " + std::to_string(r.version());
                          });
@@ -190,12 +191,14 @@ class session {
     context.set_timeout(kCallTimeout);
     const auto start = clock_type::now();
     auto [ec, reply] = co_await store_.async_delete(context, request, kAwait);
-    report<kv::DeleteReply>("Delete " + shown(k), start, ec, std::move(reply), context, expected,
-                            [](const kv::DeleteReply& r, bool&) { return "was version " + std::to_string(r.version()); });
+    report<kv::DeleteReply>(
+        "Delete " + shown(k), start, ec, std::move(reply), context, expected,
+        [](const kv::DeleteReply& r, bool&) { return "was version " + std::to_string(r.version()); });
   }
 
-  asio::awaitable<std::optional<kv::ScanReply>> scan(const std::string& from, const std::string& to, std::uint32_t limit,
-                                                     status_code expected, std::vector<std::string> expected_keys) {
+  asio::awaitable<std::optional<kv::ScanReply>> scan(const std::string& from, const std::string& to,
+                                                     std::uint32_t limit, status_code expected,
+                                                     std::vector<std::string> expected_keys) {
     kv::ScanRequest request;
     request.set_start_key(from);
     request.set_end_key(to);
@@ -205,8 +208,8 @@ class session {
     const auto start = clock_type::now();
     auto [ec, reply] = co_await store_.async_scan(context, request, kAwait);
     co_return report<kv::ScanReply>(
-        "Scan [" + shown(from) + ", " + shown(to) + ") limit " + std::to_string(limit), start, ec, std::move(reply),
-        context, expected, [&](const kv::ScanReply& r, bool& ok) {
+        "Scan [" + shown(from) + ", " + shown(to) + ") limit " + std::to_string(limit), start, ec,
+        std::move(reply), context, expected, [&](const kv::ScanReply& r, bool& ok) {
           std::string keys;
           std::vector<std::string> got;
           for (const auto& e : r.entries()) {
@@ -241,8 +244,10 @@ int main(int argc, char* argv[]) {
   }
   const std::string uri = argv[1];
   std::random_device random;
-  const std::string prefix = "session-" + std::to_string(::getpid()) + "-" + std::to_string(random() % 100000) + "/";
-  std::cout << "kv_client: talking to kv.Store at " << uri << " (keys under '" << prefix << "', shown as ~/)\n";
+  const std::string prefix =
+      "session-" + std::to_string(::getpid()) + "-" + std::to_string(random() % 100000) + "/";
+  std::cout << "kv_client: talking to kv.Store at " << uri << " (keys under '" << prefix
+            << "', shown as ~/)\n";
   try {
     asio::io_context io;
     auto channel = rdmarpc::channel::create(io.get_executor(), uri);
@@ -256,14 +261,15 @@ int main(int argc, char* argv[]) {
       channel->close();
     });
     io.run_for(std::chrono::seconds(120));
-    const auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - start).count();
+    const auto millis =
+        std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - start).count();
     if (failure) std::rethrow_exception(failure);
     if (!finished) {
       std::cout << "kv_client: FAILED: the session did not finish within 120 s\n";
       return 1;
     }
-    std::cout << "\nkv_client: " << s.calls() << " calls in " << millis << " ms, " << s.calls() - s.unexpected()
-              << " as expected, " << s.unexpected() << " unexpected\n";
+    std::cout << "\nkv_client: " << s.calls() << " calls in " << millis << " ms, "
+              << s.calls() - s.unexpected() << " as expected, " << s.unexpected() << " unexpected\n";
     if (s.unexpected() != 0) {
       std::cout << "kv_client: FAILED\n";
       return 1;

@@ -5,20 +5,19 @@
 // Prints "kv_server listening on <uri>" on stdout for every URI (with the real port when 0 was
 // asked for), so scripts can wait for it.
 
-#include "memory_store.hpp"
-#include "store_service.hpp"
-
-#include "rpc/server.hpp"
+#include <spdlog/spdlog.h>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <spdlog/spdlog.h>
-
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
+
+#include "memory_store.hpp"
+#include "rpc/server.hpp"
+#include "store_service.hpp"
 
 namespace {
 

@@ -12,9 +12,9 @@ using rdmarpc::status_error;
 void memory_store::check_key(const std::string& key) const {
   if (key.empty()) throw status_error(status_code::invalid_argument, "the key is empty");
   if (key.size() > limits_.max_key_size) {
-    throw status_error(status_code::invalid_argument,
-                       "the key has " + std::to_string(key.size()) + " bytes; the limit is " +
-                           std::to_string(limits_.max_key_size));
+    throw status_error(status_code::invalid_argument, "the key has " + std::to_string(key.size()) +
+                                                          " bytes; the limit is " +
+                                                          std::to_string(limits_.max_key_size));
   }
 }
 
@@ -43,9 +43,9 @@ PutReply memory_store::put(const PutRequest& request) {
     if (request.expected_version() == 0) {
       throw status_error(status_code::already_exists, "key '" + request.key() + "' already exists");
     }
-    throw status_error(status_code::failed_precondition,
-                       "key '" + request.key() + "' is at version " + std::to_string(current) + ", not " +
-                           std::to_string(request.expected_version()));
+    throw status_error(status_code::failed_precondition, "key '" + request.key() + "' is at version " +
+                                                             std::to_string(current) + ", not " +
+                                                             std::to_string(request.expected_version()));
   }
   if (it == items_.end() && items_.size() >= limits_.max_entries) {
     throw status_error(status_code::resource_exhausted, "the store is full");

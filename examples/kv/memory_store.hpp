@@ -3,13 +3,13 @@
 // rules of kv.proto (limits, conditional puts, paging). Errors are thrown as rdmarpc::status_error
 // so the service handlers stay one line each. Layer: example. Threading: all members thread-safe.
 
-#include "kv.pb.h"
-
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
+
+#include "kv.pb.h"
 
 namespace kv {
 

@@ -2,9 +2,9 @@
 
 #include "memory_store.hpp"
 
-#include "rpc/status.hpp"
-
 #include <catch2/catch.hpp>
+
+#include "rpc/status.hpp"
 
 namespace {
 

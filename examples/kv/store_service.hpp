@@ -18,7 +18,8 @@ class store_service final : public Store::Service {
     co_return store_.put(request);
   }
   // rpc Delete: `delete` is a C++ keyword, so the generated handler is delete_.
-  boost::asio::awaitable<DeleteReply> delete_(rdmarpc::server_context&, const DeleteRequest& request) override {
+  boost::asio::awaitable<DeleteReply> delete_(rdmarpc::server_context&,
+                                              const DeleteRequest& request) override {
     co_return store_.erase(request);
   }
   boost::asio::awaitable<ScanReply> scan(rdmarpc::server_context&, const ScanRequest& request) override {

@@ -1,11 +1,11 @@
 #include "bench/common/bench_result.hpp"
-#include "bench/common/client_options.hpp"
-
-#include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <sstream>
 #include <stdexcept>
+
+#include "bench/common/client_options.hpp"
 
 using namespace rdmarpc::bench;
 
@@ -67,8 +67,8 @@ TEST_CASE("sizes and lists parse with K/M suffixes - junk is rejected", "[option
 }
 
 TEST_CASE("client flags parse in both --flag value and --flag=value forms", "[options]") {
-  const char* argv[] = {"prog", "--payload=64,1K", "--concurrency", "1,8", "--calls", "500",
-                        "--warmup", "0.25", "--quiet", "--other"};
+  const char* argv[] = {"prog", "--payload=64,1K", "--concurrency", "1,8",     "--calls",
+                        "500",  "--warmup",        "0.25",          "--quiet", "--other"};
   arg_reader args(10, const_cast<char**>(argv), 1);
   client_options o;
   while (!args.done() && parse_client_flag(args, o)) {

@@ -1,7 +1,6 @@
 #include "bench/common/closed_loop.hpp"
 
 #include <catch2/catch.hpp>
-
 #include <deque>
 #include <memory>
 

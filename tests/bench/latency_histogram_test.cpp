@@ -1,8 +1,7 @@
 #include "bench/common/latency_histogram.hpp"
 
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -72,11 +71,14 @@ TEST_CASE("percentiles of 1..1000 us follow the rank rule within bucket precisio
   REQUIRE(h->min() == 1000);
   REQUIRE(h->max() == 1'000'000);
   REQUIRE(h->mean() == Approx(500'500.0));
-  const struct { double p; std::uint64_t exact; } cases[] = {
-      {50, 500'000}, {90, 900'000}, {99, 990'000}, {99.9, 999'000}, {100, 1'000'000}, {0.05, 1000}};
+  const struct {
+    double p;
+    std::uint64_t exact;
+  } cases[] = {{50, 500'000}, {90, 900'000}, {99, 990'000}, {99.9, 999'000}, {100, 1'000'000}, {0.05, 1000}};
   for (const auto& c : cases) {
     INFO("p" << c.p);
-    REQUIRE(static_cast<double>(h->percentile(c.p)) == Approx(static_cast<double>(c.exact)).epsilon(1.0 / 256));
+    REQUIRE(static_cast<double>(h->percentile(c.p)) ==
+            Approx(static_cast<double>(c.exact)).epsilon(1.0 / 256));
   }
 }
 

@@ -2,6 +2,15 @@
 // without client_context), instantiated with each completion token kind. The static_asserts pin
 // what each token turns the call into; nothing here runs a call.
 
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
+#include <catch2/catch.hpp>
+#include <future>
+#include <tuple>
+#include <type_traits>
+
 #include "a/b/c/deep.rdmarpc.pb.h"
 #include "keywords.rdmarpc.pb.h"
 #include "legacy.rdmarpc.pb.h"
@@ -11,53 +20,44 @@
 #include "uses_import.rdmarpc.pb.h"
 #include "well_known.rdmarpc.pb.h"
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/deferred.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/use_future.hpp>
-#include <catch2/catch.hpp>
-
-#include <future>
-#include <tuple>
-#include <type_traits>
-
 namespace {
 
 namespace asio = boost::asio;
 using boost::system::error_code;
 
 // For the client `Client` (an Interface), method `async_fn`, request `Request`, reply `Reply`.
-#define RDMARPC_CHECK_TOKENS(Client, async_fn, Request, Reply)                                                  \
-  static_assert(std::is_void_v<decltype(std::declval<Client&>().async_fn(std::declval<const Request&>(),        \
-                                                                          [](error_code, Reply) {}))>);         \
-  static_assert(std::is_void_v<decltype(std::declval<Client&>().async_fn(                                       \
-                    std::declval<rdmarpc::client_context&>(), std::declval<const Request&>(),                   \
-                    [](error_code, Reply) {}))>);                                                               \
-  static_assert(std::is_same_v<decltype(std::declval<Client&>().async_fn(std::declval<const Request&>(),        \
-                                                                          asio::use_future)),                   \
-                               std::future<Reply>>);                                                            \
-  static_assert(std::is_same_v<decltype(std::declval<Client&>().async_fn(                                       \
-                                   std::declval<rdmarpc::client_context&>(), std::declval<const Request&>(),    \
-                                   asio::use_future)),                                                          \
-                               std::future<Reply>>);                                                            \
-  static_assert(std::is_same_v<decltype(std::declval<Client&>().async_fn(std::declval<const Request&>(),        \
-                                                                          asio::use_awaitable)),                \
-                               asio::awaitable<Reply>>);                                                        \
-  static_assert(std::is_same_v<decltype(std::declval<Client&>().async_fn(                                       \
-                                   std::declval<rdmarpc::client_context&>(), std::declval<const Request&>(),    \
-                                   asio::use_awaitable)),                                                       \
-                               asio::awaitable<Reply>>);                                                        \
-  static_assert(std::is_same_v<decltype(std::declval<Client&>().async_fn(std::declval<const Request&>(),        \
-                                                                          asio::as_tuple(asio::use_awaitable))), \
-                               asio::awaitable<std::tuple<error_code, Reply>>>);                                \
-  static_assert(std::is_same_v<decltype(std::declval<Client&>().async_fn(                                       \
-                                   std::declval<rdmarpc::client_context&>(), std::declval<const Request&>(),    \
-                                   asio::as_tuple(asio::use_awaitable))),                                       \
-                               asio::awaitable<std::tuple<error_code, Reply>>>);                                \
-  static_assert(asio::is_deferred<decltype(std::declval<Client&>().async_fn(std::declval<const Request&>(),     \
-                                                                             asio::deferred))>::value);         \
-  static_assert(asio::is_deferred<decltype(std::declval<Client&>().async_fn(                                    \
-                    std::declval<rdmarpc::client_context&>(), std::declval<const Request&>(), asio::deferred))>::value)
+#define RDMARPC_CHECK_TOKENS(Client, async_fn, Request, Reply)                                               \
+  static_assert(std::is_void_v<decltype(std::declval<Client&>().async_fn(std::declval<const Request&>(),     \
+                                                                         [](error_code, Reply) {}))>);       \
+  static_assert(std::is_void_v<decltype(std::declval<Client&>().async_fn(                                    \
+                    std::declval<rdmarpc::client_context&>(), std::declval<const Request&>(),                \
+                    [](error_code, Reply) {}))>);                                                            \
+  static_assert(std::is_same_v<decltype(std::declval<Client&>().async_fn(std::declval<const Request&>(),     \
+                                                                         asio::use_future)),                 \
+                               std::future<Reply>>);                                                         \
+  static_assert(std::is_same_v<decltype(std::declval<Client&>().async_fn(                                    \
+                                   std::declval<rdmarpc::client_context&>(), std::declval<const Request&>(), \
+                                   asio::use_future)),                                                       \
+                               std::future<Reply>>);                                                         \
+  static_assert(std::is_same_v<decltype(std::declval<Client&>().async_fn(std::declval<const Request&>(),     \
+                                                                         asio::use_awaitable)),              \
+                               asio::awaitable<Reply>>);                                                     \
+  static_assert(std::is_same_v<decltype(std::declval<Client&>().async_fn(                                    \
+                                   std::declval<rdmarpc::client_context&>(), std::declval<const Request&>(), \
+                                   asio::use_awaitable)),                                                    \
+                               asio::awaitable<Reply>>);                                                     \
+  static_assert(std::is_same_v<decltype(std::declval<Client&>().async_fn(                                    \
+                                   std::declval<const Request&>(), asio::as_tuple(asio::use_awaitable))),    \
+                               asio::awaitable<std::tuple<error_code, Reply>>>);                             \
+  static_assert(std::is_same_v<decltype(std::declval<Client&>().async_fn(                                    \
+                                   std::declval<rdmarpc::client_context&>(), std::declval<const Request&>(), \
+                                   asio::as_tuple(asio::use_awaitable))),                                    \
+                               asio::awaitable<std::tuple<error_code, Reply>>>);                             \
+  static_assert(asio::is_deferred<decltype(std::declval<Client&>().async_fn(std::declval<const Request&>(),  \
+                                                                            asio::deferred))>::value);       \
+  static_assert(asio::is_deferred<decltype(std::declval<Client&>().async_fn(                                 \
+                    std::declval<rdmarpc::client_context&>(), std::declval<const Request&>(),                \
+                    asio::deferred))>::value)
 
 // a.b.c: nested package, nested message as request and reply.
 RDMARPC_CHECK_TOKENS(a::b::c::Deep::Interface, async_ping, a::b::c::PingRequest, a::b::c::PingReply);
@@ -66,7 +66,8 @@ RDMARPC_CHECK_TOKENS(a::b::c::Deep::Interface, async_ping_payload, a::b::c::Ping
 // No package.
 RDMARPC_CHECK_TOKENS(::Bare::Interface, async_hello, ::HelloRequest, ::HelloReply);
 // Imported types.
-RDMARPC_CHECK_TOKENS(shop::Shop::Interface, async_price, common::types::Outer_Inner_Deepest, common::types::Money);
+RDMARPC_CHECK_TOKENS(shop::Shop::Interface, async_price, common::types::Outer_Inner_Deepest,
+                     common::types::Money);
 RDMARPC_CHECK_TOKENS(shop::Shop::Interface, async_total, shop::Basket, common::types::Money);
 // Several services in one file.
 RDMARPC_CHECK_TOKENS(multi::Adder::Interface, async_add, multi::Number, multi::Number);
@@ -90,9 +91,11 @@ RDMARPC_CHECK_TOKENS(kw::union_::Interface, async_do, kw::new_, kw::new_);
 // proto3 optional, well-known types, proto2.
 RDMARPC_CHECK_TOKENS(opt::Configurator::Interface, async_apply, opt::Settings, opt::Settings);
 RDMARPC_CHECK_TOKENS(wkt::Clock::Interface, async_now, google::protobuf::Empty, google::protobuf::Timestamp);
-RDMARPC_CHECK_TOKENS(wkt::Clock::Interface, async_greet, google::protobuf::StringValue, google::protobuf::StringValue);
+RDMARPC_CHECK_TOKENS(wkt::Clock::Interface, async_greet, google::protobuf::StringValue,
+                     google::protobuf::StringValue);
 RDMARPC_CHECK_TOKENS(wkt::Clock::Interface, async_reset, google::protobuf::Empty, google::protobuf::Empty);
-RDMARPC_CHECK_TOKENS(legacy_api::v1::Search::Interface, async_find, legacy_api::v1::Query, legacy_api::v1::Result);
+RDMARPC_CHECK_TOKENS(legacy_api::v1::Search::Interface, async_find, legacy_api::v1::Query,
+                     legacy_api::v1::Result);
 
 // The Stub is an Interface, so the same calls work on it.
 static_assert(std::is_base_of_v<kw::Collide::Interface, kw::Collide::Stub>);

@@ -2,8 +2,6 @@
 // the fake derives from shop::Shop::Interface and overrides the do_* functions. Also runs every
 // completion token kind against it (no network involved).
 
-#include "uses_import.rdmarpc.pb.h"
-
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/deferred.hpp>
@@ -13,12 +11,13 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 #include <catch2/catch.hpp>
-
 #include <chrono>
 #include <map>
 #include <optional>
 #include <string>
 #include <thread>
+
+#include "uses_import.rdmarpc.pb.h"
 
 namespace {
 
@@ -75,7 +74,8 @@ class fake_shop final : public shop::Shop::Interface {
       reply.set_currency("EUR");
     } else {
       ec = rdmarpc::make_error_code(rdmarpc::status_code::not_found);
-      if (context != nullptr) context->set_result(rdmarpc::status_code::not_found, "no such sku " + request.sku());
+      if (context != nullptr)
+        context->set_result(rdmarpc::status_code::not_found, "no such sku " + request.sku());
     }
     asio::post(ex_, [handler = std::move(handler), ec, reply = std::move(reply)]() mutable {
       std::move(handler)(ec, std::move(reply));

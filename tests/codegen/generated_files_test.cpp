@@ -2,7 +2,6 @@
 // classes) for a file without services, as rdmarpc_generate expects.
 
 #include <catch2/catch.hpp>
-
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -17,7 +16,9 @@ std::string read_generated(const std::string& name) {
   return text.str();
 }
 
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+std::string first_line(const std::string& text) {
+  return text.substr(0, text.find('\n'));
+}
 
 }  // namespace
 

@@ -27,8 +27,8 @@ TEST_CASE("to_snake_case never produces a double or leading underscore") {
 }
 
 TEST_CASE("escape_identifier appends an underscore to keywords and macro-like names only") {
-  for (const char* keyword : {"class", "delete", "do", "new", "co_await", "requires", "and", "xor_eq", "char8_t",
-                              "concept", "this", "operator"}) {
+  for (const char* keyword : {"class", "delete", "do", "new", "co_await", "requires", "and", "xor_eq",
+                              "char8_t", "concept", "this", "operator"}) {
     INFO(keyword);
     CHECK(is_cpp_keyword(keyword));
     CHECK(escape_identifier(keyword) == std::string(keyword) + "_");
@@ -91,7 +91,8 @@ TEST_CASE("protobuf_class_name mirrors protoc's C++ generator") {
   CHECK(protobuf_class_name("co_await") == "co_await");
   CHECK(protobuf_qualified_class_name("a.b", "a.b.Outer.Inner") == "::a::b::Outer_Inner");
   CHECK(protobuf_qualified_class_name("", "Outer.Inner") == "::Outer_Inner");
-  CHECK(protobuf_qualified_class_name("google.protobuf", "google.protobuf.Empty") == "::google::protobuf::Empty");
+  CHECK(protobuf_qualified_class_name("google.protobuf", "google.protobuf.Empty") ==
+        "::google::protobuf::Empty");
 }
 
 TEST_CASE("packages, full names and file names") {

@@ -1,8 +1,6 @@
 // Every test .proto, end to end: generated Stub -> rdmarpc::channel -> tcp://127.0.0.1 -> server ->
 // generated Service::dispatch -> handler, and back. Also the statuses a handler sets or throws.
 
-#include "test_services.hpp"
-
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -10,15 +8,15 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <catch2/catch.hpp>
-
-#include "rpc/channel.hpp"
-#include "rpc/server.hpp"
-
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
+
+#include "rpc/channel.hpp"
+#include "rpc/server.hpp"
+#include "test_services.hpp"
 
 namespace {
 

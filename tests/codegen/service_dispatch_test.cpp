@@ -1,15 +1,14 @@
 // The generated Service::new_call, used directly as the server uses it (no server, no network):
 // request parsing, handler selection by index (with escaped names), the reply, the statuses.
 
-#include "test_services.hpp"
-
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
-
 #include <chrono>
 #include <span>
 #include <string>
+
+#include "test_services.hpp"
 
 namespace {
 
@@ -169,7 +168,8 @@ TEST_CASE("escaped handler names dispatch in declaration order") {
   CHECK(parse<kw::class__new>(run_dispatch(collide, 5, bytes_of(kw::class__new{})).response).value() == 5);
   for (int i = 6; i < 13; ++i) {
     INFO("method index " << i << " " << collide.methods()[static_cast<std::size_t>(i)].full_name);
-    CHECK(parse<kw::new_>(run_dispatch(collide, static_cast<std::size_t>(i), bytes_of(kw::new_{})).response).value() == i);
+    CHECK(parse<kw::new_>(run_dispatch(collide, static_cast<std::size_t>(i), bytes_of(kw::new_{})).response)
+              .value() == i);
   }
 }
 
@@ -195,7 +195,8 @@ TEST_CASE("well-known types as request and reply") {
   CHECK(now.seconds() == 1'700'000'000);
   google::protobuf::StringValue name;
   name.set_value("bob");
-  CHECK(parse<google::protobuf::StringValue>(run_dispatch(clock, 1, bytes_of(name)).response).value() == "hi bob");
+  CHECK(parse<google::protobuf::StringValue>(run_dispatch(clock, 1, bytes_of(name)).response).value() ==
+        "hi bob");
   const outcome reset = run_dispatch(clock, 2, "");
   CHECK(reset.status == status_code::ok);
   CHECK(reset.response.empty());

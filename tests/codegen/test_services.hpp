@@ -9,10 +9,9 @@
 #include "multi.rdmarpc.pb.h"
 #include "no_package.rdmarpc.pb.h"
 #include "optional_fields.rdmarpc.pb.h"
+#include "rpc/status.hpp"
 #include "uses_import.rdmarpc.pb.h"
 #include "well_known.rdmarpc.pb.h"
-
-#include "rpc/status.hpp"
 
 namespace codegen_test {
 
@@ -26,8 +25,8 @@ class deep_impl final : public a::b::c::Deep::Service {
     reply.set_size(request.payload().data().size());
     co_return reply;
   }
-  asio::awaitable<a::b::c::PingRequest_Payload> ping_payload(server_context&,
-                                                             const a::b::c::PingRequest_Payload& request) override {
+  asio::awaitable<a::b::c::PingRequest_Payload> ping_payload(
+      server_context&, const a::b::c::PingRequest_Payload& request) override {
     a::b::c::PingRequest_Payload reply;
     reply.set_data(std::string(request.data().rbegin(), request.data().rend()));
     co_return reply;
@@ -48,10 +47,14 @@ class bare_impl final : public ::Bare::Service {
 
 class shop_impl final : public shop::Shop::Service {
   static std::int64_t price_of(const common::types::Outer_Inner_Deepest& item) {
-    if (item.sku() == "missing") throw rdmarpc::status_error(rdmarpc::status_code::not_found, "no sku " + item.sku());
-    return item.kind() == common::types::Outer_Inner::KIND_BOOK ? 1000 : static_cast<std::int64_t>(item.sku().size());
+    if (item.sku() == "missing")
+      throw rdmarpc::status_error(rdmarpc::status_code::not_found, "no sku " + item.sku());
+    return item.kind() == common::types::Outer_Inner::KIND_BOOK
+               ? 1000
+               : static_cast<std::int64_t>(item.sku().size());
   }
-  asio::awaitable<common::types::Money> price(server_context&, const common::types::Outer_Inner_Deepest& request) override {
+  asio::awaitable<common::types::Money> price(server_context&,
+                                              const common::types::Outer_Inner_Deepest& request) override {
     common::types::Money money;
     money.set_units(price_of(request));
     money.set_currency("EUR");
@@ -158,7 +161,8 @@ class clock_impl final : public wkt::Clock::Service {
     t.set_nanos(42);
     co_return t;
   }
-  asio::awaitable<google::protobuf::StringValue> greet(server_context&, const google::protobuf::StringValue& request) override {
+  asio::awaitable<google::protobuf::StringValue> greet(
+      server_context&, const google::protobuf::StringValue& request) override {
     google::protobuf::StringValue v;
     v.set_value("hi " + request.value());
     co_return v;
@@ -173,7 +177,8 @@ class clock_impl final : public wkt::Clock::Service {
 };
 
 class search_impl final : public legacy_api::v1::Search::Service {
-  asio::awaitable<legacy_api::v1::Result> find(server_context&, const legacy_api::v1::Query& request) override {
+  asio::awaitable<legacy_api::v1::Result> find(server_context&,
+                                               const legacy_api::v1::Query& request) override {
     legacy_api::v1::Result result;
     for (int i = 0; i < request.limit(); ++i) result.add_lines(request.text() + std::to_string(i));
     co_return result;

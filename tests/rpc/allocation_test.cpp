@@ -2,6 +2,13 @@
 // transport on one thread: this binary replaces the global operator new to count. What protobuf
 // allocates inside the messages (a non-empty string field is a heap std::string of its own) is
 // measured alone, the same way, and not charged to the framework: the issue 9 budget is 2.
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+
 #include "rpc/channel.hpp"
 #include "rpc/server.hpp"
 #include "rpc/unary_call.hpp"
@@ -9,14 +16,6 @@
 #include "test_service.hpp"
 #include "tests/transport/connection_contract.hpp"  // run_until
 #include "transport/loopback/loopback_transport.hpp"
-
-#include <boost/asio/io_context.hpp>
-#include <catch2/catch.hpp>
-
-#include <atomic>
-#include <cstdio>
-#include <cstdlib>
-#include <new>
 
 // The replacements below pair malloc with free; GCC cannot see that once they are inlined.
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
@@ -31,22 +30,42 @@ void* operator new(std::size_t size) {
   if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
   throw std::bad_alloc();
 }
-void* operator new[](std::size_t size) { return operator new(size); }
+void* operator new[](std::size_t size) {
+  return operator new(size);
+}
 void* operator new(std::size_t size, std::align_val_t align) {
   g_allocations.fetch_add(1, std::memory_order_relaxed);
   const auto a = static_cast<std::size_t>(align);
   if (void* p = std::aligned_alloc(a, (size + a - 1) / a * a)) return p;
   throw std::bad_alloc();
 }
-void* operator new[](std::size_t size, std::align_val_t align) { return operator new(size, align); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void* operator new[](std::size_t size, std::align_val_t align) {
+  return operator new(size, align);
+}
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
 
 using namespace rdmarpc;
 
@@ -108,17 +127,19 @@ TEST_CASE("allocations per unary call in steady state, client + server, loopback
   test::test_service service;
   server srv(io.get_executor());
   srv.add_service(service);
-  auto [client_end, server_end] = transport::loopback::make_loopback_pair(io.get_executor(), io.get_executor());
+  auto [client_end, server_end] =
+      transport::loopback::make_loopback_pair(io.get_executor(), io.get_executor());
   srv.serve(server_end);
   auto ch = channel::create(client_end);
   caller c{*ch};
   c.request.set_data(std::string(64, 'x'));  // a 64 B echo, as in bench/
-  allocations_per_call(io, c, 2000);  // warm-up: pools, spare buffers and call objects fill
+  allocations_per_call(io, c, 2000);         // warm-up: pools, spare buffers and call objects fill
   const double total = allocations_per_call(io, c, 5000);
   const double in_messages = protobuf_allocations_per_call(c.request, 5000);
   const double framework = total - in_messages;
-  std::printf("allocations per call, client + server, loopback: %.2f (%.2f by protobuf inside the messages, "
-              "%.2f by rdmarpc)\n",
-              total, in_messages, framework);
+  std::printf(
+      "allocations per call, client + server, loopback: %.2f (%.2f by protobuf inside the messages, "
+      "%.2f by rdmarpc)\n",
+      total, in_messages, framework);
   CHECK(framework <= kAllocationBudget);
 }

@@ -1,23 +1,22 @@
 // Channel behaviour across a reconnect, against a hand-driven raw TCP "server" on 127.0.0.1 so the
 // test decides exactly what arrives and when. Everything runs on one io_context driven by the test
 // thread; every wait is bounded.
+#include <array>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <optional>
+#include <vector>
+
 #include "rpc/channel.hpp"
 #include "rpc/frame.hpp"
 #include "rpc/unary_call.hpp"
 #include "rpc_test.pb.h"
 #include "test_service.hpp"
 #include "tests/transport/connection_contract.hpp"  // run_until
-
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/read.hpp>
-#include <boost/asio/write.hpp>
-#include <catch2/catch.hpp>
-
-#include <array>
-#include <chrono>
-#include <optional>
-#include <vector>
 
 using namespace rdmarpc;
 using boost::asio::ip::tcp;
@@ -51,8 +50,9 @@ TEST_CASE("channel: a protocol error while waiting for send-queue room does not 
   for (int i = 0; i < kBig; ++i) {
     test::EchoRequest req;
     req.set_data(big);
-    async_unary_call<test::EchoReply>(*ch, test::test_service::echo, nullptr, req,
-                                      [&, i](boost::system::error_code ec, test::EchoReply) { big_results[i] = ec; });
+    async_unary_call<test::EchoReply>(
+        *ch, test::test_service::echo, nullptr, req,
+        [&, i](boost::system::error_code ec, test::EchoReply) { big_results[i] = ec; });
   }
   REQUIRE(run_until(io, [&] { return accepted; }));
   // Let the channel and the kernel move all they can; then most of the 16 MiB is still unsent.
@@ -91,15 +91,15 @@ TEST_CASE("channel: a protocol error while waiting for send-queue room does not 
   std::array<std::byte, 4> length_bytes{};
   std::vector<std::byte> request;
   bool got_request = false;
-  boost::asio::async_read(second, boost::asio::buffer(length_bytes), [&](boost::system::error_code ec, std::size_t) {
-    REQUIRE_FALSE(ec);
-    std::uint32_t n = 0;
-    for (int i = 0; i < 4; ++i) n |= std::to_integer<std::uint32_t>(length_bytes[i]) << (8 * i);
-    request.resize(n);
-    boost::asio::async_read(second, boost::asio::buffer(request), [&](boost::system::error_code ec2, std::size_t) {
-      got_request = !ec2;
-    });
-  });
+  boost::asio::async_read(
+      second, boost::asio::buffer(length_bytes), [&](boost::system::error_code ec, std::size_t) {
+        REQUIRE_FALSE(ec);
+        std::uint32_t n = 0;
+        for (int i = 0; i < 4; ++i) n |= std::to_integer<std::uint32_t>(length_bytes[i]) << (8 * i);
+        request.resize(n);
+        boost::asio::async_read(second, boost::asio::buffer(request),
+                                [&](boost::system::error_code ec2, std::size_t) { got_request = !ec2; });
+      });
   REQUIRE(run_until(io, [&] { return got_request || result.has_value(); }));
   REQUIRE(got_request);  // with the bug the channel never sent it (and the call timed out)
   frame::decode_error err{};
@@ -117,5 +117,6 @@ TEST_CASE("channel: a protocol error while waiting for send-queue room does not 
   REQUIRE(run_until(io, [&] { return result.has_value(); }));
   CHECK_FALSE(*result);
   ch->close();
-  run_until(io, [&] { return false; }, std::chrono::milliseconds(50));
+  run_until(
+      io, [&] { return false; }, std::chrono::milliseconds(50));
 }

@@ -1,7 +1,5 @@
 // async_unary_call with every completion token kind: compiled (the unevaluated checks below) and
 // run over the loopback transport. Also checks the handler's associated executor is honoured.
-#include "e2e_harness.hpp"
-
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -10,8 +8,9 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 #include <catch2/catch.hpp>
-
 #include <tuple>
+
+#include "e2e_harness.hpp"
 
 using namespace rdmarpc;
 using namespace rdmarpc::test;
@@ -23,7 +22,8 @@ namespace compile_only {
 [[maybe_unused]] void instantiate(channel& ch, const EchoRequest& req) {
   static_assert(std::is_void_v<decltype(async_unary_call<EchoReply>(
                     ch, test_service::echo, nullptr, req, [](boost::system::error_code, EchoReply) {}))>);
-  static_assert(std::is_same_v<decltype(async_unary_call<EchoReply>(ch, test_service::echo, nullptr, req, asio::use_future)),
+  static_assert(std::is_same_v<decltype(async_unary_call<EchoReply>(ch, test_service::echo, nullptr, req,
+                                                                    asio::use_future)),
                                std::future<EchoReply>>);
   static_assert(std::is_same_v<decltype(async_unary_call<EchoReply>(ch, test_service::echo, nullptr, req,
                                                                     asio::use_awaitable)),
@@ -42,7 +42,9 @@ TEST_CASE("tokens: callback", "[tokens]") {
   std::promise<std::pair<boost::system::error_code, std::string>> p;
   auto f = p.get_future();
   async_unary_call<EchoReply>(*ch, test_service::echo, nullptr, make_request("cb"),
-                              [&p](boost::system::error_code ec, EchoReply r) { p.set_value({ec, r.data()}); });
+                              [&p](boost::system::error_code ec, EchoReply r) {
+                                p.set_value({ec, r.data()});
+                              });
   REQUIRE(f.wait_for(10s) == std::future_status::ready);
   const auto [ec, data] = f.get();
   CHECK_FALSE(ec);
@@ -52,10 +54,12 @@ TEST_CASE("tokens: callback", "[tokens]") {
 TEST_CASE("tokens: use_future delivers the reply, and errors as system_error", "[tokens]") {
   e2e_harness h("loopback");
   auto ch = h.make_channel();
-  auto ok = async_unary_call<EchoReply>(*ch, test_service::echo, nullptr, make_request("fut"), asio::use_future);
+  auto ok =
+      async_unary_call<EchoReply>(*ch, test_service::echo, nullptr, make_request("fut"), asio::use_future);
   REQUIRE(ok.wait_for(10s) == std::future_status::ready);
   CHECK(ok.get().data() == "fut");
-  auto bad = async_unary_call<EchoReply>(*ch, test_service::unknown, nullptr, make_request("?"), asio::use_future);
+  auto bad =
+      async_unary_call<EchoReply>(*ch, test_service::unknown, nullptr, make_request("?"), asio::use_future);
   REQUIRE(bad.wait_for(10s) == std::future_status::ready);
   try {
     bad.get();
@@ -74,20 +78,21 @@ TEST_CASE("tokens: use_awaitable and as_tuple(use_awaitable)", "[tokens]") {
       h.client_executor(),
       [&]() -> asio::awaitable<std::string> {
         std::string out;
-        EchoReply r = co_await async_unary_call<EchoReply>(*ch, test_service::echo, nullptr, make_request("aw"),
-                                                           asio::use_awaitable);
+        EchoReply r = co_await async_unary_call<EchoReply>(*ch, test_service::echo, nullptr,
+                                                           make_request("aw"), asio::use_awaitable);
         out += r.data();
         try {
-          co_await async_unary_call<EchoReply>(*ch, test_service::fail, nullptr, make_request("k"), asio::use_awaitable);
+          co_await async_unary_call<EchoReply>(*ch, test_service::fail, nullptr, make_request("k"),
+                                               asio::use_awaitable);
           out += "|no-throw";
         } catch (const boost::system::system_error& e) {
           out += "|" + std::string(to_string(to_status_code(e.code())));
         }
-        auto [ec, r2] = co_await async_unary_call<EchoReply>(*ch, test_service::throws, nullptr, make_request("t"),
-                                                             asio::as_tuple(asio::use_awaitable));
+        auto [ec, r2] = co_await async_unary_call<EchoReply>(
+            *ch, test_service::throws, nullptr, make_request("t"), asio::as_tuple(asio::use_awaitable));
         out += "|" + std::string(to_string(to_status_code(ec)));
-        auto [ec3, r3] = co_await async_unary_call<EchoReply>(*ch, test_service::echo, nullptr, make_request("tup"),
-                                                              asio::as_tuple(asio::use_awaitable));
+        auto [ec3, r3] = co_await async_unary_call<EchoReply>(
+            *ch, test_service::echo, nullptr, make_request("tup"), asio::as_tuple(asio::use_awaitable));
         out += "|" + std::string(ec3 ? "err" : r3.data());
         co_return out;
       },
@@ -123,10 +128,11 @@ TEST_CASE("tokens: the completion runs on the handler's associated executor", "[
   auto strand = asio::make_strand(other.io());
   std::promise<bool> p;
   auto f = p.get_future();
-  async_unary_call<EchoReply>(*ch, test_service::echo, nullptr, make_request("where"),
-                              asio::bind_executor(strand, [&p, strand](boost::system::error_code ec, EchoReply) {
-                                p.set_value(!ec && strand.running_in_this_thread());
-                              }));
+  async_unary_call<EchoReply>(
+      *ch, test_service::echo, nullptr, make_request("where"),
+      asio::bind_executor(strand, [&p, strand](boost::system::error_code ec, EchoReply) {
+        p.set_value(!ec && strand.running_in_this_thread());
+      }));
   REQUIRE(f.wait_for(10s) == std::future_status::ready);
   CHECK(f.get());
   CHECK(other.drain());

@@ -57,7 +57,8 @@ std::shared_ptr<channel> e2e_harness::make_channel(channel_options options,
   lo.connection = options.transport;
   lo.a_to_b = client_to_server;
   lo.b_to_a = server_to_client;
-  auto [client_end, server_end] = transport::loopback::make_loopback_pair(client_io_.executor(), server_io_.executor(), lo);
+  auto [client_end, server_end] =
+      transport::loopback::make_loopback_pair(client_io_.executor(), server_io_.executor(), lo);
   server_->serve(server_end);
   return channel::create(client_end, std::move(options));
 }
@@ -74,10 +75,10 @@ std::future<call_result> start_call(channel& ch, const method_descriptor& method
   std::promise<call_result> p;
   auto f = p.get_future();
   const auto start = std::chrono::steady_clock::now();
-  async_unary_call<EchoReply>(ch, method, ctx, req,
-                              [p = std::move(p), start](boost::system::error_code ec, EchoReply reply) mutable {
-                                p.set_value({ec, std::move(reply), std::chrono::steady_clock::now() - start});
-                              });
+  async_unary_call<EchoReply>(
+      ch, method, ctx, req, [p = std::move(p), start](boost::system::error_code ec, EchoReply reply) mutable {
+        p.set_value({ec, std::move(reply), std::chrono::steady_clock::now() - start});
+      });
   return f;
 }
 

@@ -5,15 +5,8 @@
 // says which targets it runs through e2e_targets(). Threading: the test body runs on the main
 // thread and talks to the io threads only through futures and bounded waits.
 
-#include "rpc/channel.hpp"
-#include "rpc/server.hpp"
-#include "rpc/unary_call.hpp"
-#include "test_service.hpp"
-#include "transport/loopback/loopback_transport.hpp"
-
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
-
 #include <chrono>
 #include <future>
 #include <memory>
@@ -22,6 +15,12 @@
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "rpc/channel.hpp"
+#include "rpc/server.hpp"
+#include "rpc/unary_call.hpp"
+#include "test_service.hpp"
+#include "transport/loopback/loopback_transport.hpp"
 
 namespace rdmarpc::test {
 
@@ -69,7 +68,8 @@ class e2e_harness {
                                         transport::loopback::loopback_faults server_to_client = {});
 
   // Shuts the server down gracefully; false if the completion did not come within `timeout`.
-  bool shutdown(std::chrono::steady_clock::duration grace, std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  bool shutdown(std::chrono::steady_clock::duration grace,
+                std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
   // True when both io threads drained (checked by the destructor too, via a failed CHECK).
   bool drained() const noexcept { return drained_; }
@@ -96,8 +96,8 @@ struct call_result {
 std::future<call_result> start_call(channel& ch, const method_descriptor& method, const EchoRequest& req,
                                     client_context* ctx = nullptr);
 // Starts and waits (bounded: a call that does not complete in `timeout` fails the test).
-call_result call(channel& ch, const method_descriptor& method, const EchoRequest& req, client_context* ctx = nullptr,
-                 std::chrono::milliseconds timeout = std::chrono::seconds(30));
+call_result call(channel& ch, const method_descriptor& method, const EchoRequest& req,
+                 client_context* ctx = nullptr, std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
 EchoRequest make_request(std::string data, std::uint32_t sleep_ms = 0);
 

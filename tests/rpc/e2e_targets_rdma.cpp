@@ -2,4 +2,6 @@
 // RDMARPC_TEST_RDMA_ADDR).
 #include "e2e_harness.hpp"
 
-std::vector<std::string> rdmarpc::test::e2e_targets() { return {"rdma"}; }
+std::vector<std::string> rdmarpc::test::e2e_targets() {
+  return {"rdma"};
+}

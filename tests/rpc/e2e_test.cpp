@@ -1,9 +1,11 @@
 // End-to-end rpc cases, run over every target the binary lists in e2e_targets() (loopback and
 // tcp on the host, rdma in the Soft-RoCE VM). Each case asserts on what the client and the server
 // observed; every wait is bounded so a bug shows up as a failure, never as a hang.
-#include "e2e_harness.hpp"
-#include "transport/connect.hpp"
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -14,15 +16,13 @@
 #include <boost/asio/use_future.hpp>
 #include <boost/asio/write.hpp>
 #include <catch2/catch.hpp>
-
-#include <algorithm>
-#include <array>
-#include <functional>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <csignal>
-#include <sys/wait.h>
-#include <unistd.h>
+#include <functional>
+
+#include "e2e_harness.hpp"
+#include "transport/connect.hpp"
 
 using namespace rdmarpc;
 using namespace rdmarpc::test;
@@ -36,7 +36,9 @@ std::string pattern(std::size_t n, unsigned seed) {
   return s;
 }
 
-status_code code_of(const call_result& r) { return to_status_code(r.ec); }
+status_code code_of(const call_result& r) {
+  return to_status_code(r.ec);
+}
 
 // Starts a process serving test_service on `target`, on `port` (0 = any; the bound port is
 // written back). The child re-executes this test binary (hidden case "e2e-helper: serve")
@@ -119,7 +121,8 @@ TEST_CASE("e2e: 10000 calls with 64 in flight are all answered and matched to th
     const int i = st->next++;
     ++st->in_flight;
     st->max_in_flight = std::max(st->max_in_flight, st->in_flight);
-    async_unary_call<EchoReply>(*st->ch, test_service::echo, nullptr, make_request("call-" + std::to_string(i)),
+    async_unary_call<EchoReply>(*st->ch, test_service::echo, nullptr,
+                                make_request("call-" + std::to_string(i)),
                                 [st, i, &start_one](boost::system::error_code ec, EchoReply reply) {
                                   --st->in_flight;
                                   if (ec) ++st->failed;
@@ -172,19 +175,19 @@ TEST_CASE("e2e: a handler never runs inside the call that started it, even on th
                                 });
     o->top_returned = true;
     // A real reply; its handler (completed from the transport) starts a call that fails at once.
-    async_unary_call<EchoReply>(
-        *ch, test_service::echo, nullptr, make_request("first"),
-        [o, finished, ch](boost::system::error_code ec, EchoReply) {
-          o->reply_ec = ec;
-          async_unary_call<EchoReply>(*ch, test_service::echo, &o->past_nested, make_request("y"),
+    async_unary_call<EchoReply>(*ch, test_service::echo, nullptr, make_request("first"),
+                                [o, finished, ch](boost::system::error_code ec, EchoReply) {
+                                  o->reply_ec = ec;
+                                  async_unary_call<EchoReply>(
+                                      *ch, test_service::echo, &o->past_nested, make_request("y"),
                                       [o, finished](boost::system::error_code ec2, EchoReply) {
                                         o->nested_ec = ec2;
                                         o->nested_ran_inside = !o->nested_returned;
                                         finished();
                                       });
-          o->nested_returned = true;
-          finished();
-        });
+                                  o->nested_returned = true;
+                                  finished();
+                                });
   });
   REQUIRE(o->done.get_future().wait_for(30s) == std::future_status::ready);
   CHECK_FALSE(o->reply_ec);
@@ -218,12 +221,14 @@ TEST_CASE("e2e: an expired deadline gives DEADLINE_EXCEEDED and cancels the serv
     // A deadline already in the past fails without reaching the server.
     client_context past;
     past.set_deadline(std::chrono::steady_clock::now() - 1s);
-    CHECK(code_of(call(*ch2, test_service::echo, make_request("x"), &past)) == status_code::deadline_exceeded);
+    CHECK(code_of(call(*ch2, test_service::echo, make_request("x"), &past)) ==
+          status_code::deadline_exceeded);
     CHECK(h.service().sleeps_started.load() == 2);
   }
 }
 
-TEST_CASE("e2e: cancellation through the handler's cancellation slot gives CANCELLED and stops the server", "[e2e]") {
+TEST_CASE("e2e: cancellation through the handler's cancellation slot gives CANCELLED and stops the server",
+          "[e2e]") {
   const auto target = GENERATE(from_range(e2e_targets()));
   CAPTURE(target);
   e2e_harness h(target);
@@ -294,7 +299,8 @@ TEST_CASE("e2e: unknown method, handler exceptions, bad payload and metadata", "
   CHECK(ch->stats().connects == 1);
 }
 
-TEST_CASE("e2e: max_in_flight bounds calls on the wire and the wait queue, beyond it RESOURCE_EXHAUSTED", "[e2e]") {
+TEST_CASE("e2e: max_in_flight bounds calls on the wire and the wait queue, beyond it RESOURCE_EXHAUSTED",
+          "[e2e]") {
   const auto target = GENERATE(from_range(e2e_targets()));
   CAPTURE(target);
   e2e_harness h(target);
@@ -304,7 +310,8 @@ TEST_CASE("e2e: max_in_flight bounds calls on the wire and the wait queue, beyon
   auto ch = h.make_channel(o);
   REQUIRE_FALSE(call(*ch, test_service::echo, make_request("warm up")).ec);  // connected
   std::vector<std::future<call_result>> calls;
-  for (int i = 0; i < 5; ++i) calls.push_back(start_call(*ch, test_service::sleep, make_request(std::to_string(i), 300)));
+  for (int i = 0; i < 5; ++i)
+    calls.push_back(start_call(*ch, test_service::sleep, make_request(std::to_string(i), 300)));
   // Two run, three wait in the queue: the sixth is refused at once.
   const auto refused = call(*ch, test_service::echo, make_request("one too many"));
   CHECK(code_of(refused) == status_code::resource_exhausted);
@@ -370,7 +377,8 @@ TEST_CASE("e2e: shutdown grace expiry cancels handlers and fails their calls UNA
   CHECK(h.service().wait_for([&] { return h.service().sleeps_cancelled.load() == 1; }));
 }
 
-TEST_CASE("e2e: the connection dying fails every pending call UNAVAILABLE - a URI channel reconnects", "[e2e]") {
+TEST_CASE("e2e: the connection dying fails every pending call UNAVAILABLE - a URI channel reconnects",
+          "[e2e]") {
   const auto target = GENERATE(from_range(e2e_targets()));
   CAPTURE(target);
   if (target == "loopback") {
@@ -380,7 +388,8 @@ TEST_CASE("e2e: the connection dying fails every pending call UNAVAILABLE - a UR
     s2c.close_at = 1;
     auto ch = h.make_channel({}, {}, s2c);
     std::vector<std::future<call_result>> calls;
-    for (int i = 0; i < 8; ++i) calls.push_back(start_call(*ch, test_service::sleep, make_request("s", 60000)));
+    for (int i = 0; i < 8; ++i)
+      calls.push_back(start_call(*ch, test_service::sleep, make_request("s", 60000)));
     REQUIRE(h.service().wait_for([&] { return h.service().sleeps_started.load() == 8; }));
     auto trigger = start_call(*ch, test_service::echo, make_request("reply breaks the link"));
     for (auto& f : calls) {
@@ -405,7 +414,8 @@ TEST_CASE("e2e: the connection dying fails every pending call UNAVAILABLE - a UR
     auto ch = channel::create(client.executor(), uri);
     REQUIRE_FALSE(call(*ch, test_service::echo, make_request("hello")).ec);
     std::vector<std::future<call_result>> calls;
-    for (int i = 0; i < 8; ++i) calls.push_back(start_call(*ch, test_service::sleep, make_request("s", 60000)));
+    for (int i = 0; i < 8; ++i)
+      calls.push_back(start_call(*ch, test_service::sleep, make_request("s", 60000)));
     // The connection is ordered: once this reply is here, the server has all 8 sleeps running.
     REQUIRE_FALSE(call(*ch, test_service::echo, make_request("barrier")).ec);
     REQUIRE(::kill(child, SIGKILL) == 0);
@@ -628,8 +638,8 @@ TEST_CASE("e2e: calls started from many threads at once are all answered", "[e2e
       std::vector<std::pair<std::string, std::future<EchoReply>>> calls;
       for (int i = 0; i < kPerThread; ++i) {
         auto data = std::to_string(t) + "/" + std::to_string(i);
-        calls.emplace_back(data, async_unary_call<EchoReply>(*ch, test_service::echo, nullptr, make_request(data),
-                                                             boost::asio::use_future));
+        calls.emplace_back(data, async_unary_call<EchoReply>(*ch, test_service::echo, nullptr,
+                                                             make_request(data), boost::asio::use_future));
       }
       int ok = 0;
       for (auto& [data, f] : calls) {
@@ -655,7 +665,8 @@ TEST_CASE("e2e: a server running its own io_context threads serves many connecti
   std::vector<std::future<call_result>> calls;
   for (int round = 0; round < 50; ++round) {
     for (std::size_t i = 0; i < channels.size(); ++i) {
-      calls.push_back(start_call(*channels[i], test_service::echo, make_request(std::to_string(round * 10 + i))));
+      calls.push_back(
+          start_call(*channels[i], test_service::echo, make_request(std::to_string(round * 10 + i))));
     }
   }
   int ok = 0;
@@ -695,10 +706,12 @@ TEST_CASE("e2e: loopback transport back-pressure (no send room) holds calls unti
   transport::loopback::loopback_options lo;
   lo.capacity = 4;
   lo.connection.send_queue_bytes = 4 * 40;  // about four requests
-  auto [client_end, server_end] = transport::loopback::make_loopback_pair(h.client_executor(), h.server_executor(), lo);
+  auto [client_end, server_end] =
+      transport::loopback::make_loopback_pair(h.client_executor(), h.server_executor(), lo);
   auto ch = channel::create(client_end);
   std::vector<std::future<call_result>> calls;
-  for (int i = 0; i < 40; ++i) calls.push_back(start_call(*ch, test_service::echo, make_request(std::to_string(i))));
+  for (int i = 0; i < 40; ++i)
+    calls.push_back(start_call(*ch, test_service::echo, make_request(std::to_string(i))));
   // Let the channel process every submit (its executor is FIFO): the peer is not started, so the
   // transport's queue is full and the rest waits in the channel.
   std::promise<void> flushed;

@@ -2,7 +2,6 @@
 #include "rpc/frame.hpp"
 
 #include <catch2/catch.hpp>
-
 #include <cstring>
 #include <vector>
 

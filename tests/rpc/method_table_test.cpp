@@ -2,9 +2,8 @@
 // registration order, and the registration errors. No I/O.
 #include "rpc/method_table.hpp"
 
-#include <catch2/catch.hpp>
-
 #include <array>
+#include <catch2/catch.hpp>
 #include <stdexcept>
 #include <vector>
 
@@ -26,7 +25,9 @@ class described_service final : public service {
   std::vector<method_descriptor> methods_;
 };
 
-constexpr method_descriptor make(std::string_view full_name) { return {full_name, method_id(full_name)}; }
+constexpr method_descriptor make(std::string_view full_name) {
+  return {full_name, method_id(full_name)};
+}
 
 }  // namespace
 

@@ -1,10 +1,11 @@
 // Status codes: names, category, and the mapping from transport and Asio errors to what a caller sees.
-#include "rpc/extras.hpp"
 #include "rpc/status.hpp"
-#include "transport/error.hpp"
 
 #include <boost/asio/error.hpp>
 #include <catch2/catch.hpp>
+
+#include "rpc/extras.hpp"
+#include "transport/error.hpp"
 
 using rdmarpc::status_code;
 using rdmarpc::to_status_code;

@@ -1,12 +1,11 @@
 #include "test_service.hpp"
 
-#include "rpc/status.hpp"
-
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-
 #include <stdexcept>
+
+#include "rpc/status.hpp"
 
 namespace rdmarpc::test {
 
@@ -16,7 +15,8 @@ boost::asio::awaitable<EchoReply> test_service::do_sleep(server_context& ctx, co
   }
   ++sleeps_started;
   notify();
-  boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor, std::chrono::milliseconds(req.sleep_ms()));
+  boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor,
+                                  std::chrono::milliseconds(req.sleep_ms()));
   try {
     co_await timer.async_wait(boost::asio::use_awaitable);
   } catch (const boost::system::system_error&) {
@@ -52,7 +52,8 @@ boost::asio::awaitable<EchoReply> test_service::do_fail(server_context&, const E
 
 boost::asio::awaitable<EchoReply> test_service::do_metadata(server_context& ctx, const EchoRequest&) {
   EchoReply reply;
-  for (const auto& [key, value] : ctx.client_metadata()) reply.mutable_data()->append(key + "=" + value + ";");
+  for (const auto& [key, value] : ctx.client_metadata())
+    reply.mutable_data()->append(key + "=" + value + ";");
   co_return reply;
 }
 

@@ -4,14 +4,14 @@
 // Threading: handlers run on the server's connection executors; counters are atomics and the
 // waits use a mutex + condition variable with bounded timeouts.
 
-#include "rpc/service.hpp"
-#include "rpc_test.pb.h"
-
 #include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+
+#include "rpc/service.hpp"
+#include "rpc_test.pb.h"
 
 namespace rdmarpc::test {
 
@@ -19,9 +19,11 @@ class test_service final : public rdmarpc::service {
  public:
   static constexpr method_descriptor echo{"/rdmarpc.test.Test/Echo", method_id("/rdmarpc.test.Test/Echo")};
   static constexpr method_descriptor sleep{"/rdmarpc.test.Test/Sleep", method_id("/rdmarpc.test.Test/Sleep")};
-  static constexpr method_descriptor throws{"/rdmarpc.test.Test/Throw", method_id("/rdmarpc.test.Test/Throw")};
+  static constexpr method_descriptor throws{"/rdmarpc.test.Test/Throw",
+                                            method_id("/rdmarpc.test.Test/Throw")};
   static constexpr method_descriptor fail{"/rdmarpc.test.Test/Fail", method_id("/rdmarpc.test.Test/Fail")};
-  static constexpr method_descriptor meta{"/rdmarpc.test.Test/Metadata", method_id("/rdmarpc.test.Test/Metadata")};
+  static constexpr method_descriptor meta{"/rdmarpc.test.Test/Metadata",
+                                          method_id("/rdmarpc.test.Test/Metadata")};
   static constexpr method_descriptor unknown{"/rdmarpc.test.Test/Nope", method_id("/rdmarpc.test.Test/Nope")};
 
   std::string_view full_name() const noexcept override { return "rdmarpc.test.Test"; }
@@ -30,7 +32,7 @@ class test_service final : public rdmarpc::service {
 
   // Observations, readable from any thread.
   std::atomic<int> sleeps_started{0};
-  std::atomic<int> sleeps_cancelled{0};   // handler saw terminal cancellation / ctx.is_cancelled()
+  std::atomic<int> sleeps_cancelled{0};  // handler saw terminal cancellation / ctx.is_cancelled()
   std::atomic<int> sleeps_finished{0};
   std::atomic<int> concurrent{0};
   std::atomic<int> max_concurrent{0};

@@ -1,17 +1,18 @@
 // Unit tests of cm_pingpong's command-line parser (examples/cm_pingpong/options.hpp).
-#include <catch2/catch.hpp>
+#include "cm_pingpong/options.hpp"
 
+#include <catch2/catch.hpp>
 #include <string_view>
 #include <vector>
-
-#include "cm_pingpong/options.hpp"
 
 using cm_pingpong::options;
 using cm_pingpong::parse_options;
 using cm_pingpong::usage_error;
 
 namespace {
-options parse(std::vector<std::string_view> args) { return parse_options(args); }
+options parse(std::vector<std::string_view> args) {
+  return parse_options(args);
+}
 }  // namespace
 
 TEST_CASE("cm_pingpong options: defaults target the VM's rxe0 address", "[testbed][options]") {
@@ -25,8 +26,8 @@ TEST_CASE("cm_pingpong options: defaults target the VM's rxe0 address", "[testbe
 }
 
 TEST_CASE("cm_pingpong options: every option, long and short", "[testbed][options]") {
-  const options l = parse({"client", "--address", "192.168.1.2", "--port", "9000", "--iterations", "5", "--size",
-                           "4096", "--timeout-ms", "250"});
+  const options l = parse({"client", "--address", "192.168.1.2", "--port", "9000", "--iterations", "5",
+                           "--size", "4096", "--timeout-ms", "250"});
   CHECK(l.mode == cm_pingpong::mode::client);
   CHECK(l.address == "192.168.1.2");
   CHECK(l.port == 9000);
@@ -55,20 +56,20 @@ TEST_CASE("cm_pingpong options: --help wins over everything else", "[testbed][op
 
 TEST_CASE("cm_pingpong options: malformed command lines are rejected", "[testbed][options]") {
   const std::vector<std::vector<std::string_view>> bad = {
-      {},                                  // no mode
-      {"both"},                            // unknown mode
-      {"server", "client"},                // two modes
-      {"server", "--port"},                // missing value
-      {"server", "--port", "65536"},       // out of range
-      {"server", "--port", "-1"},          // negative
-      {"server", "--port", "12ab"},        // trailing junk
-      {"server", "--port", ""},            // empty number
-      {"server", "--iterations", "0"},     // zero round trips
-      {"server", "--size", "7"},           // no room for the sequence number
-      {"server", "--size", "1048577"},     // above kMaxSize
-      {"server", "--timeout-ms", "0"},     // no time at all
-      {"server", "--address", ""},         // empty address
-      {"server", "--frobnicate", "1"},     // unknown option
+      {},                               // no mode
+      {"both"},                         // unknown mode
+      {"server", "client"},             // two modes
+      {"server", "--port"},             // missing value
+      {"server", "--port", "65536"},    // out of range
+      {"server", "--port", "-1"},       // negative
+      {"server", "--port", "12ab"},     // trailing junk
+      {"server", "--port", ""},         // empty number
+      {"server", "--iterations", "0"},  // zero round trips
+      {"server", "--size", "7"},        // no room for the sequence number
+      {"server", "--size", "1048577"},  // above kMaxSize
+      {"server", "--timeout-ms", "0"},  // no time at all
+      {"server", "--address", ""},      // empty address
+      {"server", "--frobnicate", "1"},  // unknown option
   };
   for (const auto& args : bad) {
     INFO("argument count " << args.size() << (args.empty() ? "" : ", last: " + std::string(args.back())));

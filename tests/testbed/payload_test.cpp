@@ -1,11 +1,10 @@
 // Unit tests of cm_pingpong's message contents (examples/cm_pingpong/payload.hpp): the check
 // must catch every kind of damage the RDMA test relies on it to catch.
-#include <catch2/catch.hpp>
+#include "cm_pingpong/payload.hpp"
 
+#include <catch2/catch.hpp>
 #include <cstddef>
 #include <vector>
-
-#include "cm_pingpong/payload.hpp"
 
 using cm_pingpong::check_payload;
 using cm_pingpong::fill_payload;
@@ -33,7 +32,8 @@ TEST_CASE("cm_pingpong payload: any single corrupted byte is detected", "[testbe
   }
 }
 
-TEST_CASE("cm_pingpong payload: the pattern differs between messages beyond the header", "[testbed][payload]") {
+TEST_CASE("cm_pingpong payload: the pattern differs between messages beyond the header",
+          "[testbed][payload]") {
   std::vector<std::byte> a(64), b(64);
   fill_payload(a, 7);
   fill_payload(b, 8);

@@ -1,7 +1,8 @@
 // Real-verbs tests of the Soft-RoCE test bed (label `rdma`, run inside the VM on rxe0): the
 // cm_pingpong example's server and client connect an RC QP with rdma_cm and exchange checked
 // messages with send/recv, first as two threads, then as two processes of the real program.
-#include <catch2/catch.hpp>
+#include "cm_pingpong/pingpong.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -9,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -19,7 +21,6 @@
 #include <vector>
 
 #include "cm_pingpong/options.hpp"
-#include "cm_pingpong/pingpong.hpp"
 
 extern char** environ;
 
@@ -70,7 +71,8 @@ pair_result run_pair_in_threads(std::uint64_t iterations, std::size_t size) {
   client_opts.mode = cm_pingpong::mode::client;
   client_opts.port = port_future.get();  // rethrows a server setup failure
   REQUIRE(client_opts.port != 0);
-  auto client = std::async(std::launch::async, [client_opts] { return cm_pingpong::run_client(client_opts); });
+  auto client =
+      std::async(std::launch::async, [client_opts] { return cm_pingpong::run_client(client_opts); });
   REQUIRE(client.wait_for(kRunLimit) == std::future_status::ready);
   REQUIRE(server.wait_for(kRunLimit) == std::future_status::ready);
   // get() rethrows pingpong_error, whose message Catch prints (e.g. "ping 0 has the wrong contents").

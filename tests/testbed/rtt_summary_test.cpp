@@ -1,10 +1,9 @@
 // Unit tests of cm_pingpong's round-trip statistics (examples/cm_pingpong/rtt_summary.hpp).
-#include <catch2/catch.hpp>
+#include "cm_pingpong/rtt_summary.hpp"
 
+#include <catch2/catch.hpp>
 #include <numeric>
 #include <vector>
-
-#include "cm_pingpong/rtt_summary.hpp"
 
 using cm_pingpong::summarize;
 

@@ -1,10 +1,6 @@
 // Every async entry point of the transport seam (async_reserve, async_connect, async_accept)
 // with every completion token style users are promised: callback, use_future, deferred,
 // use_awaitable and as_tuple(use_awaitable). Runs over loopback and tcp on the host.
-#include "tests/transport/connection_contract.hpp"
-#include "transport/connect.hpp"
-#include "transport/loopback/loopback_transport.hpp"
-
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -12,8 +8,11 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
-
 #include <future>
+
+#include "tests/transport/connection_contract.hpp"
+#include "transport/connect.hpp"
+#include "transport/loopback/loopback_transport.hpp"
 
 using namespace rdmarpc;
 namespace asio = boost::asio;
@@ -35,13 +34,15 @@ struct loopback_fixture {
 TEST_CASE("tokens: async_reserve with use_future", "[tokens]") {
   loopback_fixture f;
   std::future<transport::send_reservation> done = f.a->async_reserve(8, asio::use_future);
-  REQUIRE(test::run_until(f.io, [&] { return done.wait_for(std::chrono::seconds(0)) == std::future_status::ready; }));
+  REQUIRE(test::run_until(
+      f.io, [&] { return done.wait_for(std::chrono::seconds(0)) == std::future_status::ready; }));
   auto r = done.get();
   CHECK(r.size() == 8);
   r.cancel();
   f.a->close();
   auto after_close = f.a->async_reserve(8, asio::use_future);
-  REQUIRE(test::run_until(f.io, [&] { return after_close.wait_for(std::chrono::seconds(0)) == std::future_status::ready; }));
+  REQUIRE(test::run_until(
+      f.io, [&] { return after_close.wait_for(std::chrono::seconds(0)) == std::future_status::ready; }));
   CHECK_THROWS_AS(after_close.get(), boost::system::system_error);
 }
 
@@ -84,13 +85,17 @@ TEST_CASE("tokens: async_reserve with use_awaitable and as_tuple", "[tokens]") {
   CHECK(closed_ec == transport::errc::not_connected);
 }
 
-TEST_CASE("tokens: async_connect and async_accept with use_awaitable, as_tuple and use_future", "[tokens][tcp]") {
+TEST_CASE("tokens: async_connect and async_accept with use_awaitable, as_tuple and use_future",
+          "[tokens][tcp]") {
   asio::io_context io;
-  auto l = transport::make_listener(io.get_executor(), transport::parse_endpoint("tcp://127.0.0.1:0").value(), {});
+  auto l =
+      transport::make_listener(io.get_executor(), transport::parse_endpoint("tcp://127.0.0.1:0").value(), {});
   std::shared_ptr<transport::connection> client, server;
   asio::co_spawn(
       io,
-      [&]() -> asio::awaitable<void> { server = co_await l->async_accept(io.get_executor(), asio::use_awaitable); },
+      [&]() -> asio::awaitable<void> {
+        server = co_await l->async_accept(io.get_executor(), asio::use_awaitable);
+      },
       asio::detached);
   asio::co_spawn(
       io,
@@ -105,7 +110,9 @@ TEST_CASE("tokens: async_connect and async_accept with use_awaitable, as_tuple a
 
   auto accepted = l->async_accept(io.get_executor(), asio::use_future);
   auto connected = transport::async_connect(io.get_executor(), l->local_endpoint(), {}, asio::use_future);
-  const auto ready = [](auto& fut) { return fut.wait_for(std::chrono::seconds(0)) == std::future_status::ready; };
+  const auto ready = [](auto& fut) {
+    return fut.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  };
   REQUIRE(test::run_until(io, [&] { return ready(accepted) && ready(connected); }));
   CHECK(accepted.get() != nullptr);
   CHECK(connected.get() != nullptr);

@@ -10,22 +10,21 @@
 //  * options.max_message_size is honoured by both ends, and a sender's room is bounded (tcp and
 //    loopback by options.send_queue_bytes, rdma by its send ring and its peer's credits).
 
-#include "transport/connection.hpp"
-#include "transport/error.hpp"
-
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
-
 #include <chrono>
 #include <cstring>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
+
+#include "transport/connection.hpp"
+#include "transport/error.hpp"
 
 namespace rdmarpc::test {
 
@@ -35,7 +34,8 @@ struct connected_pair {
 };
 
 // Builds a connected pair, both ends on `io`, neither started. May run `io` to connect.
-using pair_factory = std::function<connected_pair(boost::asio::io_context& io, const transport::connection_options& options)>;
+using pair_factory =
+    std::function<connected_pair(boost::asio::io_context& io, const transport::connection_options& options)>;
 
 // Runs `io` until `done()` or the timeout (a bound against hangs, never a latency assertion).
 inline bool run_until(boost::asio::io_context& io, const std::function<bool()>& done,
@@ -59,7 +59,8 @@ inline void run_ready(boost::asio::io_context& io) {
 // A test message: bytes derived from (index, size) so that order and content can both be checked.
 inline std::vector<std::byte> make_message(std::uint64_t index, std::size_t size) {
   std::vector<std::byte> out(size);
-  for (std::size_t i = 0; i < size; ++i) out[i] = static_cast<std::byte>((index * 131 + i * 7 + (i >> 8)) & 0xff);
+  for (std::size_t i = 0; i < size; ++i)
+    out[i] = static_cast<std::byte>((index * 131 + i * 7 + (i >> 8)) & 0xff);
   for (std::size_t i = 0; i < size && i < 8; ++i) out[i] = static_cast<std::byte>((index >> (8 * i)) & 0xff);
   return out;
 }
@@ -131,7 +132,8 @@ inline boost::system::error_code send_waiting(boost::asio::io_context& io, trans
 // whenever there is no room. Finishes with `error` set if anything but would_block came back.
 class blaster : public std::enable_shared_from_this<blaster> {
  public:
-  blaster(std::shared_ptr<transport::connection> c, std::uint64_t count, std::function<std::size_t(std::uint64_t)> size_of)
+  blaster(std::shared_ptr<transport::connection> c, std::uint64_t count,
+          std::function<std::size_t(std::uint64_t)> size_of)
       : connection_(std::move(c)), count_(count), size_of_(std::move(size_of)) {}
   void run() {
     while (next < count_) {
@@ -140,16 +142,17 @@ class blaster : public std::enable_shared_from_this<blaster> {
       auto r = connection_->try_reserve(message.size(), ec);
       if (ec == boost::asio::error::would_block) {
         ++full_count;
-        connection_->async_reserve(message.size(), [self = shared_from_this()](boost::system::error_code wait_ec,
-                                                                               transport::send_reservation granted) {
-          if (wait_ec) {
-            self->error = wait_ec;
-            return;
-          }
-          commit_bytes(std::move(granted), make_message(self->next, self->size_of_(self->next)));
-          ++self->next;
-          self->run();
-        });
+        connection_->async_reserve(
+            message.size(), [self = shared_from_this()](boost::system::error_code wait_ec,
+                                                        transport::send_reservation granted) {
+              if (wait_ec) {
+                self->error = wait_ec;
+                return;
+              }
+              commit_bytes(std::move(granted), make_message(self->next, self->size_of_(self->next)));
+              ++self->next;
+              self->run();
+            });
         return;
       }
       if (ec) {
@@ -261,8 +264,8 @@ inline void contract_message_sizes(const pair_factory& make) {
   // Gathered parts arrive as one message.
   const auto whole = make_message(99, 3000);
   const std::array<boost::asio::const_buffer, 3> parts{boost::asio::buffer(whole.data(), 1000),
-                                                      boost::asio::buffer(whole.data() + 1000, 0),
-                                                      boost::asio::buffer(whole.data() + 1000, 2000)};
+                                                       boost::asio::buffer(whole.data() + 1000, 0),
+                                                       boost::asio::buffer(whole.data() + 1000, 2000)};
   REQUIRE_FALSE(pair.client->send_copy(std::span<const boost::asio::const_buffer>(parts)));
   REQUIRE(run_until(io, [&] { return sh->messages.size() == sizes.size() + 1; }));
   CHECK(sh->messages.back() == whole);
@@ -283,8 +286,9 @@ inline void contract_too_large(const pair_factory& make) {
   CHECK(send_bytes(*pair.client, big) == transport::errc::message_too_large);
   // Gathered parts count as a whole.
   const std::array<boost::asio::const_buffer, 2> parts{boost::asio::buffer(big.data(), 40000),
-                                                      boost::asio::buffer(big.data() + 40000, 30000)};
-  CHECK(pair.client->send_copy(std::span<const boost::asio::const_buffer>(parts)) == transport::errc::message_too_large);
+                                                       boost::asio::buffer(big.data() + 40000, 30000)};
+  CHECK(pair.client->send_copy(std::span<const boost::asio::const_buffer>(parts)) ==
+        transport::errc::message_too_large);
   boost::system::error_code ec;
   CHECK_FALSE(pair.client->try_reserve(options.max_message_size + 1, ec));
   CHECK(ec == transport::errc::message_too_large);
@@ -341,11 +345,12 @@ inline void contract_back_pressure(const pair_factory& make) {
   // Per-operation cancellation: the wait ends with operation_aborted and harms nothing.
   boost::asio::cancellation_signal cancel;
   std::optional<boost::system::error_code> cancelled;
-  pair.client->async_reserve(kSize, boost::asio::bind_cancellation_slot(
-                                        cancel.slot(), [&](boost::system::error_code e, transport::send_reservation r) {
-                                          cancelled = e;
-                                          CHECK_FALSE(r);
-                                        }));
+  pair.client->async_reserve(
+      kSize, boost::asio::bind_cancellation_slot(
+                 cancel.slot(), [&](boost::system::error_code e, transport::send_reservation r) {
+                   cancelled = e;
+                   CHECK_FALSE(r);
+                 }));
   CHECK_FALSE(cancelled);  // never inline
   cancel.emit(boost::asio::cancellation_type::terminal);
   REQUIRE(run_until(io, [&] { return cancelled.has_value(); }));
@@ -391,7 +396,8 @@ inline void contract_back_pressure(const pair_factory& make) {
   CHECK_FALSE(pair.client->try_reserve(1, ec));
   CHECK(ec == transport::errc::not_connected);
   std::optional<boost::system::error_code> after_close;
-  pair.client->async_reserve(1, [&](boost::system::error_code e, transport::send_reservation) { after_close = e; });
+  pair.client->async_reserve(
+      1, [&](boost::system::error_code e, transport::send_reservation) { after_close = e; });
   CHECK_FALSE(after_close);
   REQUIRE(run_until(io, [&] { return after_close.has_value(); }));
   CHECK(*after_close == transport::errc::not_connected);
@@ -404,8 +410,8 @@ inline void contract_reservations(const pair_factory& make) {
   {
     stalled_client f(make);
     std::optional<boost::system::error_code> waited;
-    f.pair.client->async_reserve(stalled_client::kSize,
-                                 [&](boost::system::error_code e, transport::send_reservation) { waited = e; });
+    f.pair.client->async_reserve(
+        stalled_client::kSize, [&](boost::system::error_code e, transport::send_reservation) { waited = e; });
     run_ready(f.io);
     CHECK_FALSE(waited);
     f.pair.client->close();
@@ -471,8 +477,10 @@ inline void contract_graceful_close(const pair_factory& make, bool closer_is_cli
   CHECK_FALSE(closer->is_open());
   CHECK(send_bytes(*closer, make_message(0, 1)) == transport::errc::not_connected);
   std::optional<boost::system::error_code> wait_result;
-  closer->async_reserve(1, [&](boost::system::error_code e, transport::send_reservation) { wait_result = e; });
-  REQUIRE(run_until(io, [&] { return closer_h->close_calls == 1 && other_h->close_calls == 1 && wait_result; }));
+  closer->async_reserve(1,
+                        [&](boost::system::error_code e, transport::send_reservation) { wait_result = e; });
+  REQUIRE(
+      run_until(io, [&] { return closer_h->close_calls == 1 && other_h->close_calls == 1 && wait_result; }));
   CHECK(closer_h->close_reason == transport::errc::closed_locally);
   CHECK(other_h->close_reason == transport::errc::closed_by_peer);
   CHECK(*wait_result == transport::errc::not_connected);  // a closing connection has no room
@@ -569,39 +577,39 @@ inline void contract_close_from_handler_and_both_sides(const pair_factory& make)
 
 // Instantiates every contract test for one transport. NAME is a string literal used as the test
 // name prefix, TAG a Catch tag string such as "[tcp]", FACTORY an expression of type pair_factory.
-#define RDMARPC_CONNECTION_CONTRACT_TESTS(NAME, TAG, FACTORY)                                              \
-  TEST_CASE(NAME " contract: start, and not_connected before it", "[contract]" TAG) {                      \
-    rdmarpc::test::contract_start_and_not_connected(FACTORY);                                              \
-  }                                                                                                        \
-  TEST_CASE(NAME " contract: many messages both ways arrive in order, counters add up", "[contract]" TAG) { \
-    rdmarpc::test::contract_ordered_delivery(FACTORY);                                                     \
-  }                                                                                                        \
-  TEST_CASE(NAME " contract: sizes 0, 1, 8K, 8K+1, 1M, max - gathered parts", "[contract]" TAG) {          \
-    rdmarpc::test::contract_message_sizes(FACTORY);                                                        \
-  }                                                                                                        \
-  TEST_CASE(NAME " contract: larger than max is message_too_large and sends nothing", "[contract]" TAG) {  \
-    rdmarpc::test::contract_too_large(FACTORY);                                                            \
-  }                                                                                                        \
-  TEST_CASE(NAME " contract: would_block - cancellable async_reserve served in order", "[contract]" TAG) {       \
-    rdmarpc::test::contract_back_pressure(FACTORY);                                                        \
-  }                                                                                                        \
-  TEST_CASE(NAME " contract: reservations - waiting at close - dropped - committed short", "[contract]" TAG) { \
-    rdmarpc::test::contract_reservations(FACTORY);                                                         \
-  }                                                                                                        \
-  TEST_CASE(NAME " contract: close before start still reports on_close", "[contract]" TAG) {              \
-    rdmarpc::test::contract_close_before_start(FACTORY);                                                   \
-  }                                                                                                        \
-  TEST_CASE(NAME " contract: graceful close by the client flushes first", "[contract]" TAG) {             \
-    rdmarpc::test::contract_graceful_close(FACTORY, true);                                                 \
-  }                                                                                                        \
-  TEST_CASE(NAME " contract: graceful close by the server flushes first", "[contract]" TAG) {             \
-    rdmarpc::test::contract_graceful_close(FACTORY, false);                                                \
-  }                                                                                                        \
-  TEST_CASE(NAME " contract: handlers never run inline from commit/close/async_reserve",                  \
-            "[contract]" TAG) {                                                                            \
-    rdmarpc::test::contract_never_inline(FACTORY);                                                         \
-  }                                                                                                        \
-  TEST_CASE(NAME " contract: close from a handler - simultaneous close - on_close exactly once",            \
-            "[contract]" TAG) {                                                                            \
-    rdmarpc::test::contract_close_from_handler_and_both_sides(FACTORY);                                    \
+#define RDMARPC_CONNECTION_CONTRACT_TESTS(NAME, TAG, FACTORY)                                                \
+  TEST_CASE(NAME " contract: start, and not_connected before it", "[contract]" TAG) {                        \
+    rdmarpc::test::contract_start_and_not_connected(FACTORY);                                                \
+  }                                                                                                          \
+  TEST_CASE(NAME " contract: many messages both ways arrive in order, counters add up", "[contract]" TAG) {  \
+    rdmarpc::test::contract_ordered_delivery(FACTORY);                                                       \
+  }                                                                                                          \
+  TEST_CASE(NAME " contract: sizes 0, 1, 8K, 8K+1, 1M, max - gathered parts", "[contract]" TAG) {            \
+    rdmarpc::test::contract_message_sizes(FACTORY);                                                          \
+  }                                                                                                          \
+  TEST_CASE(NAME " contract: larger than max is message_too_large and sends nothing", "[contract]" TAG) {    \
+    rdmarpc::test::contract_too_large(FACTORY);                                                              \
+  }                                                                                                          \
+  TEST_CASE(NAME " contract: would_block - cancellable async_reserve served in order", "[contract]" TAG) {   \
+    rdmarpc::test::contract_back_pressure(FACTORY);                                                          \
+  }                                                                                                          \
+  TEST_CASE(NAME " contract: reservations - waiting at close - dropped - committed short",                   \
+            "[contract]" TAG) {                                                                              \
+    rdmarpc::test::contract_reservations(FACTORY);                                                           \
+  }                                                                                                          \
+  TEST_CASE(NAME " contract: close before start still reports on_close", "[contract]" TAG) {                 \
+    rdmarpc::test::contract_close_before_start(FACTORY);                                                     \
+  }                                                                                                          \
+  TEST_CASE(NAME " contract: graceful close by the client flushes first", "[contract]" TAG) {                \
+    rdmarpc::test::contract_graceful_close(FACTORY, true);                                                   \
+  }                                                                                                          \
+  TEST_CASE(NAME " contract: graceful close by the server flushes first", "[contract]" TAG) {                \
+    rdmarpc::test::contract_graceful_close(FACTORY, false);                                                  \
+  }                                                                                                          \
+  TEST_CASE(NAME " contract: handlers never run inline from commit/close/async_reserve", "[contract]" TAG) { \
+    rdmarpc::test::contract_never_inline(FACTORY);                                                           \
+  }                                                                                                          \
+  TEST_CASE(NAME " contract: close from a handler - simultaneous close - on_close exactly once",             \
+            "[contract]" TAG) {                                                                              \
+    rdmarpc::test::contract_close_from_handler_and_both_sides(FACTORY);                                      \
   }

@@ -1,12 +1,11 @@
 // The connection contract over the in-memory loopback pair, plus its fault injection (drop, delay,
 // corrupt, break at message #N), capacity back-pressure and ends on two threads.
+#include <atomic>
+#include <boost/asio/post.hpp>
+#include <thread>
+
 #include "tests/transport/connection_contract.hpp"
 #include "transport/loopback/loopback_transport.hpp"
-
-#include <boost/asio/post.hpp>
-
-#include <atomic>
-#include <thread>
 
 using namespace rdmarpc;
 using test::recording_handler;
@@ -51,7 +50,8 @@ void send_numbered(transport::connection& c, int from, int to, std::size_t size 
 
 RDMARPC_CONNECTION_CONTRACT_TESTS("loopback", "[loopback]", make_pair)
 
-TEST_CASE("loopback: receive drop_at=3 / expect messages 1,2,4,5 and the counters say 5 sent", "[loopback][fault]") {
+TEST_CASE("loopback: receive drop_at=3 / expect messages 1,2,4,5 and the counters say 5 sent",
+          "[loopback][fault]") {
   boost::asio::io_context io;
   loopback::loopback_options options;
   options.a_to_b.drop_at = 3;
@@ -163,7 +163,8 @@ TEST_CASE("loopback: dropping one end without close looks like a crashed peer", 
   CHECK(p.hb->close_reason == transport::errc::connection_lost);
 }
 
-TEST_CASE("loopback: a peer that closes before being started still delivers, then closed_by_peer", "[loopback]") {
+TEST_CASE("loopback: a peer that closes before being started still delivers, then closed_by_peer",
+          "[loopback]") {
   boost::asio::io_context io;
   auto [a, b] = loopback::make_loopback_pair(io.get_executor(), io.get_executor());
   auto ha = std::make_shared<recording_handler>();
@@ -202,13 +203,14 @@ TEST_CASE("loopback: ends on two io_contexts run by two threads", "[loopback][th
         if (ec == boost::asio::error::would_block) {
           if (!waiting) {
             waiting = true;
-            self->async_reserve(pending.front().size(), [this](boost::system::error_code e, transport::send_reservation r) {
-              waiting = false;
-              if (e) return;
-              test::commit_bytes(std::move(r), pending.front());
-              pending.erase(pending.begin());
-              flush();
-            });
+            self->async_reserve(pending.front().size(),
+                                [this](boost::system::error_code e, transport::send_reservation r) {
+                                  waiting = false;
+                                  if (e) return;
+                                  test::commit_bytes(std::move(r), pending.front());
+                                  pending.erase(pending.begin());
+                                  flush();
+                                });
           }
           return;
         }
@@ -235,7 +237,8 @@ TEST_CASE("loopback: ends on two io_contexts run by two threads", "[loopback][th
   std::thread thread_b([&] { io_b.run(); });
   boost::asio::post(io_b, [&] { b->start(eh); });
   a->start(ha);
-  auto sender = std::make_shared<test::blaster>(a, kCount, [](std::uint64_t i) { return static_cast<std::size_t>(i % 64); });
+  auto sender = std::make_shared<test::blaster>(
+      a, kCount, [](std::uint64_t i) { return static_cast<std::size_t>(i % 64); });
   sender->run();
   const bool all = run_until(io_a, [&] { return done.load() || sender->error; });
   a->close();

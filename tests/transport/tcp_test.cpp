@@ -1,21 +1,23 @@
 // The connection contract over tcp (127.0.0.1, port 0), plus tcp specifics: the frame format on
 // the wire, malformed input from a raw socket, EOF handling, connect errors and the listener.
-#include "tests/transport/connection_contract.hpp"
-#include "transport/connect.hpp"
-#include "transport/tcp/tcp_connection.hpp"
-
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 
+#include "tests/transport/connection_contract.hpp"
+#include "transport/connect.hpp"
+#include "transport/tcp/tcp_connection.hpp"
+
 using namespace rdmarpc;
+using boost::asio::ip::tcp;
 using test::recording_handler;
 using test::run_until;
-using boost::asio::ip::tcp;
 
 namespace {
 
-transport::endpoint any_port() { return transport::parse_endpoint("tcp://127.0.0.1:0").value(); }
+transport::endpoint any_port() {
+  return transport::parse_endpoint("tcp://127.0.0.1:0").value();
+}
 
 struct accepted {
   boost::system::error_code ec;
@@ -24,11 +26,12 @@ struct accepted {
 };
 
 void accept_into(transport::listener& l, boost::asio::io_context& io, accepted& out) {
-  l.async_accept(io.get_executor(), [&out](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
-    out.ec = ec;
-    out.connection = std::move(c);
-    out.done = true;
-  });
+  l.async_accept(io.get_executor(),
+                 [&out](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
+                   out.ec = ec;
+                   out.connection = std::move(c);
+                   out.done = true;
+                 });
 }
 
 test::connected_pair make_pair(boost::asio::io_context& io, const transport::connection_options& options) {
@@ -133,11 +136,13 @@ TEST_CASE("tcp: connect that never completes ends with connect_timeout", "[tcp][
   transport::connection_options options;
   options.connect_timeout = std::chrono::milliseconds(300);
   accepted client;
-  transport::async_connect(io.get_executor(), transport::endpoint{transport::scheme::tcp, "127.0.0.1", port}, options,
+  transport::async_connect(io.get_executor(), transport::endpoint{transport::scheme::tcp, "127.0.0.1", port},
+                           options,
                            [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
                              client = {ec, std::move(c), true};
                            });
-  REQUIRE(run_until(io, [&] { return client.done; }, std::chrono::seconds(30)));
+  REQUIRE(run_until(
+      io, [&] { return client.done; }, std::chrono::seconds(30)));
   CHECK(client.ec == transport::errc::connect_timeout);
   CHECK_FALSE(client.connection);
 }
@@ -160,13 +165,15 @@ TEST_CASE("tcp: frames on the wire are a 4-byte little-endian length then the by
   std::array<std::byte, 4> got_header{};
   std::vector<std::byte> body(70000);
   bool read_done = false;
-  boost::asio::async_read(raw, boost::asio::buffer(got_header), [&](boost::system::error_code ec, std::size_t) {
-    REQUIRE_FALSE(ec);
-    boost::asio::async_read(raw, boost::asio::buffer(body), [&](boost::system::error_code ec2, std::size_t) {
-      REQUIRE_FALSE(ec2);
-      read_done = true;
-    });
-  });
+  boost::asio::async_read(raw, boost::asio::buffer(got_header),
+                          [&](boost::system::error_code ec, std::size_t) {
+                            REQUIRE_FALSE(ec);
+                            boost::asio::async_read(raw, boost::asio::buffer(body),
+                                                    [&](boost::system::error_code ec2, std::size_t) {
+                                                      REQUIRE_FALSE(ec2);
+                                                      read_done = true;
+                                                    });
+                          });
   REQUIRE(run_until(f.io, [&] { return read_done; }));
   CHECK(got_header == le_length(70000));
   CHECK(test::is_message(body, 6, 70000));
@@ -198,14 +205,16 @@ TEST_CASE("tcp: an absurd length closes only that connection with protocol_error
   // The raw peer sees its connection end.
   std::array<std::byte, 1> scratch{};
   std::optional<boost::system::error_code> raw_end;
-  raw.async_read_some(boost::asio::buffer(scratch), [&](boost::system::error_code ec, std::size_t) { raw_end = ec; });
+  raw.async_read_some(boost::asio::buffer(scratch),
+                      [&](boost::system::error_code ec, std::size_t) { raw_end = ec; });
   REQUIRE(run_until(f.io, [&] { return raw_end.has_value(); }));
   CHECK(*raw_end);
 
   // The other connection is unaffected, both ways.
   REQUIRE_FALSE(test::send_bytes(*good_client.connection, test::make_message(1, 100)));
   REQUIRE_FALSE(test::send_bytes(*good_server, test::make_message(2, 100)));
-  REQUIRE(run_until(f.io, [&] { return good_h->messages.size() == 1 && good_client_h->messages.size() == 1; }));
+  REQUIRE(
+      run_until(f.io, [&] { return good_h->messages.size() == 1 && good_client_h->messages.size() == 1; }));
   CHECK(test::is_message(good_h->messages[0], 1, 100));
   CHECK(test::is_message(good_client_h->messages[0], 2, 100));
   CHECK(good_server->is_open());

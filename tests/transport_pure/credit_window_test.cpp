@@ -2,15 +2,15 @@
 // style, plus a deterministic two-peer simulation (no I/O) of the deadlock the reserved credit and
 // credit-only updates exist to prevent.
 #include "transport/rdma/credit_window.hpp"
-#include "transport/rdma/wire.hpp"
-
-#include <catch2/catch.hpp>
 
 #include <array>
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <deque>
 #include <random>
 #include <stdexcept>
+
+#include "transport/rdma/wire.hpp"
 
 using rdmarpc::transport::rdma::credit_window;
 
@@ -31,9 +31,9 @@ TEST_CASE("credit_window: announce threshold is max(2, local depth / 2)", "[cred
 }
 
 TEST_CASE("credit_window: invalid construction throws", "[credit]") {
-  CHECK_THROWS_AS(credit_window(8, 8, 0), std::invalid_argument);   // no reserve: could deadlock
-  CHECK_THROWS_AS(credit_window(4, 8, 4), std::invalid_argument);   // no credit left for data
-  CHECK_THROWS_AS(credit_window(8, 3), std::invalid_argument);      // local ring below the minimum
+  CHECK_THROWS_AS(credit_window(8, 8, 0), std::invalid_argument);  // no reserve: could deadlock
+  CHECK_THROWS_AS(credit_window(4, 8, 4), std::invalid_argument);  // no credit left for data
+  CHECK_THROWS_AS(credit_window(8, 3), std::invalid_argument);     // local ring below the minimum
   CHECK_NOTHROW(credit_window(2, 4, 1));
 }
 
@@ -117,7 +117,8 @@ TEST_CASE("credit_window: receive peer announcement / expect credits back", "[cr
   CHECK(w.credits() == 8);
 }
 
-TEST_CASE("credit_window: receive announcement beyond the peer's ring / expect protocol violation", "[credit]") {
+TEST_CASE("credit_window: receive announcement beyond the peer's ring / expect protocol violation",
+          "[credit]") {
   credit_window w(8, 8);
   CHECK_FALSE(w.on_peer_announced(1));  // the peer has not used any slot: it cannot have reposted one
   CHECK(w.credits() == 8);
@@ -151,7 +152,9 @@ namespace {
 class unreserved_window {
  public:
   unreserved_window(std::uint32_t peer_depth, std::uint32_t local_depth)
-      : peer_depth_(peer_depth), threshold_(std::max<std::uint32_t>(2, local_depth / 2)), credits_(peer_depth) {}
+      : peer_depth_(peer_depth),
+        threshold_(std::max<std::uint32_t>(2, local_depth / 2)),
+        credits_(peer_depth) {}
   bool can_send_data() const { return credits_ > 0; }
   std::uint32_t take_for_data() { return take(); }
   bool wants_credit_update() const { return owed_ >= threshold_ && credits_ >= 1; }
@@ -189,8 +192,8 @@ struct sim_peer {
   sim_peer(std::uint32_t peer_depth, std::uint32_t local_depth, std::uint64_t to_send)
       : window(peer_depth, local_depth), posted(local_depth), data_to_send(to_send) {}
   Window window;
-  std::uint32_t posted;      // receive slots posted (credits we gave the peer, physically)
-  std::uint32_t held = 0;    // slots holding data the application has not released yet
+  std::uint32_t posted;        // receive slots posted (credits we gave the peer, physically)
+  std::uint32_t held = 0;      // slots holding data the application has not released yet
   std::uint32_t released = 0;  // released slots waiting to be reposted in a batch
   std::uint64_t data_to_send;
   std::uint64_t data_received = 0;
@@ -200,7 +203,7 @@ struct sim_peer {
 
 struct sim_result {
   bool deadlocked = false;
-  std::uint64_t rnr = 0;                 // deliveries that found no posted slot
+  std::uint64_t rnr = 0;                  // deliveries that found no posted slot
   std::uint64_t protocol_violations = 0;  // on_peer_announced refused
   std::uint64_t sent_without_credit = 0;  // sends made while the window said no
   std::uint64_t received[2] = {0, 0};
@@ -249,7 +252,8 @@ sim_result simulate(policy p, std::uint32_t depth_a, std::uint32_t depth_b, std:
           sent_data = acted = true;
           continue;
         }
-        const bool may_update = p == policy::correct || (p == policy::updates_on_empty_queue && !data_waiting);
+        const bool may_update =
+            p == policy::correct || (p == policy::updates_on_empty_queue && !data_waiting);
         if (may_update && me.window.wants_credit_update()) {
           other.inbound.push_back({me.window.take_for_credit_update(), true});
           ++me.updates_sent;
@@ -271,7 +275,8 @@ sim_result simulate(policy p, std::uint32_t depth_a, std::uint32_t depth_b, std:
           continue;
         }
         --me.posted;
-        if (p != policy::no_flow_control && !me.window.on_peer_announced(m.credits)) ++result.protocol_violations;
+        if (p != policy::no_flow_control && !me.window.on_peer_announced(m.credits))
+          ++result.protocol_violations;
         if (m.credit_only) {
           ++me.released;  // nothing for the application: the slot is free again at once
         } else {
@@ -294,8 +299,8 @@ sim_result simulate(policy p, std::uint32_t depth_a, std::uint32_t depth_b, std:
       }
     }
 
-    const bool work_left = peers[0].data_to_send > 0 || peers[1].data_to_send > 0 || !peers[0].inbound.empty() ||
-                           !peers[1].inbound.empty();
+    const bool work_left = peers[0].data_to_send > 0 || peers[1].data_to_send > 0 ||
+                           !peers[0].inbound.empty() || !peers[1].inbound.empty();
     if (!work_left) break;
     // Nobody sent, delivered, released or reposted, and nothing is pending that could change that
     // on a later roll of the dice: stuck for good.
@@ -317,8 +322,8 @@ sim_result simulate(policy p, std::uint32_t depth_a, std::uint32_t depth_b, std:
 
 TEST_CASE("two busy peers: both always progress, never send without a credit, never RNR", "[credit][sim]") {
   const std::uint32_t seed = GENERATE(1u, 2u, 3u, 42u, 1234u);
-  const auto [depth_a, depth_b] = GENERATE(std::pair{4u, 4u}, std::pair{4u, 16u}, std::pair{16u, 5u},
-                                           std::pair{128u, 128u});
+  const auto [depth_a, depth_b] =
+      GENERATE(std::pair{4u, 4u}, std::pair{4u, 16u}, std::pair{16u, 5u}, std::pair{128u, 128u});
   CAPTURE(seed, depth_a, depth_b);
   constexpr std::uint64_t kMessages = 20000;
   const auto r = simulate<credit_window>(policy::correct, depth_a, depth_b, kMessages, seed, 2'000'000);

@@ -4,7 +4,6 @@
 #include "transport/rdma/send_ring.hpp"
 
 #include <catch2/catch.hpp>
-
 #include <cstdint>
 #include <deque>
 #include <random>
@@ -55,14 +54,14 @@ TEST_CASE("send_ring: a message that would wrap skips the tail and starts at the
   REQUIRE(c);
   CHECK(c->offset == 0);
   CHECK(ring.used() == 192 + 128 + 192);
-  CHECK_FALSE(ring.allocate(1));      // wrapped: free is [192, 192)
-  ring.release(b->id);                // frees b; the skipped tail belongs to c
+  CHECK_FALSE(ring.allocate(1));  // wrapped: free is [192, 192)
+  ring.release(b->id);            // frees b; the skipped tail belongs to c
   CHECK(ring.used() == 128 + 192);
-  CHECK_FALSE(ring.allocate(193));    // free is [192, 384)
+  CHECK_FALSE(ring.allocate(193));  // free is [192, 384)
   const auto d = ring.allocate(192);
   REQUIRE(d);
   CHECK(d->offset == 192);
-  ring.release(c->id);                // frees c and the tail it skipped
+  ring.release(c->id);  // frees c and the tail it skipped
   CHECK(ring.used() == 192);
 }
 
@@ -94,7 +93,8 @@ TEST_CASE("send_ring: random allocate/release never overlaps live entries", "[se
       const std::size_t size = rng() % 1100;
       if (const auto a = ring.allocate(size)) {
         if (a->offset + size > kCapacity) ++overlaps;
-        for (std::size_t i = a->offset; i < a->offset + size && i < kCapacity; ++i) overlaps += owner[i]++ != 0;
+        for (std::size_t i = a->offset; i < a->offset + size && i < kCapacity; ++i)
+          overlaps += owner[i]++ != 0;
         entries.push_back({a->id, a->offset, size});
         ++allocated;
       } else {

@@ -1,12 +1,12 @@
 // Unit tests of the rdma wire format (transport/rdma/wire.hpp): immediate data, fragmentation,
 // reassembly and the rdma_cm handshake. Pure: no I/O, no device.
-#include "transport/error.hpp"
 #include "transport/rdma/wire.hpp"
 
 #include <catch2/catch.hpp>
-
 #include <cstring>
 #include <numeric>
+
+#include "transport/error.hpp"
 
 namespace wire = rdmarpc::transport::rdma::wire;
 using rdmarpc::transport::errc;
@@ -59,7 +59,8 @@ TEST_CASE("imm: receive reserved bits set / expect protocol_error", "[wire][imm]
 
 TEST_CASE("imm: receive credit-only claiming a fragment kind / expect protocol_error", "[wire][imm]") {
   for (auto kind : {fragment::first, fragment::middle, fragment::last}) {
-    const std::uint32_t bad = wire::encode_imm({3, kind, false}) | wire::encode_imm({0, fragment::whole, true});
+    const std::uint32_t bad =
+        wire::encode_imm({3, kind, false}) | wire::encode_imm({0, fragment::whole, true});
     auto out = wire::decode_imm(bad);
     REQUIRE(out.has_error());
     CHECK(out.error() == errc::protocol_error);
@@ -102,7 +103,8 @@ TEST_CASE("fragment_kind: whole, then first/middle/last", "[wire][fragment]") {
 // Splits `message` exactly as a sender does and feeds the pieces to a reassembler.
 TEST_CASE("reassembler: split then reassemble gives the original bytes", "[wire][reassembler]") {
   constexpr std::size_t slot = 64;
-  for (std::size_t size : {std::size_t{0}, std::size_t{1}, slot - 1, slot, slot + 1, 3 * slot, 10 * slot + 7}) {
+  for (std::size_t size :
+       {std::size_t{0}, std::size_t{1}, slot - 1, slot, slot + 1, 3 * slot, 10 * slot + 7}) {
     const auto message = pattern(size, static_cast<unsigned>(size));
     wire::reassembler r(1 << 20);
     const std::size_t count = wire::fragment_count(size, slot);
@@ -134,12 +136,14 @@ TEST_CASE("reassembler: 16 MiB message at max size completes, one byte more is a
   const std::vector<std::byte> chunk(slot, std::byte{0x5a});
   wire::reassembler r(max);
   const std::size_t count = wire::fragment_count(max, slot);
-  for (std::size_t i = 0; i + 1 < count; ++i) REQUIRE(r.feed(wire::fragment_kind(i, count), chunk) == outcome::need_more);
+  for (std::size_t i = 0; i + 1 < count; ++i)
+    REQUIRE(r.feed(wire::fragment_kind(i, count), chunk) == outcome::need_more);
   REQUIRE(r.feed(fragment::last, chunk) == outcome::complete);
   CHECK(r.take().size() == max);
 
   // Same again, but the last fragment carries one byte too many.
-  for (std::size_t i = 0; i + 1 < count; ++i) REQUIRE(r.feed(wire::fragment_kind(i, count), chunk) == outcome::need_more);
+  for (std::size_t i = 0; i + 1 < count; ++i)
+    REQUIRE(r.feed(wire::fragment_kind(i, count), chunk) == outcome::need_more);
   std::vector<std::byte> too_long(slot + 1, std::byte{1});
   CHECK(r.feed(fragment::last, too_long) == outcome::protocol_error);
   CHECK_FALSE(r.in_progress());
@@ -213,7 +217,9 @@ TEST_CASE("reassembler: usable again after a complete message", "[wire][reassemb
 
 // --- handshake -----------------------------------------------------------------------------------
 namespace {
-wire::handshake valid_handshake() { return {wire::kProtocolVersion, 128, 8192, 16u << 20}; }
+wire::handshake valid_handshake() {
+  return {wire::kProtocolVersion, 128, 8192, 16u << 20};
+}
 
 void require_rejected(std::span<const std::byte> bytes) {
   auto out = wire::decode_handshake(bytes);
@@ -234,8 +240,9 @@ TEST_CASE("handshake: round-trip and layout", "[wire][handshake]") {
   REQUIRE(out.has_value());
   CHECK(*out == h);
 
-  for (const wire::handshake edge : {wire::handshake{1, wire::kMinRingDepth, wire::kMinSlotSize, 0},
-                                     wire::handshake{1, wire::kMaxRingDepth, wire::kMaxSlotSize, 0xffffffffu}}) {
+  for (const wire::handshake edge :
+       {wire::handshake{1, wire::kMinRingDepth, wire::kMinSlotSize, 0},
+        wire::handshake{1, wire::kMaxRingDepth, wire::kMaxSlotSize, 0xffffffffu}}) {
     auto e = wire::decode_handshake(wire::encode_handshake(edge));
     REQUIRE(e.has_value());
     CHECK(*e == edge);

@@ -343,8 +343,10 @@ void measure_rtt(std::uint16_t port, transport::cq_polling polling) {
   for (double r : rtts) sum += r;
   std::printf(
       "rdmarpc 64 B ping-pong RTT (%s, 2 processes, %d rounds): median %.1f us, mean %.1f us, p99 %.1f us\n",
-      busy_poll ? "busy_poll" : polling == transport::cq_polling::adaptive ? "adaptive" : "event mode", kRounds, percentile(rtts, 0.5), sum / kRounds,
-      percentile(rtts, 0.99));
+      busy_poll                                    ? "busy_poll"
+      : polling == transport::cq_polling::adaptive ? "adaptive"
+                                                   : "event mode",
+      kRounds, percentile(rtts, 0.5), sum / kRounds, percentile(rtts, 0.99));
   std::fflush(stdout);
   CHECK(replies == static_cast<std::size_t>(kWarmup + kRounds));
   CHECK(conn->stats().rnr_errors == 0);

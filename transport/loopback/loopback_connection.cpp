@@ -1,8 +1,7 @@
 #include "transport/loopback/loopback_connection.hpp"
 
-#include <boost/asio/post.hpp>
-
 #include <algorithm>
+#include <boost/asio/post.hpp>
 
 namespace rdmarpc::transport::loopback {
 
@@ -43,7 +42,8 @@ void loopback_connection::start(std::shared_ptr<connection_handler> handler) {
   if (state_ == state::closed && end_reason_ == errc::closed_locally && !close_reported_) {
     // close() before start(): the handler still hears how the connection ended, once.
     close_reported_ = true;
-    boost::asio::post(ex_, [handler = std::move(handler), reason = end_reason_] { handler->on_close(reason); });
+    boost::asio::post(ex_,
+                      [handler = std::move(handler), reason = end_reason_] { handler->on_close(reason); });
     return;
   }
   if (state_ != state::idle) return;
@@ -95,8 +95,7 @@ void loopback_connection::close() {
       maybe_finish_close();
       return;
     case state::closing:
-    case state::closed:
-      return;
+    case state::closed: return;
   }
 }
 
@@ -124,12 +123,13 @@ void loopback_connection::pump() {
       // Everything behind it waits too: the pipe stays ordered.
       delaying_ = true;
       delay_timer_.expires_after(faults_.delay);
-      delay_timer_.async_wait([self = self(), message = std::move(message)](boost::system::error_code ec) mutable {
-        self->delaying_ = false;
-        if (ec || self->state_ == state::closed) return;
-        self->hand_to_peer(std::move(message));
-        self->pump();
-      });
+      delay_timer_.async_wait(
+          [self = self(), message = std::move(message)](boost::system::error_code ec) mutable {
+            self->delaying_ = false;
+            if (ec || self->state_ == state::closed) return;
+            self->hand_to_peer(std::move(message));
+            self->pump();
+          });
       return;
     }
     hand_to_peer(std::move(message));
@@ -144,7 +144,8 @@ void loopback_connection::hand_to_peer(std::vector<std::byte> message) {
   buffers_.written(message.size());
   if (auto peer = peer_.lock()) {
     ++in_flight_;
-    boost::asio::post(peer->ex_, [peer, message = std::move(message)]() mutable { peer->on_arrival(std::move(message)); });
+    boost::asio::post(
+        peer->ex_, [peer, message = std::move(message)]() mutable { peer->on_arrival(std::move(message)); });
   }
 }
 
@@ -189,8 +190,7 @@ void loopback_connection::on_peer_end(boost::system::error_code reason) {
     case state::closing:  // the flush cannot complete any more
       finish(errc::closed_locally, {});
       return;
-    case state::closed:
-      return;
+    case state::closed: return;
   }
 }
 
@@ -213,8 +213,8 @@ void loopback_connection::deliver() {
     auto handler = handler_;  // on_message may close() us, which drops handler_
     // Lent, not given: its buffer comes back on release and carries our next message.
     const std::uint64_t token = buffers_.lend(std::move(message));
-    handler->on_message(
-        received_message(buffers_.lent(token), std::shared_ptr<received_message::owner>(self(), this), token));
+    handler->on_message(received_message(buffers_.lent(token),
+                                         std::shared_ptr<received_message::owner>(self(), this), token));
   }
   if (state_ != state::open) return;
   if (!inbound_.empty()) {

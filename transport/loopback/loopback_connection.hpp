@@ -3,26 +3,26 @@
 // loopback_transport.hpp). Layer: transport. Threading: every member runs on this end's executor;
 // the two ends exchange messages, credits and close notices only by posting to each other's executor.
 
-#include "transport/connection.hpp"
-#include "transport/loopback/loopback_transport.hpp"
-#include "transport/message_buffers.hpp"
-
 #include <boost/asio/steady_timer.hpp>
-
 #include <deque>
 #include <optional>
 #include <vector>
+
+#include "transport/connection.hpp"
+#include "transport/loopback/loopback_transport.hpp"
+#include "transport/message_buffers.hpp"
 
 namespace rdmarpc::transport::loopback {
 
 class loopback_connection final : public connection, public received_message::owner {
  public:
-  loopback_connection(boost::asio::any_io_executor ex, const loopback_options& options, loopback_faults faults,
-                      std::string name);
+  loopback_connection(boost::asio::any_io_executor ex, const loopback_options& options,
+                      loopback_faults faults, std::string name);
   ~loopback_connection() override;
 
   // Wires the two ends together; called once by make_loopback_pair before either is used.
-  static void link(const std::shared_ptr<loopback_connection>& a, const std::shared_ptr<loopback_connection>& b);
+  static void link(const std::shared_ptr<loopback_connection>& a,
+                   const std::shared_ptr<loopback_connection>& b);
 
   executor_type get_executor() const noexcept override { return ex_; }
   void start(std::shared_ptr<connection_handler> handler) override;
@@ -44,14 +44,14 @@ class loopback_connection final : public connection, public received_message::ow
 
   // Called on this end's executor by the peer's posts.
   void on_arrival(std::vector<std::byte> message);
-  void on_delivered();                             // the peer delivered one of ours: capacity back
+  void on_delivered();  // the peer delivered one of ours: capacity back
   void on_peer_end(boost::system::error_code reason);
 
-  void pump();                       // moves queued messages to the peer while capacity allows
+  void pump();  // moves queued messages to the peer while capacity allows
   void hand_to_peer(std::vector<std::byte> message);
   void schedule_delivery();
   void deliver();
-  void return_capacity();                          // tell the peer one of its messages left our inbox
+  void return_capacity();                              // tell the peer one of its messages left our inbox
   void notify_peer(boost::system::error_code reason);  // once: how we ended, as the peer sees it
   void maybe_finish_close();
   // Ends the connection once: ends waiting reservations, posts on_close(reason), drops the handler, and
@@ -69,17 +69,17 @@ class loopback_connection final : public connection, public received_message::ow
 
   state state_ = state::idle;
   boost::system::error_code end_reason_;  // set when close() is called or the connection ends
-  bool close_reported_ = false;  // a handler got on_close
-  bool notified_peer_ = false;  // the peer was told we ended (closed_by_peer / connection_lost)
+  bool close_reported_ = false;           // a handler got on_close
+  bool notified_peer_ = false;            // the peer was told we ended (closed_by_peer / connection_lost)
   std::shared_ptr<connection_handler> handler_;
   message_buffers buffers_;                        // reservations, and the bytes not yet handed over
   std::deque<std::vector<std::byte>> send_queue_;  // committed, not yet handed to the peer
-  std::size_t in_flight_ = 0;                       // handed to the peer, not yet delivered there
-  std::uint64_t sequence_ = 0;                      // messages taken off send_queue_ so far
+  std::size_t in_flight_ = 0;                      // handed to the peer, not yet delivered there
+  std::uint64_t sequence_ = 0;                     // messages taken off send_queue_ so far
   bool delaying_ = false;
   boost::asio::steady_timer delay_timer_;
 
-  std::deque<std::vector<std::byte>> inbound_;  // arrived from the peer, not yet delivered
+  std::deque<std::vector<std::byte>> inbound_;         // arrived from the peer, not yet delivered
   std::optional<boost::system::error_code> peer_end_;  // how the peer ended, once it told us
   bool delivery_scheduled_ = false;
 

@@ -4,25 +4,24 @@
 // of the rpc layer. Layer: transport. Threading: each end belongs to its own executor (the two may
 // be the same); see transport/connection.hpp. The ends talk to each other only by posting.
 
-#include "transport/connection.hpp"
-
 #include <boost/asio/any_io_executor.hpp>
-
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <utility>
+
+#include "transport/connection.hpp"
 
 namespace rdmarpc::transport::loopback {
 
 // Faults applied to the messages ONE end sends. Messages are numbered from 1 in the order they
 // were committed; 0 disables a fault.
 struct loopback_faults {
-  std::uint64_t drop_at = 0;      // message #N vanishes (the sender counts it as sent)
-  std::uint64_t delay_at = 0;     // message #N, and everything behind it, waits `delay` (asio timer)
+  std::uint64_t drop_at = 0;   // message #N vanishes (the sender counts it as sent)
+  std::uint64_t delay_at = 0;  // message #N, and everything behind it, waits `delay` (asio timer)
   std::chrono::milliseconds delay{0};
-  std::uint64_t corrupt_at = 0;   // message #N arrives with every byte inverted (same length)
-  std::uint64_t close_at = 0;     // instead of message #N the link breaks: both ends connection_lost
+  std::uint64_t corrupt_at = 0;  // message #N arrives with every byte inverted (same length)
+  std::uint64_t close_at = 0;    // instead of message #N the link breaks: both ends connection_lost
 };
 
 struct loopback_options {

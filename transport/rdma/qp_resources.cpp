@@ -13,11 +13,11 @@
 namespace rdmarpc::transport::rdma {
 namespace {
 
-constexpr std::uint32_t kRecvBatch = 64;     // receive WRs chained into one ibv_post_recv
+constexpr std::uint32_t kRecvBatch = 64;  // receive WRs chained into one ibv_post_recv
 // Inline sends (the NIC copies the bytes at post time, no DMA read of the buffer) up to the first
 // of these sizes the device accepts: a 64 B call's frame is ~100 B.
 constexpr std::array<std::uint32_t, 4> kWantedInline{256, 128, 64, 0};
-constexpr unsigned kCqEventAckBatch = 32;    // ibv_ack_cq_events takes a mutex: batch it
+constexpr unsigned kCqEventAckBatch = 32;  // ibv_ack_cq_events takes a mutex: batch it
 
 void check_options(const connection_options& o) {
   if (o.recv_ring_depth < wire::kMinRingDepth || o.recv_ring_depth > wire::kMaxRingDepth)

@@ -42,17 +42,13 @@ std::string describe_peer(rdma_cm_id* id) {
 
 errc errc_for_status(ibv_wc_status status) noexcept {
   switch (status) {
-    case IBV_WC_RNR_RETRY_EXC_ERR:
-      return errc::rnr_retry_exceeded;
+    case IBV_WC_RNR_RETRY_EXC_ERR: return errc::rnr_retry_exceeded;
     case IBV_WC_LOC_LEN_ERR:  // the peer sent more than a slot
-    case IBV_WC_REM_INV_REQ_ERR:
-      return errc::protocol_error;
+    case IBV_WC_REM_INV_REQ_ERR: return errc::protocol_error;
     case IBV_WC_FATAL_ERR:
     case IBV_WC_LOC_QP_OP_ERR:
-    case IBV_WC_LOC_PROT_ERR:
-      return errc::device_error;
-    default:
-      return errc::connection_lost;  // retry exceeded (peer gone), flush, remote errors
+    case IBV_WC_LOC_PROT_ERR: return errc::device_error;
+    default: return errc::connection_lost;  // retry exceeded (peer gone), flush, remote errors
   }
 }
 
@@ -271,15 +267,12 @@ void rdma_connection::handle_receive(const ibv_wc& wc) {
       deliver(
           received_message(bytes, std::shared_ptr<received_message::owner>(shared_from_this(), this), slot));
       return;
-    case wire::reassembler::outcome::need_more:
-      repost(slot);
-      return;
+    case wire::reassembler::outcome::need_more: repost(slot); return;
     case wire::reassembler::outcome::complete:
       repost(slot);
       deliver(received_message(reassembler_.take()));
       return;
-    case wire::reassembler::outcome::protocol_error:
-      break;
+    case wire::reassembler::outcome::protocol_error: break;
   }
   repost(slot);
   spdlog::warn("rdma {}: malformed fragment sequence or oversized message", remote_address_);
@@ -316,12 +309,9 @@ void rdma_connection::on_cm_readable() {
                              : peer_said_goodbye_     ? errc::closed_by_peer
                                                       : errc::connection_lost));
         break;
-      case RDMA_CM_EVENT_DEVICE_REMOVAL:
-        fail(make_error_code(errc::device_error));
-        break;
+      case RDMA_CM_EVENT_DEVICE_REMOVAL: fail(make_error_code(errc::device_error)); break;
       case RDMA_CM_EVENT_TIMEWAIT_EXIT:
-      case RDMA_CM_EVENT_ESTABLISHED:
-        break;
+      case RDMA_CM_EVENT_ESTABLISHED: break;
       default:
         spdlog::debug("rdma {}: ignoring {}", remote_address_, verbs::make_cm_event_error(type).message());
         break;
@@ -435,8 +425,8 @@ void rdma_connection::post_committed() {
       stalled_ = false;
       const std::size_t offset = m.next * fragment_size_;
       const auto length = static_cast<std::uint32_t>(std::min<std::size_t>(fragment_size_, m.size - offset));
-      const auto imm =
-          wire::encode_imm({static_cast<std::uint16_t>(announce), wire::fragment_kind(m.next, m.fragments), false});
+      const auto imm = wire::encode_imm(
+          {static_cast<std::uint16_t>(announce), wire::fragment_kind(m.next, m.fragments), false});
       ++m.next;
       // A large message's buffer is freed by its own completion: always ask for it.
       prepare_send(m.data + offset, m.lkey, length, imm, false, large && m.next == m.fragments);
@@ -604,7 +594,8 @@ void rdma_connection::try_finish_close() {
     if (credits_.credits() >= 1 && sq_has_room()) {
       const std::uint32_t announce = credits_.take_for_credit_update();
       goodbye_posted_ = true;
-      post_credit_only(wire::encode_imm({static_cast<std::uint16_t>(announce), wire::fragment::whole, true, true}));
+      post_credit_only(
+          wire::encode_imm({static_cast<std::uint16_t>(announce), wire::fragment::whole, true, true}));
     }
     return;
   }

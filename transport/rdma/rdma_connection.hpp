@@ -5,10 +5,10 @@
 // Layer: transport (rdma). Threading: one executor per connection; every member, the completion
 // channel and rdma_cm event handling run on it; no locks on the data path.
 
+#include <array>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <cstdint>
-#include <array>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -88,7 +88,7 @@ class rdma_connection final : public connection, public received_message::owner 
   void wait_cm();
   void on_cq_readable();
   void busy_poll_step();
-  void adaptive_step();  // spins until adaptive_spin passed without a completion, then sleeps
+  void adaptive_step();   // spins until adaptive_spin passed without a completion, then sleeps
   std::size_t poll_cq();  // returns the number of completions handled
   void handle_completion(const ibv_wc& wc);
   void handle_receive(const ibv_wc& wc);

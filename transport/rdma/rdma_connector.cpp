@@ -8,8 +8,8 @@
 #include <cstring>
 #include <string>
 
-#include "transport/rdma/rdma_connection.hpp"
 #include "transport/rdma/conn_param.hpp"
+#include "transport/rdma/rdma_connection.hpp"
 #include "transport/rdma/wire.hpp"
 #include "transport/verbs/error.hpp"
 
@@ -160,12 +160,8 @@ void rdma_connector::on_event(rdma_cm_event& event) {
       spdlog::debug("rdma connect: {} (status {})", rdma_event_str(event.event), event.status);
       finish(make_error_code(errc::unreachable));
       return;
-    case RDMA_CM_EVENT_DEVICE_REMOVAL:
-      finish(make_error_code(errc::device_error));
-      return;
-    default:
-      spdlog::debug("rdma connect: ignoring {}", rdma_event_str(event.event));
-      return;
+    case RDMA_CM_EVENT_DEVICE_REMOVAL: finish(make_error_code(errc::device_error)); return;
+    default: spdlog::debug("rdma connect: ignoring {}", rdma_event_str(event.event)); return;
   }
 }
 

@@ -14,9 +14,9 @@
 #include <optional>
 #include <vector>
 
+#include "transport/rdma/conn_param.hpp"
 #include "transport/rdma/qp_resources.hpp"
 #include "transport/rdma/rdma_connection.hpp"
-#include "transport/rdma/conn_param.hpp"
 #include "transport/rdma/wire.hpp"
 
 namespace rdmarpc::transport::rdma {
@@ -176,9 +176,7 @@ class rdma_listener::core : public std::enable_shared_from_this<core> {
         spdlog::error("rdma listener {}: device removed", local_.to_uri());
         close();
         return;
-      default:
-        spdlog::debug("rdma listener {}: ignoring {}", local_.to_uri(), rdma_event_str(type));
-        return;
+      default: spdlog::debug("rdma listener {}: ignoring {}", local_.to_uri(), rdma_event_str(type)); return;
     }
   }
 

@@ -20,8 +20,8 @@ class send_ring {
   explicit send_ring(std::size_t capacity) noexcept : capacity_(capacity / kAlignment * kAlignment) {}
 
   struct allocation {
-    std::uint64_t id;     // pass to release()
-    std::size_t offset;   // where the bytes start in the region
+    std::uint64_t id;    // pass to release()
+    std::size_t offset;  // where the bytes start in the region
   };
 
   // Room for `bytes` contiguous bytes now, or nothing (try again after a release). Zero bytes

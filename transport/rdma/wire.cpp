@@ -1,8 +1,8 @@
 #include "transport/rdma/wire.hpp"
 
-#include "transport/error.hpp"
-
 #include <cstring>
+
+#include "transport/error.hpp"
 
 namespace rdmarpc::transport::rdma::wire {
 

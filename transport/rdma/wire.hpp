@@ -8,9 +8,8 @@
 //  * the rdma_cm connect/accept private data carries the handshake.
 // Layer: transport. Threading: stateless functions; a reassembler belongs to one connection.
 
-#include <boost/system/result.hpp>
-
 #include <array>
+#include <boost/system/result.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -22,9 +21,9 @@ namespace rdmarpc::transport::rdma::wire {
 enum class fragment : std::uint8_t { whole = 0, first = 1, middle = 2, last = 3 };
 
 struct imm_fields {
-  std::uint16_t credits = 0;    // receive slots the sender reposted since its last announcement
+  std::uint16_t credits = 0;  // receive slots the sender reposted since its last announcement
   fragment kind = fragment::whole;
-  bool credit_only = false;     // no payload; the message carries only `credits`
+  bool credit_only = false;  // no payload; the message carries only `credits`
   // Only with credit_only: the sender's last message before it disconnects (a graceful close), so
   // the peer can tell close() (closed_by_peer) from a process that died (connection_lost).
   bool goodbye = false;

@@ -1,16 +1,16 @@
 #include "transport/tcp/tcp_connection.hpp"
 
-#include "transport/endpoint.hpp"
-
-#include <boost/asio/post.hpp>
-#include <boost/asio/read.hpp>
-#include <boost/asio/write.hpp>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <boost/asio/post.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
 #include <cstring>
 #include <limits>
 #include <span>
+
+#include "transport/endpoint.hpp"
 
 namespace rdmarpc::transport::tcp {
 
@@ -48,7 +48,8 @@ void tcp_connection::start(std::shared_ptr<connection_handler> handler) {
   if (state_ == state::closed && end_reason_ == errc::closed_locally && !close_reported_) {
     // close() before start(): the handler still hears how the connection ended, once.
     close_reported_ = true;
-    boost::asio::post(ex_, [handler = std::move(handler), reason = end_reason_] { handler->on_close(reason); });
+    boost::asio::post(ex_,
+                      [handler = std::move(handler), reason = end_reason_] { handler->on_close(reason); });
     return;
   }
   if (state_ != state::idle) return;
@@ -106,8 +107,7 @@ void tcp_connection::close() {
       return;
     case state::closing:
     case state::draining:
-    case state::closed:
-      return;
+    case state::closed: return;
   }
 }
 
@@ -177,8 +177,9 @@ bool tcp_connection::parse_frames() {
       continue;
     }
     if (length > options_.max_message_size) {
-      spdlog::warn("tcp {}: peer sent a frame of {} bytes, above the maximum message size {}; closing the connection",
-                   remote_address_, length, options_.max_message_size);
+      spdlog::warn(
+          "tcp {}: peer sent a frame of {} bytes, above the maximum message size {}; closing the connection",
+          remote_address_, length, options_.max_message_size);
       finish(errc::protocol_error, true);
       return false;
     }
@@ -196,8 +197,9 @@ bool tcp_connection::parse_frames() {
     std::memcpy(body_.data(), frame + kHeaderSize, have);
     read_begin_ = read_end_ = 0;
     reading_ = true;
-    boost::asio::async_read(socket_, boost::asio::buffer(body_.data() + have, length - have),
-                            [self = self()](boost::system::error_code ec, std::size_t) { self->on_body_read(ec); });
+    boost::asio::async_read(
+        socket_, boost::asio::buffer(body_.data() + have, length - have),
+        [self = self()](boost::system::error_code ec, std::size_t) { self->on_body_read(ec); });
     return false;
   }
   return false;
@@ -240,10 +242,8 @@ void tcp_connection::deliver(std::vector<std::byte> message) {
   auto handler = handler_;  // on_message may close() us
   // Lent, not given: its buffer comes back on release and carries a later message.
   const std::uint64_t token = buffers_.lend(std::move(message));
-  handler->on_message(received_message(
-      buffers_.lent(token),
-      std::shared_ptr<received_message::owner>(self(), this),
-      token));
+  handler->on_message(
+      received_message(buffers_.lent(token), std::shared_ptr<received_message::owner>(self(), this), token));
 }
 
 // --- sending -----------------------------------------------------------------------------------
@@ -254,9 +254,9 @@ void tcp_connection::start_write() {
   for (std::size_t i = 0; i < frames; ++i) gather_[i] = boost::asio::buffer(send_queue_[i]);
   writing_ = frames;
   const std::span<const boost::asio::const_buffer> buffers(gather_.data(), frames);
-  boost::asio::async_write(socket_, buffers, [self = self(), frames](boost::system::error_code ec, std::size_t) {
-    self->on_written(ec, frames);
-  });
+  boost::asio::async_write(
+      socket_, buffers,
+      [self = self(), frames](boost::system::error_code ec, std::size_t) { self->on_written(ec, frames); });
 }
 
 void tcp_connection::on_written(boost::system::error_code ec, std::size_t frames) {

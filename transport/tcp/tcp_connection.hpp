@@ -7,15 +7,14 @@
 // stream. Layer: transport.
 // Threading: every member runs on the socket's executor (see transport/connection.hpp).
 
-#include "transport/connection.hpp"
-#include "transport/message_buffers.hpp"
-
+#include <array>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
-
-#include <array>
 #include <deque>
 #include <vector>
+
+#include "transport/connection.hpp"
+#include "transport/message_buffers.hpp"
 
 namespace rdmarpc::transport::tcp {
 
@@ -45,7 +44,7 @@ class tcp_connection final : public connection, public received_message::owner {
 
  private:
   enum class state {
-    idle,      // constructed, not started: nothing is read
+    idle,  // constructed, not started: nothing is read
     open,
     closing,   // close() called: flushing the send queue, then shutdown(send)
     draining,  // ended (on_close posted) after a graceful shutdown: reading until the peer's EOF
@@ -65,7 +64,9 @@ class tcp_connection final : public connection, public received_message::owner {
   // Ends the connection once: ends waiting reservations, posts on_close(reason), drops the handler.
   // hard: close the socket now (errors); otherwise keep reading to drain until the peer's EOF.
   void finish(boost::system::error_code reason, bool hard);
-  std::shared_ptr<tcp_connection> self() { return std::static_pointer_cast<tcp_connection>(shared_from_this()); }
+  std::shared_ptr<tcp_connection> self() {
+    return std::static_pointer_cast<tcp_connection>(shared_from_this());
+  }
 
   boost::asio::any_io_executor ex_;
   boost::asio::ip::tcp::socket socket_;

@@ -1,12 +1,13 @@
 #include "transport/tcp/tcp_listener.hpp"
 
-#include "transport/tcp/tcp_connection.hpp"
+#include <spdlog/spdlog.h>
 
 #include <boost/asio/append.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/post.hpp>
-#include <spdlog/spdlog.h>
+
+#include "transport/tcp/tcp_connection.hpp"
 
 namespace rdmarpc::transport::tcp {
 
@@ -17,12 +18,14 @@ boost::asio::ip::tcp::endpoint resolve_local(const boost::asio::any_io_executor&
   if (!ec) return {address, ep.port};
   // A host name: setup code, so a blocking resolve (which throws on failure) is acceptable here.
   boost::asio::ip::tcp::resolver resolver(ex);
-  const auto results = resolver.resolve(ep.host, std::to_string(ep.port), boost::asio::ip::tcp::resolver::passive);
+  const auto results =
+      resolver.resolve(ep.host, std::to_string(ep.port), boost::asio::ip::tcp::resolver::passive);
   return results.begin()->endpoint();
 }
 }  // namespace
 
-tcp_listener::tcp_listener(boost::asio::any_io_executor ex, const endpoint& ep, const connection_options& options)
+tcp_listener::tcp_listener(boost::asio::any_io_executor ex, const endpoint& ep,
+                           const connection_options& options)
     : ex_(std::move(ex)), acceptor_(ex_), options_(options) {
   const auto local = resolve_local(ex_, ep);
   acceptor_.open(local.protocol());
@@ -39,7 +42,9 @@ void tcp_listener::close() {
   acceptor_.close(ignored);  // a pending accept completes with operation_aborted
 }
 
-endpoint tcp_listener::local_endpoint() const { return bound_; }
+endpoint tcp_listener::local_endpoint() const {
+  return bound_;
+}
 
 void tcp_listener::async_accept_impl(boost::asio::any_io_executor connection_executor,
                                      boost::asio::any_completion_handler<connect_signature> handler) {
@@ -50,9 +55,8 @@ void tcp_listener::async_accept_impl(boost::asio::any_io_executor connection_exe
   }
   // The completion captures no `this`: the listener may be destroyed while an accept is pending.
   acceptor_.async_accept(
-      connection_executor,
-      [ex = ex_, options = options_, handler = std::move(handler)](boost::system::error_code ec,
-                                                                  boost::asio::ip::tcp::socket socket) mutable {
+      connection_executor, [ex = ex_, options = options_, handler = std::move(handler)](
+                               boost::system::error_code ec, boost::asio::ip::tcp::socket socket) mutable {
         std::shared_ptr<connection> conn;
         if (!ec) conn = std::make_shared<tcp_connection>(std::move(socket), options);
         // We run on the listener's executor (Asio completes accept there); hop to the handler's.

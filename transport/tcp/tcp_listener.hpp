@@ -3,9 +3,9 @@
 // tcp_connections on the executor the caller names. Layer: transport.
 // Threading: belongs to one executor; call its members there.
 
-#include "transport/listener.hpp"
-
 #include <boost/asio/ip/tcp.hpp>
+
+#include "transport/listener.hpp"
 
 namespace rdmarpc::transport::tcp {
 

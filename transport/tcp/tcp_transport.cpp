@@ -1,14 +1,15 @@
 // tcp::async_connect (resolve, connect, bounded by connect_timeout) and tcp::make_listener.
 #include "transport/tcp/tcp_transport.hpp"
 
-#include "transport/tcp/tcp_connection.hpp"
-#include "transport/tcp/tcp_listener.hpp"
+#include <spdlog/spdlog.h>
 
 #include <boost/asio/append.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <spdlog/spdlog.h>
+
+#include "transport/tcp/tcp_connection.hpp"
+#include "transport/tcp/tcp_listener.hpp"
 
 namespace rdmarpc::transport::tcp {
 
@@ -36,25 +37,25 @@ class connect_operation : public std::enable_shared_from_this<connect_operation>
       boost::system::error_code ignored;
       self->socket_.close(ignored);
     });
-    resolver_.async_resolve(ep_.host, std::to_string(ep_.port),
-                            [self = shared_from_this()](boost::system::error_code ec,
-                                                        boost::asio::ip::tcp::resolver::results_type results) {
-                              self->on_resolved(ec, std::move(results));
-                            });
+    resolver_.async_resolve(
+        ep_.host, std::to_string(ep_.port),
+        [self = shared_from_this()](boost::system::error_code ec,
+                                    boost::asio::ip::tcp::resolver::results_type results) {
+          self->on_resolved(ec, std::move(results));
+        });
   }
 
  private:
   void on_resolved(boost::system::error_code ec, boost::asio::ip::tcp::resolver::results_type results) {
     if (ec || timed_out_) return fail(ec, "resolve");
-    boost::asio::async_connect(socket_, results,
-                               [self = shared_from_this()](boost::system::error_code ec,
-                                                           const boost::asio::ip::tcp::endpoint&) {
-                                 // The timer may have fired (and closed the socket) after this
-                                 // completion was already queued as a success.
-                                 if (ec || self->timed_out_) return self->fail(ec, "connect");
-                                 self->complete({}, std::make_shared<tcp_connection>(std::move(self->socket_),
-                                                                                     self->options_));
-                               });
+    boost::asio::async_connect(
+        socket_, results,
+        [self = shared_from_this()](boost::system::error_code ec, const boost::asio::ip::tcp::endpoint&) {
+          // The timer may have fired (and closed the socket) after this
+          // completion was already queued as a success.
+          if (ec || self->timed_out_) return self->fail(ec, "connect");
+          self->complete({}, std::make_shared<tcp_connection>(std::move(self->socket_), self->options_));
+        });
   }
 
   void fail(boost::system::error_code ec, const char* step) {

@@ -8,7 +8,9 @@ namespace {
 class wc_category final : public boost::system::error_category {
  public:
   const char* name() const noexcept override { return "ibv_wc_status"; }
-  std::string message(int value) const override { return ibv_wc_status_str(static_cast<ibv_wc_status>(value)); }
+  std::string message(int value) const override {
+    return ibv_wc_status_str(static_cast<ibv_wc_status>(value));
+  }
 };
 
 class cm_category final : public boost::system::error_category {

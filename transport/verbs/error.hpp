@@ -3,9 +3,10 @@
 // ibv_wc_status_str) and unexpected rdma_cm events (named with rdma_event_str).
 // Layer: transport/verbs. Threading: stateless.
 
-#include <boost/system/error_code.hpp>
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
+
+#include <boost/system/error_code.hpp>
 
 namespace rdmarpc::transport::verbs {
 
