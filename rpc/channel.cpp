@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "rpc/call_table.hpp"
 #include "rpc/extras.hpp"
 #include "rpc/frame.hpp"
 #include "transport/connect.hpp"
@@ -33,11 +34,12 @@ namespace {
 using clock = std::chrono::steady_clock;
 using call_handler = boost::asio::any_completion_handler<channel::call_signature>;
 
-// One call from start_unary_call until its handler is posted. Owned by channel_impl::calls_; the
-// channel keeps finished ones for reuse (spare_calls_), so steady traffic allocates none.
+// One call from start_unary_call until its handler is posted. Owned by channel_impl::calls_, which
+// keeps finished ones for reuse, so steady traffic allocates none.
 struct pending_call {
-  // Emplaced, never assigned: Boost 1.81's any_completion_handler move-assignment recurses
-  // forever (it copies from an lvalue through its converting constructor).
+  pending_call() = default;
+  // The handler is emplaced, never assigned: Boost 1.81's any_completion_handler move-assignment
+  // recurses forever (it copies from an lvalue through its converting constructor).
   explicit pending_call(call_handler h) { handler.emplace(std::move(h)); }
 
   std::uint32_t id = 0;
@@ -285,7 +287,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
       });
     }
     pending_call& call = *c;
-    insert_call(id, std::move(c));
+    calls_.insert(id, std::move(c));
     // Nothing waits ahead of it: straight into the connection's send memory, no copy.
     if (request != nullptr && queue_.empty() && conn_ && in_flight_ < options_.max_in_flight && !reserving_) {
       if (send_direct(call, *request)) return;
@@ -355,7 +357,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
     }
     while (!queue_.empty() && in_flight_ < options_.max_in_flight && !reserving_ && conn_) {
       const std::uint32_t id = queue_.front();
-      pending_call& c = *calls_.at(id);
+      pending_call& c = calls_.at(id);
       boost::system::error_code ec;
       auto r = conn_->try_reserve(frame::kHeaderSize + c.body.size(), ec);
       if (ec == boost::asio::error::would_block) {
@@ -380,7 +382,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
   void send_queued(transport::send_reservation r) {
     const std::uint32_t id = queue_.front();
     queue_.pop_front();
-    pending_call& c = *calls_.at(id);
+    pending_call& c = calls_.at(id);
     frame::header h;
     if (!make_request_header(c, c.extras_length, static_cast<std::uint32_t>(c.body.size() - c.extras_length),
                              h)) {
@@ -405,7 +407,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
       if (ec) return;  // the connection ended: on_close fails the calls
       // The queue may have changed meanwhile (a deadline, a cancellation): use the room if it fits.
       if (!self->queue_.empty() && self->in_flight_ < self->options_.max_in_flight &&
-          frame::kHeaderSize + self->calls_.at(self->queue_.front())->body.size() <= r.size()) {
+          frame::kHeaderSize + self->calls_.at(self->queue_.front()).body.size() <= r.size()) {
         self->send_queued(std::move(r));
       } else {
         r.cancel();
@@ -477,7 +479,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
   void finish(std::uint32_t id, status_code code, std::string message, bool in_queue = true) {
     auto it = calls_.find(id);
     if (it == calls_.end()) return;
-    auto c = extract_call(it);
+    auto c = calls_.extract(it);
     if (c->sent) {
       --in_flight_;
     } else if (in_queue) {
@@ -492,8 +494,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
   }
 
   void fail_all(status_code code, const std::string& message) {
-    auto calls = std::move(calls_);
-    calls_.clear();
+    auto calls = calls_.take_all();
     queue_.clear();
     in_flight_ = 0;
     for (auto& [id, c] : calls) complete(std::move(c), code, message);
@@ -538,20 +539,17 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
     if (released_) maybe_close_released();
   }
 
-  // Call records and map nodes are reused (on ex_ only): no allocation per call in steady state.
+  // Call records are reused (on ex_ only): no allocation per call in steady state.
   static constexpr std::size_t kSpareCalls = 64;
-  using call_map = std::unordered_map<std::uint32_t, std::unique_ptr<pending_call>>;
 
   std::unique_ptr<pending_call> reuse_call(call_handler handler) {
-    if (spare_calls_.empty()) return std::make_unique<pending_call>(std::move(handler));
-    auto c = std::move(spare_calls_.back());
-    spare_calls_.pop_back();
+    auto c = calls_.new_record();
     c->handler.emplace(std::move(handler));
     return c;
   }
 
   void keep_call(std::unique_ptr<pending_call> c) {
-    if (!on_own_thread() || spare_calls_.size() >= kSpareCalls) return;
+    if (!on_own_thread()) return;
     c->handler.reset();
     c->io_work.reset();
     c->work = {};
@@ -564,26 +562,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
     c->sent = false;
     c->early_status = status_code::ok;
     c->early_message.clear();
-    spare_calls_.push_back(std::move(c));
-  }
-
-  void insert_call(std::uint32_t id, std::unique_ptr<pending_call> c) {
-    if (spare_nodes_.empty()) {
-      calls_.emplace(id, std::move(c));
-      return;
-    }
-    auto node = std::move(spare_nodes_.back());
-    spare_nodes_.pop_back();
-    node.key() = id;
-    node.mapped() = std::move(c);
-    calls_.insert(std::move(node));
-  }
-
-  std::unique_ptr<pending_call> extract_call(call_map::iterator it) {
-    auto node = calls_.extract(it);
-    auto c = std::move(node.mapped());
-    if (spare_nodes_.size() < kSpareCalls) spare_nodes_.push_back(std::move(node));
-    return c;
+    calls_.keep(std::move(c));
   }
 
   const boost::asio::any_io_executor ex_;
@@ -598,12 +577,10 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
   bool reserving_ = false;  // an async_reserve for the queue's first call is outstanding
   bool closed_ = false;
   bool released_ = false;
-  bool complete_inline_ = false;  // see on_message and complete
-  call_map calls_;                // queued and sent
-  std::vector<std::unique_ptr<pending_call>> spare_calls_;
-  std::vector<call_map::node_type> spare_nodes_;
-  std::deque<std::uint32_t> queue_;  // not yet sent, in order
-  std::size_t in_flight_ = 0;        // sent, not answered
+  bool complete_inline_ = false;                 // see on_message and complete
+  call_table<pending_call> calls_{kSpareCalls};  // queued and sent
+  std::deque<std::uint32_t> queue_;              // not yet sent, in order
+  std::size_t in_flight_ = 0;                    // sent, not answered
 
   // Any thread:
   std::atomic<std::uint32_t> next_id_{1};

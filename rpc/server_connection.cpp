@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "rpc/call_table.hpp"
 #include "rpc/extras.hpp"
 #include "rpc/frame.hpp"
 
@@ -146,12 +147,12 @@ class connection_impl final : public server_connection, public std::enable_share
     const auto deadline = v.header.has_timeout()
                               ? clock::now() + std::chrono::microseconds(v.header.timeout_us)
                               : clock::time_point::max();
-    auto c = reuse_active_call();
+    auto c = calls_.new_record();
     c->ctx.emplace(ex_, m->full_name, peer_, deadline, std::move(md));
     c->call = std::move(typed);
     c->method = m;
     active_call& call = *c;
-    insert_call(id, std::move(c));
+    calls_.insert(id, std::move(c));
     server_->call_started();
     if (deadline != clock::time_point::max()) {
       call.timer.emplace(ex_, deadline);
@@ -236,44 +237,20 @@ class connection_impl final : public server_connection, public std::enable_share
   void forget(std::uint32_t id) {
     auto it = calls_.find(id);
     if (it == calls_.end()) return;
-    auto node = calls_.extract(it);
-    active_call& c = *node.mapped();
-    keep_call(*c.method, std::move(c.call));
-    c.ctx.reset();
-    c.timer.reset();
-    c.method = nullptr;
-    c.done = false;
-    if (spare_active_.size() < kSpareActiveCalls) {
-      spare_active_.push_back(std::move(node.mapped()));
-      spare_nodes_.push_back(std::move(node));
-    }
+    auto c = calls_.extract(it);
+    keep_call(*c->method, std::move(c->call));
+    c->ctx.reset();
+    c->timer.reset();
+    c->method = nullptr;
+    c->done = false;
+    calls_.keep(std::move(c));
   }
+
+  static constexpr std::size_t kSpareActiveCalls = 64;  // call records kept for reuse
 
   // Call objects of finished calls serve the next calls of the same method (their messages keep
   // their memory): no allocation for them in steady state. A few are kept per method.
   static constexpr std::size_t kSpareCallsPerMethod = 4;
-
-  static constexpr std::size_t kSpareActiveCalls = 64;
-  using call_map = std::unordered_map<std::uint32_t, std::unique_ptr<active_call>>;
-
-  std::unique_ptr<active_call> reuse_active_call() {
-    if (spare_active_.empty()) return std::make_unique<active_call>();
-    auto c = std::move(spare_active_.back());
-    spare_active_.pop_back();
-    return c;
-  }
-
-  void insert_call(std::uint32_t id, std::unique_ptr<active_call> c) {
-    if (spare_nodes_.empty()) {
-      calls_.emplace(id, std::move(c));
-      return;
-    }
-    auto node = std::move(spare_nodes_.back());
-    spare_nodes_.pop_back();
-    node.key() = id;
-    node.mapped() = std::move(c);
-    calls_.insert(std::move(node));
-  }
 
   std::unique_ptr<server_call> take_call(const method_entry& m) {
     if (m.slot < spare_calls_.size() && !spare_calls_[m.slot].empty()) {
@@ -315,10 +292,8 @@ class connection_impl final : public server_connection, public std::enable_share
   boost::asio::any_io_executor ex_;
   std::shared_ptr<const std::string> peer_;  // shared with every call's server_context
   bool closed_ = false;
-  // Running calls, and finished ones whose reply waits for send room.
-  call_map calls_;
-  std::vector<std::unique_ptr<active_call>> spare_active_;  // finished call records, for reuse
-  std::vector<call_map::node_type> spare_nodes_;
+  // Running calls, and finished ones whose reply waits for send room; records are reused.
+  call_table<active_call> calls_{kSpareActiveCalls};
   std::vector<std::vector<std::unique_ptr<server_call>>> spare_calls_;  // by method_entry::slot
 };
 
