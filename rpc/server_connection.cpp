@@ -34,6 +34,9 @@ struct active_call {
   std::unique_ptr<server_call> call;
   const method_entry* method = nullptr;
   bool done = false;  // the handler finished; the reply waits for send room
+  // While the reply waits for room: cancels that wait (shared with the waiting handler, which
+  // must outlive nothing it refers to).
+  std::shared_ptr<boost::asio::cancellation_signal> reply_wait;
 };
 
 // A response frame's parts; the reply is serialized straight into the reservation.
@@ -120,7 +123,10 @@ class connection_impl final : public server_connection, public std::enable_share
     auto it = calls_.find(id);
     if (it == calls_.end()) return;
     cancel(*it->second);
-    if (it->second->done) forget(id);  // its reply was waiting for room: nobody reads it now
+    if (!it->second->done) return;
+    // Its reply was waiting for room: nobody reads it now, and the wait must not hold the queue.
+    if (auto wait = it->second->reply_wait) wait->emit(boost::asio::cancellation_type::terminal);
+    forget(id);
   }
 
   void on_request(const frame::view& v, transport::received_message& message) {
@@ -205,16 +211,19 @@ class connection_impl final : public server_connection, public std::enable_share
       if (!ec) f.write(std::move(r));
       return forget(id);
     }
-    conn_->async_reserve(f.size(), [self = shared_from_this(), id](boost::system::error_code ec,
-                                                                   transport::send_reservation r) {
-      auto it = self->calls_.find(id);
-      if (it == self->calls_.end()) return;  // cancelled meanwhile
-      if (!ec && !self->closed_) {
-        const auto f = self->response_for(id, *it->second);
-        if (f.size() <= r.size()) f.write(std::move(r));
-      }
-      self->forget(id);
-    });
+    c.reply_wait = std::make_shared<boost::asio::cancellation_signal>();
+    conn_->async_reserve(
+        f.size(), boost::asio::bind_cancellation_slot(
+                      c.reply_wait->slot(), [self = shared_from_this(), id, wait = c.reply_wait](
+                                                boost::system::error_code ec, transport::send_reservation r) {
+                        auto it = self->calls_.find(id);
+                        if (it == self->calls_.end() || it->second->reply_wait != wait) return;  // cancelled
+                        if (!ec && !self->closed_) {
+                          const auto f = self->response_for(id, *it->second);
+                          if (f.size() <= r.size()) f.write(std::move(r));
+                        }
+                        self->forget(id);
+                      }));
   }
 
   // The response to finished call `c`: its reply, or its status (also when the reply cannot go).
@@ -243,6 +252,7 @@ class connection_impl final : public server_connection, public std::enable_share
     c->timer.reset();
     c->method = nullptr;
     c->done = false;
+    c->reply_wait.reset();
     calls_.keep(std::move(c));
   }
 
@@ -280,11 +290,22 @@ class connection_impl final : public server_connection, public std::enable_share
     return ec;
   }
 
-  // A refusal (no call record behind it): a peer that leaves no room even for that does not read
-  // its responses, and is cut off.
+  // A refusal (no call record behind it). Without room now it waits its turn like a reply; a peer
+  // that lets max_in_flight_per_connection refusals wait on top of its replies does not read its
+  // responses, and is cut off.
   void refuse(std::uint32_t id, status_code code, std::string_view message) {
-    if (respond(id, code, message) == boost::asio::error::would_block)
-      violation("peer does not read its responses");
+    if (respond(id, code, message) != boost::asio::error::would_block) return;
+    if (refusals_waiting_ >= server_->options().max_in_flight_per_connection) {
+      return violation("peer does not read its responses");
+    }
+    ++refusals_waiting_;
+    response_frame f(id, code, message, nullptr);
+    const std::size_t size = f.size();
+    conn_->async_reserve(size, [self = shared_from_this(), f = std::move(f)](boost::system::error_code ec,
+                                                                             transport::send_reservation r) {
+      --self->refusals_waiting_;
+      if (!ec && !self->closed_ && f.size() <= r.size()) f.write(std::move(r));
+    });
   }
 
   std::shared_ptr<owner> server_;
@@ -292,6 +313,7 @@ class connection_impl final : public server_connection, public std::enable_share
   boost::asio::any_io_executor ex_;
   std::shared_ptr<const std::string> peer_;  // shared with every call's server_context
   bool closed_ = false;
+  std::size_t refusals_waiting_ = 0;  // refusals waiting for send room
   // Running calls, and finished ones whose reply waits for send room; records are reused.
   call_table<active_call> calls_{kSpareActiveCalls};
   std::vector<std::vector<std::unique_ptr<server_call>>> spare_calls_;  // by method_entry::slot

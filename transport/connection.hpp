@@ -113,7 +113,9 @@ class connection : public std::enable_shared_from_this<connection>, protected se
   // end reason (errc::closed_locally after close()) for a waiting call, or operation_aborted on
   // per-operation cancellation. The handler runs on its associated executor (default: the
   // connection's), never inside this call; waiting calls are served in the order they were made.
-  // The connection must outlive the reservation.
+  // Emit a cancellation on the connection's executor (Asio's rule for per-operation cancellation).
+  // The reservation belongs to the connection's executor like every member: a handler bound to
+  // another executor must write, commit or drop it back there. The connection must outlive it.
   template <typename CompletionToken>
   auto async_reserve(std::size_t bytes, CompletionToken&& token) {
     return boost::asio::async_initiate<CompletionToken, reserve_signature>(

@@ -35,7 +35,7 @@ message_buffers::buffer message_buffers::take(std::uint64_t token, std::size_t s
   slot& s = slots_[token];
   buffer b = std::move(s.data);
   b.resize(headroom_ + size);
-  queued_ -= s.bytes - size;
+  written(s.bytes - size);  // clamped: after clear() nothing is counted any more
   s.used = false;
   free_slots_.push_back(static_cast<std::uint32_t>(token));
   return b;

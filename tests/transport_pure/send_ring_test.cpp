@@ -77,6 +77,28 @@ TEST_CASE("send_ring: zero-byte entries take no space but keep their place", "[s
   CHECK(ring.entries() == 0);
 }
 
+TEST_CASE("send_ring: a live zero-byte entry keeps the ring from starting over under a new entry",
+          "[send_ring]") {
+  send_ring ring(1024);
+  const auto a = ring.allocate(100);  // [0, 128)
+  const auto z = ring.allocate(0);    // a large message's place holder, at 128
+  REQUIRE(a);
+  REQUIRE(z);
+  ring.release(a->id);  // the oldest: freed; z is still live
+  CHECK(ring.used() == 0);
+  const auto b = ring.allocate(640);  // must not start over at 0 while z's release moves tail_
+  REQUIRE(b);
+  ring.release(z->id);
+  // Fill the rest: nothing may overlap b.
+  std::vector<std::uint64_t> ids;
+  while (const auto c = ring.allocate(64)) {
+    CHECK((c->offset + 64 <= b->offset || c->offset >= b->offset + 640));
+    ids.push_back(c->id);
+    if (ids.size() > 32) break;
+  }
+  CHECK(ids.size() < 32);
+}
+
 TEST_CASE("send_ring: random allocate/release never overlaps live entries", "[send_ring]") {
   constexpr std::size_t kCapacity = 4096;
   send_ring ring(kCapacity);

@@ -132,6 +132,11 @@ void rdma_connection::on_cq_readable() {
   if (ibv_get_cq_event(resources_->comp_channel(), &cq, &context) == 0) {
     ++stats_.cq_wakeups;
     resources_->add_unacked_cq_events(1);
+    // Adaptive mode arms the CQ while it may go on spinning, so more than one event can wait.
+    while (options_.polling == cq_polling::adaptive &&
+           ibv_get_cq_event(resources_->comp_channel(), &cq, &context) == 0) {
+      resources_->add_unacked_cq_events(1);
+    }
   }
   if (options_.polling == cq_polling::adaptive) {
     // Stay awake a while: under load the next completion comes soon, and polling for it costs far
@@ -346,18 +351,20 @@ send_reservation rdma_connection::reserve_large(std::size_t bytes, boost::system
     ec = boost::asio::error::would_block;
     return {};
   }
-  large_buffer buffer{verbs::allocate_aligned(bytes), {}, bytes};
+  // Runs from room_freed() too, inside noexcept paths: failures become an error code.
+  std::byte* data = nullptr;
   try {
+    large_buffer buffer{verbs::allocate_aligned(bytes), {}, bytes};
     buffer.mr = resources_->register_send_memory(buffer.memory.get(), bytes);
-  } catch (const boost::system::system_error& e) {
+    data = buffer.memory.get();
+    large_.emplace(a->id, std::move(buffer));
+  } catch (const std::exception& e) {
     spdlog::warn("rdma {}: cannot register a {}-byte send buffer: {}", remote_address_, bytes, e.what());
     ring_.release(a->id);
     ec = boost::system::errc::make_error_code(boost::system::errc::not_enough_memory);
     return {};
   }
-  std::byte* data = buffer.memory.get();
   large_bytes_ += bytes;
-  large_.emplace(a->id, std::move(buffer));
   return send_reservation(this, a->id, std::span<std::byte>(data, bytes));
 }
 
@@ -366,10 +373,11 @@ void rdma_connection::commit_reservation(std::uint64_t token, std::size_t size) 
     drop_entry(token);
     return;
   }
-  committed_message m{token, nullptr, 0, size, wire::fragment_count(size, fragment_size_)};
+  committed_message m{token, nullptr, 0, size, wire::fragment_count(size, fragment_size_), false};
   if (auto it = large_.find(token); it != large_.end()) {
     m.data = it->second.memory.get();
     m.lkey = it->second.mr->lkey;
+    m.large = true;
   } else {
     m.data = resources_->send_memory() + ring_.offset_of(token);
     m.lkey = resources_->send_lkey();
@@ -411,7 +419,7 @@ bool rdma_connection::acquire_data_credit(std::uint32_t& announce) noexcept {
 void rdma_connection::post_committed() {
   while (!committed_.empty() && state_ != state::ended) {
     committed_message& m = committed_.front();
-    const bool large = m.size > large_threshold_;
+    const bool large = m.large;
     while (m.next < m.fragments) {
       if (!sq_has_room()) return (void)flush_sends();
       std::uint32_t announce = 0;

@@ -65,6 +65,7 @@ class rdma_connection final : public connection, public received_message::owner 
     std::uint32_t lkey;
     std::size_t size;
     std::size_t fragments;
+    bool large;            // in its own large_buffer (decided at reservation, not by the size committed)
     std::size_t next = 0;  // next fragment to post
   };
   // A message fully posted: its space is freed once WR `last_seq` completed.

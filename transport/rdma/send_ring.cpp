@@ -4,7 +4,9 @@ namespace rdmarpc::transport::rdma {
 
 std::optional<send_ring::allocation> send_ring::allocate(std::size_t bytes) noexcept {
   const std::size_t length = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  if (used_ == 0) head_ = tail_ = 0;  // empty: start over at the front, the most contiguous room
+  // Empty: start over at the front, the most contiguous room. Not while zero-byte entries are
+  // live: releasing one moves tail_ to where it was made.
+  if (entries_.empty()) head_ = tail_ = 0;
   std::size_t offset = 0, span = 0;
   if (used_ == 0 || head_ > tail_ || (head_ == tail_ && used_ < capacity_)) {
     // Used space is [tail_, head_): free are [head_, capacity_) and [0, tail_).
