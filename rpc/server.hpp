@@ -16,8 +16,11 @@
 namespace rdmarpc {
 
 struct server_options {
-  std::size_t threads = 0;                          // extra io_context threads for connections
-  std::size_t max_in_flight_per_connection = 1024;  // beyond it requests get RESOURCE_EXHAUSTED
+  std::size_t threads = 0;  // extra io_context threads for connections
+  // Calls running or waiting for send room to reply, per connection. Beyond it requests are
+  // refused with RESOURCE_EXHAUSTED; refusals wait for send room like replies, and a peer that
+  // lets this many refusals wait too (it does not read its responses) is disconnected.
+  std::size_t max_in_flight_per_connection = 1024;
   transport::connection_options transport;
 };
 
