@@ -26,7 +26,10 @@ std::atomic<std::uint64_t> g_allocations{0};
 #if defined(__SANITIZE_ADDRESS__)
 // Under ASan its allocator serves operator new itself (replacing it would mix the two): count
 // through ASan's allocation hook instead, which sees every heap allocation.
-#include <sanitizer/allocator_interface.h>
+// From ASan's runtime (its header, sanitizer/allocator_interface.h, is not always installed).
+extern "C" int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void*,
+                                                                             std::size_t),
+                                                         void (*free_hook)(const volatile void*));
 namespace {
 void count_allocation(const volatile void*, std::size_t) {
   g_allocations.fetch_add(1, std::memory_order_relaxed);
