@@ -52,7 +52,12 @@ class member_server_call final : public server_call {
            request_.ParsePartialFromArray(bytes.data(), static_cast<int>(bytes.size())) &&
            request_.IsInitialized();
   }
-  boost::asio::awaitable<void> run(server_context& ctx) override { return run_call(this, ctx); }
+  // Not a coroutine itself: it creates the handler's (lazy) awaitable here and a small coroutine
+  // stores its result. GCC 12's UBSan reports members of a template's `this` as null inside a
+  // resumed coroutine (a false positive that would hide real reports).
+  boost::asio::awaitable<void> run(server_context& ctx) override {
+    return store_reply((owner_->*handler_)(ctx, request_), reply_);
+  }
   const google::protobuf::MessageLite& reply() const noexcept override { return reply_; }
   std::string request_type() const override { return request_.GetTypeName(); }
   void clear() noexcept override {
@@ -61,11 +66,8 @@ class member_server_call final : public server_call {
   }
 
  private:
-  // A static coroutine, not a member one: GCC 12's UBSan reports `this` as null in member
-  // coroutines once they resumed (a false positive that would hide real reports).
-  static boost::asio::awaitable<void> run_call(member_server_call* self, server_context& ctx) {
-    Reply reply = co_await (self->owner_->*self->handler_)(ctx, self->request_);
-    self->reply_ = std::move(reply);
+  static boost::asio::awaitable<void> store_reply(boost::asio::awaitable<Reply> handler, Reply& out) {
+    out = co_await std::move(handler);
   }
 
   Owner* owner_;

@@ -71,6 +71,9 @@ outcome run(std::uint32_t requests) {
   out.closes = rec->close_calls;
   client->close();
   test::run_until(io, [&] { return rec->close_calls > 0; });
+  // Let the server's end hear of it too, so no connection is left holding its handler.
+  io.restart();
+  io.run_for(std::chrono::seconds(10));
   return out;
 }
 
