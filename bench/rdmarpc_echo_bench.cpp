@@ -38,12 +38,14 @@ using namespace rdmarpc::bench;
 namespace asio = boost::asio;
 
 void usage() {
-  std::cerr << "usage: rdmarpc_echo_bench server --listen URI [--busy-poll|--adaptive]\n"
+  std::cerr << "usage: rdmarpc_echo_bench server --listen URI [--busy-poll|--adaptive] [--handler H]\n"
                "       rdmarpc_echo_bench client --target URI [--busy-poll|--adaptive] [client flags]\n"
-               "       rdmarpc_echo_bench inproc [--listen URI|loopback] [client flags]\n"
+               "       rdmarpc_echo_bench inproc [--listen URI|loopback] [--handler H] [client flags]\n"
                "       rdmarpc_echo_bench idle [--listen URI] [--seconds S] [--busy-poll|--adaptive] [--json "
                "PATH]\n"
                "URIs: rdma://HOST:PORT, tcp://HOST:PORT\n"
+               "--handler callback (default: EchoBench::CallbackService, answers inline) or coroutine\n"
+               "          (EchoBench::Service, a co_spawn per call)\n"
                "client flags:\n"
             << client_flags_help();
 }
@@ -59,6 +61,7 @@ struct settings {
   // The bench names its mode explicitly (the library's default is adaptive).
   rdmarpc::transport::cq_polling polling = rdmarpc::transport::cq_polling::event;
   double idle_seconds = 5;
+  bool coroutine_handler = false;  // --handler coroutine
   client_options client;
 
   rdmarpc::transport::connection_options transport() const {
@@ -76,6 +79,16 @@ struct settings {
   }
 };
 
+// Both echo services; the bench serves the one --handler names.
+struct echo_services {
+  echo_service coroutine;
+  callback_echo_service callback;
+  rdmarpc::service& pick(const settings& s) {
+    if (s.coroutine_handler) return coroutine;
+    return callback;
+  }
+};
+
 std::vector<bench_result> run_matrix(echo_client& client, const client_options& options) {
   progress out(options.progress);
   std::vector<bench_result> results;
@@ -90,11 +103,11 @@ std::vector<bench_result> run_matrix(echo_client& client, const client_options& 
 
 int serve(const settings& s) {
   asio::io_context io(1);  // concurrency hint 1: one thread runs it (see README, Performance)
-  echo_service service;
+  echo_services services;
   rdmarpc::server_options options;
   options.transport = s.transport();
   rdmarpc::server server(io.get_executor(), options);
-  server.add_service(service);
+  server.add_service(services.pick(s));
   const auto bound = server.listen(s.uri);
   std::cerr << "rdmarpc_echo_bench: listening on " << bound.to_uri() << " (" << s.mode_label() << ")"
             << std::endl;
@@ -127,7 +140,7 @@ class inproc_pair {
     rdmarpc::server_options server_options;
     server_options.transport = s.transport();
     server_.emplace(server_io_.get_executor(), server_options);
-    server_->add_service(service_);
+    server_->add_service(services_.pick(s));
     rdmarpc::channel_options channel_options;
     channel_options.transport = s.transport();
     if (s.uri == "loopback") {
@@ -164,7 +177,7 @@ class inproc_pair {
   asio::io_context server_io_{1};  // each run by one thread
   asio::io_context client_io_{1};
   asio::executor_work_guard<asio::io_context::executor_type> work_;
-  echo_service service_;
+  echo_services services_;
   std::optional<rdmarpc::server> server_;
   std::shared_ptr<rdmarpc::channel> channel_;
   std::thread thread_;
@@ -225,6 +238,11 @@ int run(int argc, char** argv) {
     } else if (f == "--adaptive") {
       s.polling = rdmarpc::transport::cq_polling::adaptive;
       args.skip();
+    } else if (f == "--handler") {
+      const auto h = args.value();
+      if (h != "callback" && h != "coroutine")
+        throw std::invalid_argument("--handler is callback or coroutine");
+      s.coroutine_handler = h == "coroutine";
     } else if (f == "--seconds") {
       s.idle_seconds = std::stod(args.value());
     } else {

@@ -1,5 +1,6 @@
 // Prints foo.rdmarpc.pb.h: per service a holder class with method descriptors, the client
-// Interface, the Stub and the abstract Service (see notes/GENERATED_API.md for the contract).
+// Interface, the Stub and the abstract Service and CallbackService (see notes/GENERATED_API.md for the
+// contract).
 
 #include "emit.hpp"
 #include "template.hpp"
@@ -119,13 +120,22 @@ void print_stub(code_writer& p, const service_model& s) {
       "  };\n");
 }
 
+void print_service_members(code_writer& p) {
+  p.print(
+      "\n"
+      "    ::std::string_view full_name() const noexcept override;\n"
+      "    ::std::span<const ::rdmarpc::method_descriptor> methods() const noexcept override;\n"
+      "    ::std::unique_ptr<::rdmarpc::server_call> new_call(::std::size_t index) override;\n"
+      "  };\n");
+}
+
 void print_service(code_writer& p, const service_model& s) {
   p.print(
       "\n"
       "  // The server side: derive from it, implement every handler and register the object with\n"
       "  // rdmarpc::server::add_service. A handler reports an error by throwing rdmarpc::status_error\n"
       "  // or by calling context.set_status() (its reply is then not sent); any other exception\n"
-      "  // answers INTERNAL.\n"
+      "  // answers INTERNAL. Each call runs as a coroutine (co_spawn); CallbackService is cheaper.\n"
       "  class Service : public ::rdmarpc::service {\n"
       "   public:\n");
   for (const method_model& m : s.methods) {
@@ -134,12 +144,27 @@ void print_service(code_writer& p, const service_model& s) {
             "    virtual ::boost::asio::awaitable<$response$> $handler$(::rdmarpc::server_context& context,\n"
             "        const $request$& request) = 0;\n");
   }
+  print_service_members(p);
+}
+
+void print_callback_service(code_writer& p, const service_model& s) {
   p.print(
       "\n"
-      "    ::std::string_view full_name() const noexcept override;\n"
-      "    ::std::span<const ::rdmarpc::method_descriptor> methods() const noexcept override;\n"
-      "    ::std::unique_ptr<::rdmarpc::server_call> new_call(::std::size_t index) override;\n"
-      "  };\n");
+      "  // The server side without coroutines, for handlers that usually answer at once: each handler\n"
+      "  // fills `reply` and invokes `done` (before returning: no coroutine, no allocation, no\n"
+      "  // scheduler hop; or later, from any thread). Errors: context.set_status() then done(); an\n"
+      "  // exception escaping the handler answers INTERNAL (status_error: its status); dropping\n"
+      "  // `done` without invoking it answers INTERNAL. After done(), context, request and reply\n"
+      "  // must not be touched. Cancellation: context.is_cancelled().\n"
+      "  class CallbackService : public ::rdmarpc::service {\n"
+      "   public:\n");
+  for (const method_model& m : s.methods) {
+    p.print(method_vars(s, m),
+            "    // rpc $proto_name$\n"
+            "    virtual void $handler$(::rdmarpc::server_context& context, const $request$& request,\n"
+            "        $response$& reply, ::rdmarpc::server_done done) = 0;\n");
+  }
+  print_service_members(p);
 }
 
 void print_namespace_open(code_writer& p, const file_model& file) {
@@ -195,6 +220,7 @@ std::string emit_header(const file_model& file) {
     print_interface(p, s);
     print_stub(p, s);
     print_service(p, s);
+    print_callback_service(p, s);
     p.print("};\n\n");
   }
   print_namespace_close(p, file);

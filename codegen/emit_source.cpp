@@ -1,5 +1,6 @@
-// Prints foo.rdmarpc.pb.cc: the Stub's calls into rdmarpc::async_unary_call and the Service's
-// new_call (a typed call object per method; the server parses, runs and replies through it).
+// Prints foo.rdmarpc.pb.cc: the Stub's calls into rdmarpc::async_unary_call and the new_call of
+// Service and CallbackService (a typed call object per method; the server parses, runs and replies through
+// it).
 
 #include "emit.hpp"
 #include "template.hpp"
@@ -31,19 +32,22 @@ void print_stub(code_writer& p, const file_model& file, const service_model& s) 
   }
 }
 
-void print_service(code_writer& p, const file_model& file, const service_model& s) {
-  const std::string qclass = qualified_class(file, s);
-  p.print({{"qclass", qclass}},
-          "auto $qclass$::Service::full_name() const noexcept -> ::std::string_view {\n"
-          "  return $qclass$::service_full_name;\n"
+// `kind` is "Service" (coroutine handlers, member_server_call) or "CallbackService"
+// (callback_server_call).
+void print_service(code_writer& p, const file_model& file, const service_model& s, const std::string& kind) {
+  const std::string qclass = qualified_class(file, s) + "::" + kind;
+  const std::string call_class = kind == "Service" ? "member_server_call" : "callback_server_call";
+  p.print({{"qclass", qclass}, {"qservice", qualified_class(file, s)}},
+          "auto $qclass$::full_name() const noexcept -> ::std::string_view {\n"
+          "  return $qservice$::service_full_name;\n"
           "}\n"
           "\n"
-          "auto $qclass$::Service::methods() const noexcept -> ::std::span<const "
+          "auto $qclass$::methods() const noexcept -> ::std::span<const "
           "::rdmarpc::method_descriptor> {\n"
-          "  return $qclass$::method_descriptors;\n"
+          "  return $qservice$::method_descriptors;\n"
           "}\n"
           "\n"
-          "auto $qclass$::Service::new_call(::std::size_t index) -> "
+          "auto $qclass$::new_call(::std::size_t index) -> "
           "::std::unique_ptr<::rdmarpc::server_call> {\n");
   if (s.methods.empty()) {
     p.print("  static_cast<void>(index);\n");
@@ -53,14 +57,14 @@ void print_service(code_writer& p, const file_model& file, const service_model& 
       const method_model& m = s.methods[i];
       p.print({{"index", std::to_string(i)},
                {"qclass", qclass},
+               {"call_class", call_class},
                {"proto_name", m.proto_name},
                {"handler", m.names.handler},
                {"request", m.request_type},
                {"response", m.response_type}},
               "    case $index$:  // rpc $proto_name$\n"
-              "      return ::std::make_unique<::rdmarpc::member_server_call<$qclass$::Service, $request$, "
-              "$response$>>(\n"
-              "          *this, &$qclass$::Service::$handler$);\n");
+              "      return ::std::make_unique<::rdmarpc::$call_class$<$qclass$, $request$, $response$>>(\n"
+              "          *this, &$qclass$::$handler$);\n");
     }
     p.print(
         "    default:\n"
@@ -88,7 +92,8 @@ std::string emit_source(const file_model& file) {
   for (const service_model& s : file.services) {
     p.print({{"full_name", s.full_name}}, "// service $full_name$\n\n");
     print_stub(p, file, s);
-    print_service(p, file, s);
+    print_service(p, file, s, "Service");
+    print_service(p, file, s, "CallbackService");
   }
   return p.take();
 }

@@ -212,8 +212,10 @@ method_names make_method_names(std::string_view proto_method_name) {
 
 std::string service_class_name(std::string_view proto_service_name) {
   std::string name = escape_identifier(proto_service_name);
-  // A class cannot have a member with its own name, and these three are nested in every service.
-  if (name == "Interface" || name == "Stub" || name == "Service") name.push_back('_');
+  // A class cannot have a member with its own name, and these are nested in every service.
+  if (name == "Interface" || name == "Stub" || name == "Service" || name == "CallbackService") {
+    name.push_back('_');
+  }
   return name;
 }
 

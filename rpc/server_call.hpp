@@ -1,14 +1,17 @@
 #pragma once
 // server_call: one unary call's typed request and reply on the server side, made by a service for
-// one of its methods (generated code uses member_server_call). The server parses the request
-// straight from the receive buffer into it before the handler runs (so the buffer is released at
-// once), awaits the handler, then serializes reply() straight into the connection's send memory.
-// A call object is reused for the next call of the same method (clear() keeps the messages'
-// memory). Layer: rpc. Threading: used on the executor its call runs on.
+// one of its methods (generated code uses member_server_call for coroutine handlers and
+// callback_server_call for callback handlers). The server parses the request straight from the
+// receive buffer into it before the handler runs (so the buffer is released at once), starts the
+// handler, and once the handler's server_done is invoked serializes reply() straight into the
+// connection's send memory. A call object is reused for the next call of the same method (clear()
+// keeps the messages' memory). Layer: rpc. Threading: used on the executor its call runs on.
 
 #include <google/protobuf/message_lite.h>
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <climits>
 #include <cstddef>
 #include <span>
@@ -16,6 +19,7 @@
 #include <utility>
 
 #include "rpc/server_context.hpp"
+#include "rpc/server_done.hpp"
 
 namespace rdmarpc {
 
@@ -25,10 +29,12 @@ class server_call {
 
   // Parses the request. False when it does not parse or misses a proto2 required field.
   virtual bool parse_request(std::span<const std::byte> bytes) = 0;
-  // Awaits the user's handler and keeps its reply. A handler reports an error by throwing
-  // rdmarpc::status_error or calling ctx.set_status(); any other exception becomes INTERNAL.
-  virtual boost::asio::awaitable<void> run(server_context& ctx) = 0;
-  // The handler's reply, once run() finished.
+  // Starts the user's handler; `done` is invoked once it finished (possibly before start returns).
+  // A handler reports an error with ctx.set_status() or (coroutines) by throwing
+  // rdmarpc::status_error; any other exception becomes INTERNAL. `cancel` gets terminal
+  // cancellation when the client cancels, the deadline passes or the connection ends.
+  virtual void start(server_context& ctx, server_done done, boost::asio::cancellation_slot cancel) = 0;
+  // The handler's reply, once done was invoked.
   virtual const google::protobuf::MessageLite& reply() const noexcept = 0;
   // The request's full protobuf type name, for error messages ("kv.GetRequest").
   virtual std::string request_type() const = 0;
@@ -36,15 +42,14 @@ class server_call {
   virtual void clear() noexcept = 0;
 };
 
-// A server_call whose handler is a member function of the service:
-// boost::asio::awaitable<Reply> (Owner::*)(server_context&, const Request&).
-template <typename Owner, typename Request, typename Reply>
-class member_server_call final : public server_call {
+// Runs a coroutine handler on `ex` (co_spawn), cancellable through `cancel`; `done` gets its end.
+void spawn_handler(const boost::asio::any_io_executor& ex, boost::asio::awaitable<void> handler,
+                   boost::asio::cancellation_slot cancel, server_done done);
+
+// Parsing, reply access and reuse, shared by both kinds of typed calls.
+template <typename Request, typename Reply>
+class typed_server_call : public server_call {
  public:
-  using handler_type = boost::asio::awaitable<Reply> (Owner::*)(server_context&, const Request&);
-
-  member_server_call(Owner& owner, handler_type handler) noexcept : owner_(&owner), handler_(handler) {}
-
   bool parse_request(std::span<const std::byte> bytes) override {
     // Partial parse + IsInitialized: the same check as ParseFromArray, minus libprotobuf's own
     // error log for a missing required field (a bad request is the caller's problem).
@@ -52,17 +57,34 @@ class member_server_call final : public server_call {
            request_.ParsePartialFromArray(bytes.data(), static_cast<int>(bytes.size())) &&
            request_.IsInitialized();
   }
-  // Not a coroutine itself: it creates the handler's (lazy) awaitable here and a small coroutine
-  // stores its result. GCC 12's UBSan reports members of a template's `this` as null inside a
-  // resumed coroutine (a false positive that would hide real reports).
-  boost::asio::awaitable<void> run(server_context& ctx) override {
-    return store_reply((owner_->*handler_)(ctx, request_), reply_);
-  }
   const google::protobuf::MessageLite& reply() const noexcept override { return reply_; }
   std::string request_type() const override { return request_.GetTypeName(); }
   void clear() noexcept override {
     request_.Clear();
     reply_.Clear();
+  }
+
+ protected:
+  Request request_;
+  Reply reply_;
+};
+
+// A call whose handler is a coroutine member function of the service:
+// boost::asio::awaitable<Reply> (Owner::*)(server_context&, const Request&). Costs a co_spawn
+// (coroutine frames and a scheduler hop) per call; callback_server_call does not.
+template <typename Owner, typename Request, typename Reply>
+class member_server_call final : public typed_server_call<Request, Reply> {
+ public:
+  using handler_type = boost::asio::awaitable<Reply> (Owner::*)(server_context&, const Request&);
+
+  member_server_call(Owner& owner, handler_type handler) noexcept : owner_(&owner), handler_(handler) {}
+
+  // Not a coroutine itself: it creates the handler's (lazy) awaitable here and a small coroutine
+  // stores its result. GCC 12's UBSan reports members of a template's `this` as null inside a
+  // resumed coroutine (a false positive that would hide real reports).
+  void start(server_context& ctx, server_done done, boost::asio::cancellation_slot cancel) override {
+    spawn_handler(ctx.get_executor(), store_reply((owner_->*handler_)(ctx, this->request_), this->reply_),
+                  cancel, std::move(done));
   }
 
  private:
@@ -72,8 +94,24 @@ class member_server_call final : public server_call {
 
   Owner* owner_;
   handler_type handler_;
-  Request request_;
-  Reply reply_;
+};
+
+// A call whose handler is a plain member function of the service that fills the reply and invokes
+// `done` (now or later): void (Owner::*)(server_context&, const Request&, Reply&, server_done).
+template <typename Owner, typename Request, typename Reply>
+class callback_server_call final : public typed_server_call<Request, Reply> {
+ public:
+  using handler_type = void (Owner::*)(server_context&, const Request&, Reply&, server_done);
+
+  callback_server_call(Owner& owner, handler_type handler) noexcept : owner_(&owner), handler_(handler) {}
+
+  void start(server_context& ctx, server_done done, boost::asio::cancellation_slot /*cancel*/) override {
+    (owner_->*handler_)(ctx, this->request_, this->reply_, std::move(done));
+  }
+
+ private:
+  Owner* owner_;
+  handler_type handler_;
 };
 
 }  // namespace rdmarpc

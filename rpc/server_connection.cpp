@@ -4,8 +4,8 @@
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
-#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <cstring>
 #include <limits>
@@ -33,7 +33,8 @@ struct active_call {
   // started: holding it would pin an rdma receive slot, a peer credit) and the handler's reply.
   std::unique_ptr<server_call> call;
   const method_entry* method = nullptr;
-  bool done = false;  // the handler finished; the reply waits for send room
+  std::uint32_t serial = 0;  // tells this call from an earlier one with the same id (server_done keys)
+  bool done = false;         // the handler finished; the reply waits for send room
   // While the reply waits for room: cancels that wait (shared with the waiting handler, which
   // must outlive nothing it refers to).
   std::shared_ptr<boost::asio::cancellation_signal> reply_wait;
@@ -70,13 +71,25 @@ struct response_frame {
   std::size_t reply_size;
 };
 
-class connection_impl final : public server_connection, public std::enable_shared_from_this<connection_impl> {
+class connection_impl final : public server_connection,
+                              public server_done::target,
+                              public std::enable_shared_from_this<connection_impl> {
  public:
   connection_impl(std::shared_ptr<owner> srv, std::shared_ptr<transport::connection> conn)
       : server_(std::move(srv)),
         conn_(std::move(conn)),
         ex_(conn_->get_executor()),
+        io_ex_(ex_.target<boost::asio::io_context::executor_type>()),
         peer_(std::make_shared<const std::string>(conn_->remote_address())) {}
+
+  // A handler's server_done was invoked (any thread): finish the call on our executor, at once
+  // when we are on it (a callback handler answering before it returns: no hop at all).
+  void call_done(std::uint64_t key, std::exception_ptr error) noexcept override {
+    if (io_ex_ != nullptr && io_ex_->running_in_this_thread()) return on_call_done(key, std::move(error));
+    boost::asio::post(ex_, [self = shared_from_this(), key, error = std::move(error)]() mutable {
+      self->on_call_done(key, std::move(error));
+    });
+  }
 
   void start() override { conn_->start(shared_from_this()); }
   const boost::asio::any_io_executor& get_executor() const noexcept override { return ex_; }
@@ -167,21 +180,27 @@ class connection_impl final : public server_connection, public std::enable_share
         if (auto self = weak.lock()) self->on_cancel(id);
       });
     }
-    auto spawn = [&](const auto& executor) {
-      boost::asio::co_spawn(executor, call.call->run(*call.ctx),
-                            boost::asio::bind_cancellation_slot(
-                                call.signal.slot(), [self = shared_from_this(), id](std::exception_ptr e) {
-                                  self->on_call_done(id, std::move(e));
-                                }));
-    };
-    // On an io_context, spawn on its concrete executor: co_spawn keeps the executor busy while the
-    // call runs, which through the type-erased executor costs an allocation per call.
-    if (const auto* io = ex_.target<boost::asio::io_context::executor_type>()) return spawn(*io);
-    spawn(ex_);
+    call.serial = ++serial_;
+    const std::uint64_t key = std::uint64_t{call.serial} << 32 | id;
+    // The handler may finish before start() returns; its call object then stays parked until
+    // start() has returned (see forget).
+    starting_ = true;
+    try {
+      call.call->start(*call.ctx, server_done(shared_from_this(), key), call.signal.slot());
+    } catch (...) {
+      on_call_done(key, std::current_exception());  // ignored when it had finished already
+    }
+    starting_ = false;
+    if (parked_) keep_call(*m, std::move(parked_));
   }
 
-  void on_call_done(std::uint32_t id, std::exception_ptr e) {
+  void on_call_done(std::uint64_t key, std::exception_ptr e) {
+    const auto id = static_cast<std::uint32_t>(key);
     auto it = calls_.find(id);
+    if (it == calls_.end() || it->second->serial != key >> 32 || it->second->done) {
+      spdlog::debug("rdmarpc server: call {} finished twice (ignored)", id);
+      return;
+    }
     active_call& c = *it->second;
     server_->call_finished();
     c.done = true;
@@ -247,7 +266,11 @@ class connection_impl final : public server_connection, public std::enable_share
     auto it = calls_.find(id);
     if (it == calls_.end()) return;
     auto c = calls_.extract(it);
-    keep_call(*c->method, std::move(c->call));
+    if (starting_) {
+      parked_ = std::move(c->call);  // its start() is still on the stack
+    } else {
+      keep_call(*c->method, std::move(c->call));
+    }
     c->ctx.reset();
     c->timer.reset();
     c->method = nullptr;
@@ -311,9 +334,13 @@ class connection_impl final : public server_connection, public std::enable_share
   std::shared_ptr<owner> server_;
   std::shared_ptr<transport::connection> conn_;
   boost::asio::any_io_executor ex_;
-  std::shared_ptr<const std::string> peer_;  // shared with every call's server_context
+  const boost::asio::io_context::executor_type* io_ex_;  // ex_'s target when it is an io_context's
+  std::shared_ptr<const std::string> peer_;              // shared with every call's server_context
   bool closed_ = false;
   std::size_t refusals_waiting_ = 0;  // refusals waiting for send room
+  std::uint32_t serial_ = 0;          // last call's serial
+  bool starting_ = false;             // inside a handler's start()
+  std::unique_ptr<server_call> parked_;
   // Running calls, and finished ones whose reply waits for send room; records are reused.
   call_table<active_call> calls_{kSpareActiveCalls};
   std::vector<std::vector<std::unique_ptr<server_call>>> spare_calls_;  // by method_entry::slot

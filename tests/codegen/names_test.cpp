@@ -76,6 +76,7 @@ TEST_CASE("service_class_name escapes keywords and the nested class names") {
   CHECK(service_class_name("union") == "union_");
   CHECK(service_class_name("Service") == "Service_");
   CHECK(service_class_name("Stub") == "Stub_");
+  CHECK(service_class_name("CallbackService") == "CallbackService_");
   CHECK(service_class_name("Interface") == "Interface_");
   CHECK(service_class_name("service") == "service");
 }

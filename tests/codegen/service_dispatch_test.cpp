@@ -1,7 +1,7 @@
 // The generated Service::new_call, used directly as the server uses it (no server, no network):
 // request parsing, handler selection by index (with escaped names), the reply, the statuses.
 
-#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -21,6 +21,18 @@ struct outcome {
   std::string response;
 };
 
+// Hears the end of a call, as the server's connection does.
+struct done_target final : rdmarpc::server_done::target {
+  bool done = false;
+  std::uint64_t key = 0;
+  std::exception_ptr failure;
+  void call_done(std::uint64_t k, std::exception_ptr e) noexcept override {
+    done = true;
+    key = k;
+    failure = std::move(e);
+  }
+};
+
 // What the server does with a call object: parse (INVALID_ARGUMENT), run, serialize the reply.
 outcome run_call(rdmarpc::server_call& call, const std::string& request) {
   if (!call.parse_request(std::as_bytes(std::span(request)))) {
@@ -29,15 +41,13 @@ outcome run_call(rdmarpc::server_call& call, const std::string& request) {
   asio::io_context io;
   rdmarpc::server_context context(io.get_executor(), "/test/Method", "test-peer",
                                   rdmarpc::server_context::clock::time_point::max(), {});
-  bool done = false;
-  std::exception_ptr failure;
-  asio::co_spawn(io, call.run(context), [&](std::exception_ptr e) {
-    done = true;
-    failure = e;
-  });
+  auto target = std::make_shared<done_target>();
+  asio::cancellation_signal cancel;
+  call.start(context, rdmarpc::server_done(target, 1), cancel.slot());
   io.run_for(std::chrono::seconds(10));
-  REQUIRE(done);
-  if (failure) std::rethrow_exception(failure);
+  REQUIRE(target->done);
+  CHECK(target->key == 1);
+  if (target->failure) std::rethrow_exception(target->failure);
   std::string response;
   if (context.status() == status_code::ok) response = call.reply().SerializeAsString();
   return {context.status(), context.status_message(), response};
@@ -201,4 +211,34 @@ TEST_CASE("well-known types as request and reply") {
   CHECK(reset.status == status_code::ok);
   CHECK(reset.response.empty());
   CHECK(clock.resets == 1);
+}
+
+namespace {
+
+// A generated CallbackService: plain handlers that fill the reply and invoke done.
+class bare_callback_impl final : public ::Bare::CallbackService {
+  void hello(rdmarpc::server_context& context, const ::HelloRequest& request, ::HelloReply& reply,
+             rdmarpc::server_done done) override {
+    if (request.name().empty()) {
+      context.set_status(status_code::invalid_argument, "name is empty");
+    } else {
+      reply.set_greeting("hi, " + request.name());
+    }
+    done();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a generated CallbackService runs its callback handler") {
+  bare_callback_impl bare;
+  CHECK(bare.full_name() == "Bare");
+  ::HelloRequest request;
+  request.set_name("cb");
+  const outcome out = run_dispatch(bare, 0, bytes_of(request));
+  CHECK(out.status == status_code::ok);
+  CHECK(parse<::HelloReply>(out.response).greeting() == "hi, cb");
+  const outcome empty = run_dispatch(bare, 0, bytes_of(::HelloRequest{}));
+  CHECK(empty.status == status_code::invalid_argument);
+  CHECK_FALSE(bare.new_call(1));
 }

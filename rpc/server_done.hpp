@@ -1,0 +1,69 @@
+#pragma once
+// server_done: the completion a server handler holds for its call. Invoking it finishes the call:
+// the reply is sent (or the status set with server_context::set_status). Callback handlers
+// (generated CallbackService) get it as a parameter and may invoke it before returning (no
+// coroutine, no allocation, no scheduler hop) or later. Layer: rpc.
+// Threading: may be invoked from any thread; the server finishes the call on its connection's
+// executor (at once when invoked there).
+
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <utility>
+
+namespace rdmarpc {
+
+class server_done {
+ public:
+  // Who finishes the call: the server's connection (a test may implement its own).
+  class target {
+   public:
+    // Call `key` finished. `error`: an exception that escaped the handler (status_error carries
+    // its status; anything else answers INTERNAL). Any thread. A key already finished is ignored.
+    virtual void call_done(std::uint64_t key, std::exception_ptr error) noexcept = 0;
+
+   protected:
+    ~target() = default;
+  };
+
+  server_done() noexcept = default;
+  server_done(std::shared_ptr<target> t, std::uint64_t key) noexcept
+      : target_(std::move(t)), key_(key), uncaught_(std::uncaught_exceptions()) {}
+  server_done(server_done&& other) noexcept
+      : target_(std::move(other.target_)), key_(other.key_), uncaught_(std::uncaught_exceptions()) {}
+  server_done& operator=(server_done&& other) noexcept {
+    if (this != &other) {
+      drop();
+      target_ = std::move(other.target_);
+      key_ = other.key_;
+      uncaught_ = std::uncaught_exceptions();
+    }
+    return *this;
+  }
+  server_done(const server_done&) = delete;
+  server_done& operator=(const server_done&) = delete;
+  // Dropped without being invoked: the call answers INTERNAL ("the handler dropped its
+  // completion"), so a forgotten call never leaks. Destroyed while an exception unwinds from the
+  // handler: the server answers with that exception instead.
+  ~server_done() { drop(); }
+
+  // Finishes the call. Call once; the request and reply must not be touched afterwards.
+  void operator()() noexcept { finish(nullptr); }
+  // Finishes the call with an exception (status_error: its status; else INTERNAL).
+  void operator()(std::exception_ptr error) noexcept { finish(std::move(error)); }
+
+  // True until invoked (or moved from).
+  explicit operator bool() const noexcept { return target_ != nullptr; }
+
+ private:
+  void finish(std::exception_ptr error) noexcept {
+    if (auto t = std::move(target_)) t->call_done(key_, std::move(error));
+  }
+  void drop() noexcept;
+
+  std::shared_ptr<target> target_;
+  std::uint64_t key_ = 0;
+  int uncaught_ = 0;  // exceptions in flight when this object was made (see the destructor)
+};
+
+}  // namespace rdmarpc

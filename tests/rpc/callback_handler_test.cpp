@@ -1,0 +1,206 @@
+// Callback handlers (callback_server_call, what a generated CallbackService uses): answering
+// before the handler returns, later from another thread, with a status, by throwing, by dropping
+// the completion, and after the client cancelled. Client and server share one io_context on the
+// test thread, over the loopback transport; every wait is bounded.
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/io_context.hpp>
+#include <catch2/catch.hpp>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "rpc/channel.hpp"
+#include "rpc/server.hpp"
+#include "rpc/service.hpp"
+#include "rpc/unary_call.hpp"
+#include "rpc_test.pb.h"
+#include "tests/transport/connection_contract.hpp"  // run_until
+#include "transport/loopback/loopback_transport.hpp"
+
+using namespace rdmarpc;
+using test::EchoReply;
+using test::EchoRequest;
+
+namespace {
+
+constexpr method_descriptor method(const char* name) {
+  return {name, method_id(name)};
+}
+
+class callback_service final : public service {
+ public:
+  static constexpr method_descriptor now = method("/cb.Test/Now");
+  static constexpr method_descriptor status = method("/cb.Test/Status");
+  static constexpr method_descriptor later = method("/cb.Test/Later");
+  static constexpr method_descriptor drop = method("/cb.Test/Drop");
+  static constexpr method_descriptor throw_before = method("/cb.Test/ThrowBefore");
+  static constexpr method_descriptor throw_after = method("/cb.Test/ThrowAfter");
+  static constexpr method_descriptor hold = method("/cb.Test/Hold");
+
+  ~callback_service() override {
+    for (auto& t : threads_) t.join();
+  }
+
+  std::string_view full_name() const noexcept override { return "cb.Test"; }
+  std::span<const method_descriptor> methods() const noexcept override { return methods_; }
+  std::unique_ptr<server_call> new_call(std::size_t index) override {
+    using call = callback_server_call<callback_service, EchoRequest, EchoReply>;
+    static constexpr std::array handlers{
+        &callback_service::do_now,  &callback_service::do_status,       &callback_service::do_later,
+        &callback_service::do_drop, &callback_service::do_throw_before, &callback_service::do_throw_after,
+        &callback_service::do_hold};
+    return index < handlers.size() ? std::make_unique<call>(*this, handlers[index]) : nullptr;
+  }
+
+  // Hold's call, kept until the test lets it finish.
+  server_context* held_context = nullptr;
+  server_done held_done;
+
+ private:
+  void do_now(server_context&, const EchoRequest& req, EchoReply& reply, server_done done) {
+    reply.set_data(req.data());
+    done();
+  }
+  void do_status(server_context& ctx, const EchoRequest& req, EchoReply& reply, server_done done) {
+    reply.set_data("not sent");
+    ctx.set_status(status_code::not_found, "no " + req.data());
+    done();
+  }
+  void do_later(server_context&, const EchoRequest& req, EchoReply& reply, server_done done) {
+    std::lock_guard lock(mutex_);
+    threads_.emplace_back([&req, &reply, done = std::move(done)]() mutable {
+      reply.set_data("later " + req.data());
+      done();
+    });
+  }
+  void do_drop(server_context&, const EchoRequest&, EchoReply& reply, server_done) {
+    reply.set_data("dropped");
+  }
+  void do_throw_before(server_context&, const EchoRequest& req, EchoReply&, server_done) {
+    throw status_error(status_code::permission_denied, "not for " + req.data());
+  }
+  void do_throw_after(server_context&, const EchoRequest& req, EchoReply& reply, server_done done) {
+    reply.set_data(req.data());
+    done();
+    throw std::runtime_error("after the reply");
+  }
+  void do_hold(server_context& ctx, const EchoRequest&, EchoReply&, server_done done) {
+    held_context = &ctx;
+    held_done = std::move(done);
+  }
+
+  static constexpr std::array methods_{now, status, later, drop, throw_before, throw_after, hold};
+  std::mutex mutex_;
+  std::vector<std::thread> threads_;
+};
+
+struct result {
+  boost::system::error_code ec;
+  std::string data;
+  std::string message;
+};
+
+struct fixture {
+  boost::asio::io_context io{1};
+  callback_service svc;
+  std::optional<server> srv;
+  std::shared_ptr<channel> ch;
+
+  fixture() {
+    srv.emplace(io.get_executor());
+    srv->add_service(svc);
+    auto [client_end, server_end] =
+        transport::loopback::make_loopback_pair(io.get_executor(), io.get_executor());
+    srv->serve(server_end);
+    ch = channel::create(client_end);
+  }
+  ~fixture() {
+    ch.reset();
+    io.restart();
+    io.run_for(std::chrono::seconds(10));
+  }
+
+  result call(const method_descriptor& m, const std::string& data) {
+    std::optional<result> out;
+    client_context ctx;
+    EchoRequest req;
+    req.set_data(data);
+    async_unary_call<EchoReply>(*ch, m, &ctx, req, [&](boost::system::error_code ec, EchoReply reply) {
+      out = result{ec, reply.data(), ctx.status_message()};
+    });
+    REQUIRE(test::run_until(
+        io, [&] { return out.has_value(); }, std::chrono::seconds(30)));
+    return *out;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a callback handler answers before it returns") {
+  fixture f;
+  for (int i = 0; i < 3; ++i) {  // the call object is reused
+    const auto r = f.call(callback_service::now, "x" + std::to_string(i));
+    CHECK_FALSE(r.ec);
+    CHECK(r.data == "x" + std::to_string(i));
+  }
+}
+
+TEST_CASE("a callback handler answers with the status it set") {
+  fixture f;
+  const auto r = f.call(callback_service::status, "key");
+  CHECK(r.ec == make_error_code(status_code::not_found));
+  CHECK(r.message == "no key");
+  CHECK(r.data.empty());
+}
+
+TEST_CASE("a callback handler answers later from another thread") {
+  fixture f;
+  const auto r = f.call(callback_service::later, "y");
+  CHECK_FALSE(r.ec);
+  CHECK(r.data == "later y");
+}
+
+TEST_CASE("a callback handler that drops its completion answers INTERNAL") {
+  fixture f;
+  const auto r = f.call(callback_service::drop, "z");
+  CHECK(r.ec == make_error_code(status_code::internal));
+  CHECK(r.message.find("dropped its completion") != std::string::npos);
+  CHECK(f.call(callback_service::now, "next").data == "next");
+}
+
+TEST_CASE("a callback handler that throws answers with the exception's status") {
+  fixture f;
+  const auto r = f.call(callback_service::throw_before, "me");
+  CHECK(r.ec == make_error_code(status_code::permission_denied));
+  CHECK(r.message == "not for me");
+}
+
+TEST_CASE("an exception after the answer leaves the answer standing") {
+  fixture f;
+  const auto r = f.call(callback_service::throw_after, "kept");
+  CHECK_FALSE(r.ec);
+  CHECK(r.data == "kept");
+  CHECK(f.call(callback_service::now, "next").data == "next");
+}
+
+TEST_CASE("a held callback call sees the client's cancellation and finishes without a reply") {
+  fixture f;
+  boost::asio::cancellation_signal cancel;
+  std::optional<boost::system::error_code> outcome;
+  EchoRequest req;
+  req.set_data("held");
+  async_unary_call<EchoReply>(
+      *f.ch, callback_service::hold, nullptr, req,
+      boost::asio::bind_cancellation_slot(cancel.slot(),
+                                          [&](boost::system::error_code ec, EchoReply) { outcome = ec; }));
+  REQUIRE(test::run_until(f.io, [&] { return f.svc.held_context != nullptr; }));
+  CHECK_FALSE(f.svc.held_context->is_cancelled());
+  cancel.emit(boost::asio::cancellation_type::terminal);
+  REQUIRE(test::run_until(f.io, [&] { return outcome.has_value() && f.svc.held_context->is_cancelled(); }));
+  CHECK(*outcome == make_error_code(status_code::cancelled));
+  f.svc.held_done();  // nobody reads the reply; the call's record is released
+  CHECK_FALSE(f.svc.held_done);
+  CHECK(f.call(callback_service::now, "after").data == "after");
+}
