@@ -9,9 +9,19 @@ namespace {
 constexpr std::size_t kDeliveryBatch = 64;  // messages delivered per posted handler (fairness)
 }
 
+template <typename F>
+void loopback_connection::post_here(F&& f) {
+  if (io_ex_ != nullptr) {
+    boost::asio::post(*io_ex_, std::forward<F>(f));
+  } else {
+    boost::asio::post(ex_, std::forward<F>(f));
+  }
+}
+
 loopback_connection::loopback_connection(boost::asio::any_io_executor ex, const loopback_options& options,
                                          loopback_faults faults, std::string name)
     : ex_(std::move(ex)),
+      io_ex_(ex_.target<boost::asio::io_context::executor_type>()),
       options_(options),
       faults_(faults),
       name_(std::move(name)),
@@ -144,15 +154,21 @@ void loopback_connection::hand_to_peer(std::vector<std::byte> message) {
   buffers_.written(message.size());
   if (auto peer = peer_.lock()) {
     ++in_flight_;
-    boost::asio::post(
-        peer->ex_, [peer, message = std::move(message)]() mutable { peer->on_arrival(std::move(message)); });
+    peer->post_here([peer, message = std::move(message), returned = std::exchange(owed_, 0)]() mutable {
+      peer->on_arrival(std::move(message), returned);
+    });
   }
 }
 
 void loopback_connection::return_capacity() {
+  if (++owed_ < std::max<std::size_t>(1, options_.capacity / 2)) return;
   if (auto peer = peer_.lock()) {
-    boost::asio::post(peer->ex_, [peer] { peer->on_delivered(); });
+    peer->post_here([peer, returned = std::exchange(owed_, 0)] { peer->on_delivered(returned); });
   }
+}
+
+void loopback_connection::take_back_capacity(std::size_t returned) {
+  in_flight_ -= std::min(in_flight_, returned);
 }
 
 void loopback_connection::notify_peer(boost::system::error_code reason) {
@@ -163,17 +179,22 @@ void loopback_connection::notify_peer(boost::system::error_code reason) {
   }
 }
 
-void loopback_connection::on_arrival(std::vector<std::byte> message) {
+void loopback_connection::on_arrival(std::vector<std::byte> message, std::size_t returned) {
+  if (returned > 0) {
+    take_back_capacity(returned);
+    pump();
+  }
   if (state_ == state::closing || state_ == state::closed) {
     return_capacity();  // dropped, but the sender must not stall waiting for it
     return;
   }
   inbound_.push_back(std::move(message));
-  schedule_delivery();
+  // Delivered in this handler (no second hop), behind anything already waiting for a delivery.
+  if (state_ == state::open && !delivery_scheduled_) deliver();
 }
 
-void loopback_connection::on_delivered() {
-  if (in_flight_ > 0) --in_flight_;
+void loopback_connection::on_delivered(std::size_t returned) {
+  take_back_capacity(returned);
   pump();
 }
 

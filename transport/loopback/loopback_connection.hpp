@@ -3,6 +3,7 @@
 // loopback_transport.hpp). Layer: transport. Threading: every member runs on this end's executor;
 // the two ends exchange messages, credits and close notices only by posting to each other's executor.
 
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <deque>
 #include <optional>
@@ -42,16 +43,23 @@ class loopback_connection final : public connection, public received_message::ow
  private:
   enum class state { idle, open, closing, closed };
 
-  // Called on this end's executor by the peer's posts.
-  void on_arrival(std::vector<std::byte> message);
-  void on_delivered();  // the peer delivered one of ours: capacity back
+  // Called on this end's executor by the peer's posts. `returned`: capacity the peer gives back
+  // with the message (it delivered that many of ours).
+  void on_arrival(std::vector<std::byte> message, std::size_t returned);
+  void on_delivered(std::size_t returned);  // capacity back, without a message
   void on_peer_end(boost::system::error_code reason);
 
   void pump();  // moves queued messages to the peer while capacity allows
   void hand_to_peer(std::vector<std::byte> message);
   void schedule_delivery();
   void deliver();
-  void return_capacity();                              // tell the peer one of its messages left our inbox
+  // One of the peer's messages left our inbox. The capacity goes back with our next message, or on
+  // its own once half the capacity is owed (so one-way traffic never stalls).
+  void return_capacity();
+  void take_back_capacity(std::size_t returned);
+  // Runs f on this end's executor (the io_context's own executor when it is one: no type erasure).
+  template <typename F>
+  void post_here(F&& f);
   void notify_peer(boost::system::error_code reason);  // once: how we ended, as the peer sees it
   void maybe_finish_close();
   // Ends the connection once: ends waiting reservations, posts on_close(reason), drops the handler, and
@@ -62,6 +70,7 @@ class loopback_connection final : public connection, public received_message::ow
   }
 
   boost::asio::any_io_executor ex_;
+  const boost::asio::io_context::executor_type* io_ex_;  // ex_'s target when an io_context's
   loopback_options options_;
   loopback_faults faults_;
   std::string name_, peer_name_;
@@ -75,6 +84,7 @@ class loopback_connection final : public connection, public received_message::ow
   message_buffers buffers_;                        // reservations, and the bytes not yet handed over
   std::deque<std::vector<std::byte>> send_queue_;  // committed, not yet handed to the peer
   std::size_t in_flight_ = 0;                      // handed to the peer, not yet delivered there
+  std::size_t owed_ = 0;                           // the peer's messages delivered, capacity not yet returned
   std::uint64_t sequence_ = 0;                     // messages taken off send_queue_ so far
   bool delaying_ = false;
   boost::asio::steady_timer delay_timer_;
