@@ -34,6 +34,31 @@ namespace {
 using clock = std::chrono::steady_clock;
 using call_handler = boost::asio::any_completion_handler<channel::call_signature>;
 
+// Counts as outstanding work on an io_context while held: executor_work_guard's job, as a plain
+// pointer that moves without GCC losing track of whether it is set.
+class io_work_count {
+ public:
+  io_work_count() noexcept = default;
+  explicit io_work_count(const boost::asio::io_context::executor_type* ex) noexcept : ex_(ex) {
+    if (ex_ != nullptr) ex_->on_work_started();
+  }
+  io_work_count(io_work_count&& other) noexcept : ex_(std::exchange(other.ex_, nullptr)) {}
+  io_work_count& operator=(io_work_count&& other) noexcept {
+    if (this != &other) {
+      reset();
+      ex_ = std::exchange(other.ex_, nullptr);
+    }
+    return *this;
+  }
+  ~io_work_count() { reset(); }
+  void reset() noexcept {
+    if (const auto* ex = std::exchange(ex_, nullptr)) ex->on_work_finished();
+  }
+
+ private:
+  const boost::asio::io_context::executor_type* ex_ = nullptr;
+};
+
 // One call from start_unary_call until its handler is posted. Owned by channel_impl::calls_, which
 // keeps finished ones for reuse, so steady traffic allocates none.
 struct pending_call {
@@ -53,7 +78,7 @@ struct pending_call {
   // Keeps the channel's executor from running out of work (io_context::run returning) while
   // the call waits for a reply that only the peer can trigger. io_work on an io_context (a
   // counter, no allocation), else work.
-  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> io_work;
+  io_work_count io_work;
   boost::asio::any_io_executor work;
   std::optional<boost::asio::steady_timer> timer;
   bool sent = false;
@@ -136,7 +161,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
                         : now + options_.default_timeout;
     }
     if (io_ex_ != nullptr) {
-      c->io_work.emplace(*io_ex_);
+      c->io_work = io_work_count(io_ex_);
     } else {
       c->work = boost::asio::prefer(ex_, boost::asio::execution::outstanding_work.tracked);
     }
@@ -527,11 +552,22 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
     // type-erased ex_ into the handler's executor type costs an allocation per call.
     auto target = io_ex_ != nullptr ? boost::asio::get_associated_executor(handler, *io_ex_)
                                     : boost::asio::get_associated_executor(handler, ex_);
-    posted_completion completion{std::move(handler), ec, std::move(target)};
     if (std::exchange(complete_inline_, false)) {
+      const auto* io_target = target.target<boost::asio::io_context::executor_type>();
+      if (io_ex_ != nullptr && io_target != nullptr && *io_target == *io_ex_) {
+        // The handler runs on our io_context, and we are on it: call it here, without wrapping it
+        // for a type-erased dispatch (what dispatch would do, minus its cost).
+        auto slot = boost::asio::get_associated_cancellation_slot(handler);
+        if (slot.is_connected()) slot.clear();
+        std::move(handler)(ec);
+        if (released_) maybe_close_released();
+        return;
+      }
+      posted_completion completion{std::move(handler), ec, std::move(target)};
       // Runs here when the handler's executor is ours (or runs this thread), else is queued there.
       boost::asio::dispatch(std::move(completion));
     } else {
+      posted_completion completion{std::move(handler), ec, std::move(target)};
       // defer: a continuation of the handler running now, so Asio keeps it in this thread's own
       // queue (no lock, no reactor interrupt) when that is ex_'s thread.
       boost::asio::defer(ex_, std::move(completion));

@@ -1,18 +1,30 @@
 #include "rpc/frame.hpp"
 
+#include <bit>
+#include <cstring>
+
 namespace rdmarpc::frame {
 namespace {
 
-// Explicit byte-by-byte little-endian access: correct on any host, no alignment assumptions.
+// Little-endian access without alignment assumptions: one unaligned load or store on a
+// little-endian host (the compiler turns the memcpy into a mov), byte by byte elsewhere.
 template <typename T>
 void put(std::byte* p, T v) noexcept {
-  for (std::size_t i = 0; i < sizeof(T); ++i) p[i] = static_cast<std::byte>((v >> (8 * i)) & 0xff);
+  if constexpr (std::endian::native == std::endian::little) {
+    std::memcpy(p, &v, sizeof(T));
+  } else {
+    for (std::size_t i = 0; i < sizeof(T); ++i) p[i] = static_cast<std::byte>((v >> (8 * i)) & 0xff);
+  }
 }
 
 template <typename T>
 T get(const std::byte* p) noexcept {
   T v = 0;
-  for (std::size_t i = 0; i < sizeof(T); ++i) v |= static_cast<T>(static_cast<T>(p[i]) << (8 * i));
+  if constexpr (std::endian::native == std::endian::little) {
+    std::memcpy(&v, p, sizeof(T));
+  } else {
+    for (std::size_t i = 0; i < sizeof(T); ++i) v |= static_cast<T>(static_cast<T>(p[i]) << (8 * i));
+  }
   return v;
 }
 
