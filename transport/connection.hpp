@@ -57,6 +57,12 @@ struct connection_options {
   // catch the reply of a call just sent on real NICs (a few us) and in the Soft-RoCE VM (tens).
   std::chrono::microseconds adaptive_spin{100};
   bool disable_credits = false;  // TEST ONLY: send without flow control to prove RNR detection
+
+  // tcp only ------------------------------------------------------------------------------
+  // SO_SNDBUF and SO_RCVBUF of the socket; 0 keeps the kernel's (auto-tuned, up to megabytes).
+  // Messages are written straight into the socket while it has room, so a smaller value makes
+  // back-pressure (send_queue_bytes) reach the sender sooner.
+  std::size_t tcp_socket_buffer_bytes = 0;
 };
 
 // Counters per connection. Plain integers: read them on the connection's executor.

@@ -200,7 +200,8 @@ inline void contract_start_and_not_connected(const pair_factory& make) {
 inline void contract_ordered_delivery(const pair_factory& make) {
   boost::asio::io_context io;
   transport::connection_options options;
-  options.send_queue_bytes = 8 * 1024;  // tcp and loopback push back at once; rdma by credits
+  options.send_queue_bytes = 8 * 1024;          // tcp and loopback push back at once; rdma by credits
+  options.tcp_socket_buffer_bytes = 16 * 1024;  // else the kernel absorbs everything tcp writes
   auto pair = make(io, options);
   auto ch = std::make_shared<recording_handler>();
   auto sh = std::make_shared<recording_handler>();

@@ -6,6 +6,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
+#include <climits>
 #include <cstring>
 #include <limits>
 #include <span>
@@ -39,6 +40,14 @@ tcp_connection::tcp_connection(boost::asio::ip::tcp::socket socket, const connec
   boost::system::error_code ec;
   socket_.set_option(boost::asio::ip::tcp::no_delay(true), ec);  // messages are latency-bound
   if (ec) spdlog::debug("tcp {}: TCP_NODELAY failed: {}", remote_address_, ec.message());
+  if (options_.tcp_socket_buffer_bytes > 0) {
+    const int bytes = static_cast<int>(std::min<std::size_t>(options_.tcp_socket_buffer_bytes, INT_MAX));
+    socket_.set_option(boost::asio::socket_base::send_buffer_size(bytes), ec);
+    if (!ec) socket_.set_option(boost::asio::socket_base::receive_buffer_size(bytes), ec);
+    if (ec) spdlog::debug("tcp {}: socket buffer size failed: {}", remote_address_, ec.message());
+  }
+  socket_.non_blocking(true, ec);  // flush() writes straight from the caller and must never block
+  if (ec) spdlog::debug("tcp {}: non-blocking mode failed: {}", remote_address_, ec.message());
 }
 
 tcp_connection::~tcp_connection() = default;
@@ -79,7 +88,7 @@ void tcp_connection::commit_reservation(std::uint64_t token, std::size_t size) n
   }
   for (std::size_t i = 0; i < kHeaderSize; ++i) frame[i] = static_cast<std::byte>((size >> (8 * i)) & 0xffu);
   send_queue_.push_back(std::move(frame));
-  start_write();  // only initiates: completions run later on the executor
+  flush();  // writes (or queues): nothing user-visible runs inside commit()
 }
 
 void tcp_connection::cancel_reservation(std::uint64_t token) noexcept {
@@ -103,7 +112,7 @@ void tcp_connection::close() {
       end_reservations(errc::closed_locally);
       // The goodbye goes last, behind everything queued; once it is written, on_written shuts down.
       send_queue_.emplace_back(kHeaderSize, std::byte{0xff});
-      start_write();
+      flush();
       return;
     case state::closing:
     case state::draining:
@@ -155,7 +164,12 @@ void tcp_connection::on_read(boost::system::error_code ec, std::size_t n) {
     return;
   }
   read_end_ += n;
-  if (!parse_frames()) return;
+  // Replies committed while this read's messages are delivered leave in one write, after them.
+  corked_ = true;
+  const bool more = parse_frames();
+  corked_ = false;
+  flush();
+  if (!more) return;
   if (state_ == state::open || state_ == state::closing || state_ == state::draining) start_read();
 }
 
@@ -231,7 +245,7 @@ void tcp_connection::on_body_read(boost::system::error_code ec) {
     }
     return;
   }
-  deliver(std::exchange(body_, {}));
+  deliver_corked(std::exchange(body_, {}));
   if (state_ == state::open || state_ == state::closing || state_ == state::draining) start_read();
 }
 
@@ -248,29 +262,67 @@ void tcp_connection::deliver(std::vector<std::byte> message) {
 
 // --- sending -----------------------------------------------------------------------------------
 
-void tcp_connection::start_write() {
-  if (writing_ > 0 || send_queue_.empty()) return;
+void tcp_connection::deliver_corked(std::vector<std::byte> message) {
+  corked_ = true;
+  deliver(std::move(message));
+  corked_ = false;
+  flush();
+}
+
+void tcp_connection::flush() {
+  if (corked_ || writing_ > 0 || send_queue_.empty()) return;
+  if (state_ != state::open && state_ != state::closing) return;
+  const std::size_t frames = fill_gather();
+  boost::system::error_code ec;
+  const std::size_t written =
+      socket_.write_some(std::span<const boost::asio::const_buffer>(gather_.data(), frames), ec);
+  if (ec == boost::asio::error::would_block || ec == boost::asio::error::try_again) {
+    start_write();  // the socket's buffer is full: wait for room
+    return;
+  }
+  if (ec) return on_write_failed(ec);
+  consume_written(written);
+  after_write();
+}
+
+std::size_t tcp_connection::fill_gather() {
   const std::size_t frames = std::min(send_queue_.size(), gather_.size());
   for (std::size_t i = 0; i < frames; ++i) gather_[i] = boost::asio::buffer(send_queue_[i]);
+  gather_[0] += send_offset_;
+  return frames;
+}
+
+void tcp_connection::start_write() {
+  if (writing_ > 0 || send_queue_.empty()) return;
+  const std::size_t frames = fill_gather();
   writing_ = frames;
   const std::span<const boost::asio::const_buffer> buffers(gather_.data(), frames);
   boost::asio::async_write(
       socket_, buffers,
-      [self = self(), frames](boost::system::error_code ec, std::size_t) { self->on_written(ec, frames); });
+      [self = self()](boost::system::error_code ec, std::size_t bytes) { self->on_written(ec, bytes); });
 }
 
-void tcp_connection::on_written(boost::system::error_code ec, std::size_t frames) {
+void tcp_connection::on_written(boost::system::error_code ec, std::size_t bytes) {
   writing_ = 0;
   if (state_ == state::closed || state_ == state::draining) {
     send_queue_.clear();  // kept alive until now only because the write referenced it
+    send_offset_ = 0;
     return;
   }
-  if (ec) {
-    spdlog::debug("tcp {}: write failed: {}", remote_address_, ec.message());
-    finish(state_ == state::closing ? errc::closed_locally : errc::connection_lost, true);
-    return;
-  }
-  for (std::size_t i = 0; i < frames; ++i) {
+  if (ec) return on_write_failed(ec);
+  consume_written(bytes);
+  after_write();
+}
+
+void tcp_connection::consume_written(std::size_t bytes) {
+  while (bytes > 0 && !send_queue_.empty()) {
+    const std::size_t left = send_queue_.front().size() - send_offset_;
+    if (bytes < left) {
+      send_offset_ += bytes;
+      return;
+    }
+    bytes -= left;
+    send_offset_ = 0;
     const bool goodbye = state_ == state::closing && send_queue_.size() == 1;  // always the last
     if (!goodbye) {
       const std::size_t size = send_queue_.front().size() - kHeaderSize;
@@ -281,12 +333,20 @@ void tcp_connection::on_written(boost::system::error_code ec, std::size_t frames
     buffers_.recycle(std::move(send_queue_.front()));
     send_queue_.pop_front();
   }
+}
+
+void tcp_connection::after_write() {
   if (state_ == state::open) room_freed();
   if (!send_queue_.empty()) {
     start_write();
   } else if (state_ == state::closing) {
     shutdown_send();
   }
+}
+
+void tcp_connection::on_write_failed(const boost::system::error_code& ec) {
+  spdlog::debug("tcp {}: write failed: {}", remote_address_, ec.message());
+  finish(state_ == state::closing ? errc::closed_locally : errc::connection_lost, true);
 }
 
 void tcp_connection::shutdown_send() {
@@ -312,7 +372,10 @@ void tcp_connection::finish(boost::system::error_code reason, bool hard) {
     boost::system::error_code ignored;
     socket_.close(ignored);  // pending operations complete with operation_aborted and stop
     // Buffers a pending read or write still references are freed when it completes.
-    if (writing_ == 0) send_queue_.clear();
+    if (writing_ == 0) {
+      send_queue_.clear();
+      send_offset_ = 0;
+    }
     buffers_.clear();
     if (!reading_) body_ = {};
     return;

@@ -57,9 +57,18 @@ class tcp_connection final : public connection, public received_message::owner {
   bool parse_frames();  // false once the connection ended (protocol error or close from a handler)
   void deliver(std::vector<std::byte> message);
 
-  void start_write();
-  void on_written(boost::system::error_code ec, std::size_t frames);
+  // Writes what is queued: first straight from the caller (a non-blocking write_some, no
+  // completion to post), the rest (if the socket is full) with an async write. Does nothing while
+  // corked: frames committed while a read's messages are delivered go out in one write after it.
+  void flush();
+  std::size_t fill_gather();  // gather_ over the queued frames; returns how many
+  void start_write();         // async write of what flush could not write at once
+  void on_written(boost::system::error_code ec, std::size_t bytes);
+  void consume_written(std::size_t bytes);  // drops the frames (fully) written
+  void after_write();                       // room for waiters; more to write, or the shutdown
+  void on_write_failed(const boost::system::error_code& ec);
   void shutdown_send();
+  void deliver_corked(std::vector<std::byte> message);
 
   // Ends the connection once: ends waiting reservations, posts on_close(reason), drops the handler.
   // hard: close the socket now (errors); otherwise keep reading to drain until the peer's EOF.
@@ -77,10 +86,13 @@ class tcp_connection final : public connection, public received_message::owner {
   std::shared_ptr<connection_handler> handler_;
 
   // Sending: frames (header + payload in one buffer, reserved with the header as headroom)
-  // committed but not fully written yet; the first `writing_` of them are in the current write.
+  // committed but not fully written yet; the first `writing_` of them are in the current async
+  // write.
   message_buffers buffers_;
   std::deque<std::vector<std::byte>> send_queue_;
+  std::size_t send_offset_ = 0;  // bytes of send_queue_.front() already written
   std::size_t writing_ = 0;
+  bool corked_ = false;  // delivering a read's messages: commits only queue (see flush)
   // The current gathered write's buffers, at most 64 frames (a share of IOV_MAX); unchanged while
   // the write runs, since Asio copies only the span over them.
   std::array<boost::asio::const_buffer, 64> gather_{};
