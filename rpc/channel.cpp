@@ -32,7 +32,6 @@ namespace rdmarpc {
 namespace {
 
 using clock = std::chrono::steady_clock;
-using call_handler = boost::asio::any_completion_handler<channel::call_signature>;
 
 // Counts as outstanding work on an io_context while held: executor_work_guard's job, as a plain
 // pointer that moves without GCC losing track of whether it is set.
@@ -62,19 +61,13 @@ class io_work_count {
 // One call from start_unary_call until its handler is posted. Owned by channel_impl::calls_, which
 // keeps finished ones for reuse, so steady traffic allocates none.
 struct pending_call {
-  pending_call() = default;
-  // The handler is emplaced, never assigned: Boost 1.81's any_completion_handler move-assignment
-  // recurses forever (it copies from an lvalue through its converting constructor).
-  explicit pending_call(call_handler h) { handler.emplace(std::move(h)); }
-
   std::uint32_t id = 0;
   method_descriptor method{};
   client_context* context = nullptr;
-  google::protobuf::MessageLite* response = nullptr;
+  unary_op_ptr op;   // the reply message and the caller's handler
   std::string body;  // extras followed by the serialized request; freed once sent
   std::uint32_t extras_length = 0;
   clock::time_point deadline = clock::time_point::max();
-  std::optional<call_handler> handler;
   // Keeps the channel's executor from running out of work (io_context::run returning) while
   // the call waits for a reply that only the peer can trigger. io_work on an io_context (a
   // counter, no allocation), else work.
@@ -92,16 +85,16 @@ class channel_impl;
 // A finished call on its way to the user's handler; associated with the handler's executor.
 struct posted_completion {
   using executor_type = boost::asio::any_completion_executor;
-  call_handler handler;
+  unary_op_ptr op;
   boost::system::error_code ec;
   executor_type executor;
 
   executor_type get_executor() const noexcept { return executor; }
   void operator()() {
     // Clear the slot on the handler's own executor, where the caller emits cancellations.
-    auto slot = boost::asio::get_associated_cancellation_slot(handler);
+    auto slot = op->cancellation_slot();
     if (slot.is_connected()) slot.clear();
-    std::move(handler)(ec);
+    op.release()->complete(ec);
   }
 };
 
@@ -140,19 +133,18 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
   }
 
   void start_unary_call(const method_descriptor& method, client_context* context,
-                        const google::protobuf::MessageLite& request, google::protobuf::MessageLite& response,
-                        call_handler handler) {
+                        const google::protobuf::MessageLite& request, unary_op_ptr op) {
     // The slot is emitted from the caller's side (any thread); hop to our executor by call id so a
     // late cancellation of a finished call finds nothing and does nothing.
     const std::uint32_t id = allocate_id();
-    auto slot = boost::asio::get_associated_cancellation_slot(handler);
+    auto slot = op->cancellation_slot();
     if (slot.is_connected()) slot.template emplace<cancel_fn>(weak_from_this(), id);
     const bool own_thread = on_own_thread();
-    auto c = own_thread ? reuse_call(std::move(handler)) : std::make_unique<pending_call>(std::move(handler));
+    auto c = own_thread ? calls_.new_record() : std::make_unique<pending_call>();
+    c->op = std::move(op);
     c->id = id;
     c->method = method;
     c->context = context;
-    c->response = &response;
     c->deadline = context != nullptr ? context->deadline() : clock::time_point::max();
     if (c->deadline == clock::time_point::max() && options_.default_timeout != clock::duration::max()) {
       const auto now = clock::now();
@@ -223,7 +215,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
     status_code code = v.header.status;
     if (code == status_code::ok) {
       if (v.payload.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
-          !c.response->ParseFromArray(v.payload.data(), static_cast<int>(v.payload.size()))) {
+          !c.op->response().ParseFromArray(v.payload.data(), static_cast<int>(v.payload.size()))) {
         code = status_code::internal;
         status_message = "cannot parse the response of " + std::string(c.method.full_name);
       }
@@ -542,32 +534,30 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
     if (c->context != nullptr) c->context->set_result(code, std::move(message));
     (code == status_code::ok ? calls_ok_ : calls_failed_).fetch_add(1, std::memory_order_relaxed);
     if (c->timer) c->timer->cancel();
-    auto handler = std::move(*c->handler);
+    auto op = std::move(c->op);
     auto io_work = std::move(c->io_work);  // released after the completion is posted
     auto work = std::move(c->work);
     keep_call(std::move(c));
     const boost::system::error_code ec =
         code == status_code::ok ? boost::system::error_code{} : make_error_code(code);
+    const bool inline_ok = std::exchange(complete_inline_, false);
+    if (inline_ok && io_ex_ != nullptr && op->runs_on(*io_ex_)) {
+      // The handler runs on our io_context, and we are on it: call it here, without wrapping it
+      // for a type-erased dispatch (what dispatch would do, minus its cost).
+      auto slot = op->cancellation_slot();
+      if (slot.is_connected()) slot.clear();
+      op.release()->complete(ec);
+      if (released_) maybe_close_released();
+      return;
+    }
     // The io_context's own executor as the default: converting it is free, converting the
     // type-erased ex_ into the handler's executor type costs an allocation per call.
-    auto target = io_ex_ != nullptr ? boost::asio::get_associated_executor(handler, *io_ex_)
-                                    : boost::asio::get_associated_executor(handler, ex_);
-    if (std::exchange(complete_inline_, false)) {
-      const auto* io_target = target.target<boost::asio::io_context::executor_type>();
-      if (io_ex_ != nullptr && io_target != nullptr && *io_target == *io_ex_) {
-        // The handler runs on our io_context, and we are on it: call it here, without wrapping it
-        // for a type-erased dispatch (what dispatch would do, minus its cost).
-        auto slot = boost::asio::get_associated_cancellation_slot(handler);
-        if (slot.is_connected()) slot.clear();
-        std::move(handler)(ec);
-        if (released_) maybe_close_released();
-        return;
-      }
-      posted_completion completion{std::move(handler), ec, std::move(target)};
-      // Runs here when the handler's executor is ours (or runs this thread), else is queued there.
+    auto target = io_ex_ != nullptr ? op->executor(*io_ex_) : op->executor(ex_);
+    posted_completion completion{std::move(op), ec, std::move(target)};
+    if (inline_ok) {
+      // Runs here when the handler's executor runs this thread, else is queued there.
       boost::asio::dispatch(std::move(completion));
     } else {
-      posted_completion completion{std::move(handler), ec, std::move(target)};
       // defer: a continuation of the handler running now, so Asio keeps it in this thread's own
       // queue (no lock, no reactor interrupt) when that is ex_'s thread.
       boost::asio::defer(ex_, std::move(completion));
@@ -578,20 +568,13 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
   // Call records are reused (on ex_ only): no allocation per call in steady state.
   static constexpr std::size_t kSpareCalls = 64;
 
-  std::unique_ptr<pending_call> reuse_call(call_handler handler) {
-    auto c = calls_.new_record();
-    c->handler.emplace(std::move(handler));
-    return c;
-  }
-
   void keep_call(std::unique_ptr<pending_call> c) {
     if (!on_own_thread()) return;
-    c->handler.reset();
+    c->op.reset();
     c->io_work.reset();
     c->work = {};
     c->timer.reset();
     c->context = nullptr;
-    c->response = nullptr;
     c->body.clear();
     c->extras_length = 0;
     c->deadline = clock::time_point::max();
@@ -640,9 +623,8 @@ class channel_handle final : public channel {
 
   executor_type get_executor() const noexcept override { return impl_->get_executor(); }
   void start_unary_call(const method_descriptor& method, client_context* context,
-                        const google::protobuf::MessageLite& request, google::protobuf::MessageLite& response,
-                        boost::asio::any_completion_handler<call_signature> handler) override {
-    impl_->start_unary_call(method, context, request, response, std::move(handler));
+                        const google::protobuf::MessageLite& request, unary_op_ptr op) override {
+    impl_->start_unary_call(method, context, request, std::move(op));
   }
   void close() override { impl_->close(); }
   channel_stats stats() const override { return impl_->stats(); }

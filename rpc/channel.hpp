@@ -6,7 +6,6 @@
 // calls made on that thread are submitted at once), and each completion runs on the handler's
 // associated executor.
 
-#include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
 #include <chrono>
 #include <cstddef>
@@ -16,6 +15,7 @@
 #include "rpc/client_context.hpp"
 #include "rpc/method.hpp"
 #include "rpc/status.hpp"
+#include "rpc/unary_op.hpp"
 #include "transport/connection.hpp"
 
 namespace google::protobuf {
@@ -44,7 +44,6 @@ struct channel_stats {
 class channel {
  public:
   using executor_type = boost::asio::any_io_executor;
-  using call_signature = void(boost::system::error_code);
 
   virtual ~channel() = default;
 
@@ -60,14 +59,13 @@ class channel {
 
   virtual executor_type get_executor() const noexcept = 0;
 
-  // The type-erased unary call behind every generated stub method. `request` is serialized before
-  // this returns. `response` and `context` (may be null) must stay alive until `handler` runs.
-  // Completion: void(error_code) with error_code in status_category(); the handler's associated
-  // cancellation slot cancels the call (CANCELLED, and the server is told to stop).
+  // The type-erased unary call behind every generated stub method (async_unary_call makes `op`).
+  // `request` is serialized before this returns; `context` (may be null) must stay alive until
+  // the op completes. Completion: op->complete(error_code) with error_code in status_category(),
+  // on the op's handler's executor; the handler's associated cancellation slot cancels the call
+  // (CANCELLED, and the server is told to stop).
   virtual void start_unary_call(const method_descriptor& method, client_context* context,
-                                const google::protobuf::MessageLite& request,
-                                google::protobuf::MessageLite& response,
-                                boost::asio::any_completion_handler<call_signature> handler) = 0;
+                                const google::protobuf::MessageLite& request, unary_op_ptr op) = 0;
 
   // Fails every pending call with UNAVAILABLE and closes the connection. Idempotent.
   virtual void close() = 0;

@@ -4,14 +4,11 @@
 // use_future, use_awaitable, as_tuple(use_awaitable) or deferred. Layer: rpc.
 // The handler's associated executor and cancellation slot are honoured.
 
-#include <boost/asio/associator.hpp>
 #include <boost/asio/async_result.hpp>
-#include <boost/asio/recycling_allocator.hpp>
-#include <memory>
-#include <new>
 #include <utility>
 
 #include "rpc/channel.hpp"
+#include "rpc/unary_op.hpp"
 
 namespace rdmarpc {
 
@@ -22,61 +19,11 @@ auto async_unary_call(channel& ch, const method_descriptor& method, client_conte
 
 namespace detail {
 
-// The reply of a call in flight lives in Asio's per-thread recycled memory: no malloc per call in
-// steady state.
-template <typename Reply>
-struct recycled_delete {
-  void operator()(Reply* p) const noexcept {
-    p->~Reply();
-    boost::asio::recycling_allocator<Reply>().deallocate(p, 1);
-  }
-};
-template <typename Reply>
-using recycled_ptr = std::unique_ptr<Reply, recycled_delete<Reply>>;
-
-template <typename Reply>
-recycled_ptr<Reply> make_recycled() {
-  boost::asio::recycling_allocator<Reply> alloc;
-  Reply* p = alloc.allocate(1);
-  try {
-    ::new (static_cast<void*>(p)) Reply();
-  } catch (...) {
-    alloc.deallocate(p, 1);
-    throw;
-  }
-  return recycled_ptr<Reply>(p);
-}
-
-// Adapts the channel's void(error_code) completion to void(error_code, Reply): owns the reply the
-// channel parses into, and hands it to the user's handler. Its associated executor, cancellation
-// slot and allocator are the user handler's (see the associator specialisation below).
-template <typename Reply, typename Handler>
-class unary_reply_handler {
- public:
-  unary_reply_handler(Handler handler, recycled_ptr<Reply> reply)
-      : handler_(std::move(handler)), reply_(std::move(reply)) {}
-
-  void operator()(const boost::system::error_code& ec) {
-    Reply reply = ec ? Reply{} : std::move(*reply_);
-    reply_.reset();
-    std::move(handler_)(ec, std::move(reply));
-  }
-
-  Handler handler_;
-
- private:
-  recycled_ptr<Reply> reply_;
-};
-
 struct unary_call_initiation {
   template <typename Handler, typename Reply>
   void operator()(Handler&& handler, channel* ch, method_descriptor method, client_context* context,
                   const google::protobuf::MessageLite* request, Reply*) const {
-    auto reply = make_recycled<Reply>();
-    Reply& target = *reply;
-    ch->start_unary_call(
-        method, context, *request, target,
-        unary_reply_handler<Reply, std::decay_t<Handler>>(std::forward<Handler>(handler), std::move(reply)));
+    ch->start_unary_call(method, context, *request, make_unary_op<Reply>(std::forward<Handler>(handler)));
   }
 };
 
@@ -96,19 +43,3 @@ auto async_unary_call(channel& ch, const method_descriptor& method, client_conte
 }
 
 }  // namespace rdmarpc
-
-// The adapter exposes the wrapped handler's associations (executor, cancellation slot, allocator).
-template <template <typename, typename> class Associator, typename Reply, typename Handler,
-          typename DefaultCandidate>
-struct boost::asio::associator<Associator, rdmarpc::detail::unary_reply_handler<Reply, Handler>,
-                               DefaultCandidate> : Associator<Handler, DefaultCandidate> {
-  static typename Associator<Handler, DefaultCandidate>::type get(
-      const rdmarpc::detail::unary_reply_handler<Reply, Handler>& h) noexcept {
-    return Associator<Handler, DefaultCandidate>::get(h.handler_);
-  }
-  static auto get(const rdmarpc::detail::unary_reply_handler<Reply, Handler>& h,
-                  const DefaultCandidate& c) noexcept
-      -> decltype(Associator<Handler, DefaultCandidate>::get(h.handler_, c)) {
-    return Associator<Handler, DefaultCandidate>::get(h.handler_, c);
-  }
-};
