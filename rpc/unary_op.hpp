@@ -30,7 +30,8 @@ class unary_op {
   // The handler's associated executor; `candidate` when it has none.
   virtual boost::asio::any_completion_executor executor(
       const boost::asio::io_context::executor_type& candidate) const = 0;
-  virtual boost::asio::any_completion_executor executor(const boost::asio::any_io_executor& candidate) const = 0;
+  virtual boost::asio::any_completion_executor executor(
+      const boost::asio::any_io_executor& candidate) const = 0;
   // True when the handler's executor is `io` itself (default or associated): a caller running on
   // `io` may complete it in place.
   virtual bool runs_on(const boost::asio::io_context::executor_type& io) const noexcept = 0;
@@ -66,7 +67,8 @@ class typed_unary_op final : public unary_op {
   boost::asio::any_completion_executor executor(const io_executor& candidate) const override {
     return boost::asio::get_associated_executor(handler_, candidate);
   }
-  boost::asio::any_completion_executor executor(const boost::asio::any_io_executor& candidate) const override {
+  boost::asio::any_completion_executor executor(
+      const boost::asio::any_io_executor& candidate) const override {
     return boost::asio::get_associated_executor(handler_, candidate);
   }
   bool runs_on(const io_executor& io) const noexcept override {

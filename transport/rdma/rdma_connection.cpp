@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <array>
-#include <boost/asio/defer.hpp>
 #include <boost/asio/post.hpp>
 #include <cstring>
 
@@ -19,12 +18,6 @@ namespace {
 // set. No pointers travel through wr_id.
 constexpr std::uint64_t kSendBit = std::uint64_t{1} << 63;
 constexpr int kPollBatch = 32;
-// Busy-poll and adaptive modes: empty polls before yielding to the executor (each is a few hundred
-// instructions).
-constexpr int kBusyPollSpins = 64;
-// Reposts are chained in batches: released slots wait for the end of the current handler run
-// (or this many) and then go out in one ibv_post_recv.
-constexpr std::size_t kRepostBatch = 32;
 // After the QP went to the error state, flushed WRs come back quickly; never wait longer.
 constexpr std::chrono::milliseconds kDrainLimit{1000};
 
@@ -60,6 +53,8 @@ rdma_connection::rdma_connection(boost::asio::any_io_executor ex, std::unique_pt
       options_(options),
       peer_(peer),
       resources_(std::move(resources)),
+      reactor_(ex_, *resources_, options.polling, options.adaptive_spin, stats_.cq_wakeups),
+      cm_pump_(ex_, resources_->channel()),
       drain_timer_(ex_),
       credits_(peer.ring_depth, resources_->ring_depth()),
       reassembler_(options.max_message_size),
@@ -68,11 +63,7 @@ rdma_connection::rdma_connection(boost::asio::any_io_executor ex, std::unique_pt
       max_send_message_(std::min<std::size_t>(options.max_message_size, peer.max_message_size)),
       ring_(resources_->send_memory_size()),
       large_threshold_(ring_.capacity() / 4),
-      recv_posted_(resources_->ring_depth()) {
-  cq_fd_.emplace(ex_, resources_->comp_channel()->fd);
-  cm_fd_.emplace(ex_, resources_->channel()->fd);
-  repost_.reserve(resources_->ring_depth());
-}
+      receives_(resources_->ring_depth()) {}
 
 rdma_connection::~rdma_connection() {
   shutdown_resources();
@@ -80,119 +71,28 @@ rdma_connection::~rdma_connection() {
 
 void rdma_connection::start(std::shared_ptr<connection_handler> handler) {
   handler_ = std::move(handler);
-  if (state_ != state::idle) {
+  if (!life_.start()) {
     // Ended before start (close() or a failure): still tell the handler, exactly once.
     if (handler_) {
-      boost::asio::post(ex_,
-                        [self = self(), h = std::move(handler_), reason = reason_] { h->on_close(reason); });
+      boost::asio::post(
+          ex_, [self = self(), h = std::move(handler_), reason = life_.reason()] { h->on_close(reason); });
     }
     return;
   }
-  state_ = state::open;
-  ibv_req_notify_cq(resources_->cq(), 0);
-  // Completions may already wait in the CQ (the peer can send as soon as it is established).
-  boost::asio::post(ex_, [self = self()] {
-    if (self->options_.polling == cq_polling::busy) {
-      self->busy_poll_step();
-    } else {
-      self->on_cq_readable();
-    }
-  });
-  // Likewise an rdma_cm event (the peer's disconnect) may already wait: the fd is edge-triggered,
-  // so a plain wait would only see the next one.
-  boost::asio::post(ex_, [self = self()] { self->on_cm_readable(); });
+  // Completions may already wait in the CQ (the peer can send as soon as it is established), and
+  // an rdma_cm event (the peer's disconnect): both are read soon, never inside start().
+  reactor_.start(self());
+  boost::asio::post(ex_, [self = self()] { self->cm_pump_.start(self); });
 }
 
-// --- reactor -----------------------------------------------------------------------------------
+// --- completions ---------------------------------------------------------------------------------
 
-void rdma_connection::wait_cq() {
-  if (shut_down_) return;
-  cq_fd_->async_wait(boost::asio::posix::descriptor_base::wait_read,
-                     [self = self()](const boost::system::error_code& ec) {
-                       if (!ec) self->on_cq_readable();
-                     });
-}
-
-void rdma_connection::wait_cm() {
-  if (shut_down_) return;
-  cm_fd_->async_wait(boost::asio::posix::descriptor_base::wait_read,
-                     [self = self()](const boost::system::error_code& ec) {
-                       if (!ec) self->on_cm_readable();
-                     });
-}
-
-void rdma_connection::on_cq_readable() {
-  if (shut_down_) return;
-  ibv_cq* cq = nullptr;
-  void* context = nullptr;
-  // One read, not a loop until EAGAIN (a wasted syscall per wake-up): the CQ is armed one-shot and
-  // re-armed only below, after this read, so at most one event waits here. Should one ever be left
-  // (a completion racing the re-arm), it is read at the next wake-up, which its successor's event
-  // causes: the epoll registration is edge-triggered and every new event is a new edge.
-  if (ibv_get_cq_event(resources_->comp_channel(), &cq, &context) == 0) {
-    ++stats_.cq_wakeups;
-    resources_->add_unacked_cq_events(1);
-    // Adaptive mode arms the CQ while it may go on spinning, so more than one event can wait.
-    while (options_.polling == cq_polling::adaptive &&
-           ibv_get_cq_event(resources_->comp_channel(), &cq, &context) == 0) {
-      resources_->add_unacked_cq_events(1);
-    }
-  }
-  if (options_.polling == cq_polling::adaptive) {
-    // Stay awake a while: under load the next completion comes soon, and polling for it costs far
-    // less than sleeping and being woken again.
-    poll_cq();
-    spin_until_ = std::chrono::steady_clock::now() + options_.adaptive_spin;
-    return adaptive_step();
-  }
-  // Arm first, then poll until empty: a completion that arrives between the two is either seen by
-  // this poll or raises a new event, never lost.
-  ibv_req_notify_cq(resources_->cq(), 0);
-  poll_cq();
-  wait_cq();
-}
-
-void rdma_connection::adaptive_step() {
-  for (int spin = 0; spin < kBusyPollSpins && !shut_down_; ++spin) {
-    if (poll_cq() > 0) {
-      spin_until_ = std::chrono::steady_clock::now() + options_.adaptive_spin;
-      break;
-    }
-  }
-  if (shut_down_) return;
-  if (std::chrono::steady_clock::now() < spin_until_) {
-    boost::asio::defer(ex_, [self = self()] { self->adaptive_step(); });  // let other handlers run
-    return;
-  }
-  // Quiet for a whole spin: arm, poll once more (a completion that came before the arm raised no
-  // event), and sleep unless that found work. Armed while still spinning is harmless: the event
-  // it raises is read at the next wake-up.
-  ibv_req_notify_cq(resources_->cq(), 0);
-  if (poll_cq() > 0) {
-    spin_until_ = std::chrono::steady_clock::now() + options_.adaptive_spin;
-    boost::asio::defer(ex_, [self = self()] { self->adaptive_step(); });
-    return;
-  }
-  wait_cq();
-}
-
-void rdma_connection::busy_poll_step() {
-  // Spin on the CQ (user space only, no syscall) until something completes or the spin budget is
-  // spent, then yield to the executor so other handlers run. Yielding on every empty poll would
-  // cost a trip through the reactor (an epoll_wait) per poll.
-  for (int spin = 0; spin < kBusyPollSpins && !shut_down_; ++spin) {
-    if (poll_cq() > 0) break;
-  }
-  if (shut_down_) return;
-  boost::asio::defer(ex_, [self = self()] { self->busy_poll_step(); });
-}
-
-std::size_t rdma_connection::poll_cq() {
+std::size_t rdma_connection::poll_completions() {
   in_poll_ = true;
   std::size_t handled = 0;
   std::array<ibv_wc, kPollBatch> wcs;
   for (;;) {
-    if (shut_down_) break;
+    if (life_.is_shut_down()) break;
     const int n = ibv_poll_cq(resources_->cq(), kPollBatch, wcs.data());
     if (n < 0) {
       fail(make_error_code(errc::device_error));
@@ -208,7 +108,7 @@ std::size_t rdma_connection::poll_cq() {
 }
 
 void rdma_connection::after_completions() {
-  if (shut_down_) return;
+  if (life_.is_shut_down()) return;
   reclaim_sent();
   flush_reposts();
   pump();
@@ -222,10 +122,10 @@ void rdma_connection::handle_completion(const ibv_wc& wc) {
     // RC completes in order: this WR done means every earlier one is too (signaled or not).
     completed_seq_ = std::max(completed_seq_, (wc.wr_id & ~kSendBit) + 1);
   } else {
-    --recv_posted_;
+    receives_.on_completion();
   }
   if (wc.status != IBV_WC_SUCCESS) {
-    if (state_ == state::ended) return;  // flushed during teardown: reclaimed quietly
+    if (life_.has_ended()) return;  // flushed during teardown: reclaimed quietly
     if (wc.status == IBV_WC_RNR_RETRY_EXC_ERR) ++stats_.rnr_errors;
     const auto detail = verbs::make_wc_error(wc.status);
     if (wc.status == IBV_WC_WR_FLUSH_ERR) {
@@ -242,7 +142,7 @@ void rdma_connection::handle_completion(const ibv_wc& wc) {
 
 void rdma_connection::handle_receive(const ibv_wc& wc) {
   const auto slot = static_cast<std::uint32_t>(wc.wr_id);
-  if (state_ == state::ended) return;  // the slot is not reposted: the QP is going away
+  if (life_.has_ended()) return;  // the slot is not reposted: the QP is going away
   if ((wc.wc_flags & IBV_WC_WITH_IMM) == 0 || wc.opcode != IBV_WC_RECV) {
     spdlog::warn("rdma {}: message without immediate data", remote_address_);
     fail(make_error_code(errc::protocol_error));
@@ -259,10 +159,10 @@ void rdma_connection::handle_receive(const ibv_wc& wc) {
     fail(make_error_code(errc::protocol_error));
     return;
   }
-  if (imm->goodbye) peer_said_goodbye_ = true;  // its rdma_disconnect follows
+  if (imm->goodbye) life_.peer_said_goodbye();  // its rdma_disconnect follows
   // Nothing is delivered after close() (the user asked to stop); credits above still count.
-  if (imm->credit_only || state_ != state::open) {
-    repost(slot);
+  if (imm->credit_only || !life_.is_open()) {
+    receives_.release(slot);
     return;
   }
   const std::span<const std::byte> bytes(resources_->slot(slot), wc.byte_len);
@@ -272,14 +172,14 @@ void rdma_connection::handle_receive(const ibv_wc& wc) {
       deliver(
           received_message(bytes, std::shared_ptr<received_message::owner>(shared_from_this(), this), slot));
       return;
-    case wire::reassembler::outcome::need_more: repost(slot); return;
+    case wire::reassembler::outcome::need_more: receives_.release(slot); return;
     case wire::reassembler::outcome::complete:
-      repost(slot);
+      receives_.release(slot);
       deliver(received_message(reassembler_.take()));
       return;
     case wire::reassembler::outcome::protocol_error: break;
   }
-  repost(slot);
+  receives_.release(slot);
   spdlog::warn("rdma {}: malformed fragment sequence or oversized message", remote_address_);
   fail(make_error_code(errc::protocol_error));
 }
@@ -291,38 +191,29 @@ void rdma_connection::deliver(received_message message) {
   if (handler_) handler_->on_message(std::move(message));
 }
 
-void rdma_connection::on_cm_readable() {
-  if (shut_down_) return;
-  for (;;) {
-    verbs::cm_event event;
-    const auto ec = verbs::get_cm_event(resources_->channel(), event);
-    if (ec == boost::system::errc::operation_would_block) break;
-    if (ec) {
-      spdlog::warn("rdma {}: rdma_get_cm_event: {}", remote_address_, ec.message());
-      fail(make_error_code(errc::device_error));
-      return;
-    }
-    const rdma_cm_event_type type = event->event;
-    event.reset();  // acknowledged: nothing of the event is needed beyond its type
-    switch (type) {
-      case RDMA_CM_EVENT_DISCONNECTED:
-        // Take in what arrived before the disconnect (the peer's last messages, its goodbye).
-        if (!in_poll_ && state_ != state::ended) poll_cq();
-        // Both sides closing at once: ours was asked for, so it is our close. Otherwise a peer
-        // that said goodbye closed on purpose; one that did not died or gave up on its flush.
-        fail(make_error_code(state_ == state::closing ? errc::closed_locally
-                             : peer_said_goodbye_     ? errc::closed_by_peer
-                                                      : errc::connection_lost));
-        break;
-      case RDMA_CM_EVENT_DEVICE_REMOVAL: fail(make_error_code(errc::device_error)); break;
-      case RDMA_CM_EVENT_TIMEWAIT_EXIT:
-      case RDMA_CM_EVENT_ESTABLISHED: break;
-      default:
-        spdlog::debug("rdma {}: ignoring {}", remote_address_, verbs::make_cm_event_error(type).message());
-        break;
-    }
+void rdma_connection::on_cm_event(verbs::cm_event event) {
+  if (life_.is_shut_down()) return;
+  const rdma_cm_event_type type = event->event;
+  event.reset();  // acknowledged: nothing of the event is needed beyond its type
+  switch (type) {
+    case RDMA_CM_EVENT_DISCONNECTED:
+      // Take in what arrived before the disconnect (the peer's last messages, its goodbye).
+      if (!in_poll_ && !life_.has_ended()) poll_completions();
+      fail(make_error_code(life_.disconnect_reason()));
+      break;
+    case RDMA_CM_EVENT_DEVICE_REMOVAL: fail(make_error_code(errc::device_error)); break;
+    case RDMA_CM_EVENT_TIMEWAIT_EXIT:
+    case RDMA_CM_EVENT_ESTABLISHED: break;
+    default:
+      spdlog::debug("rdma {}: ignoring {}", remote_address_, verbs::make_cm_event_error(type).message());
+      break;
   }
-  wait_cm();
+}
+
+bool rdma_connection::on_cm_error(const boost::system::error_code& ec) {
+  spdlog::warn("rdma {}: rdma_get_cm_event: {}", remote_address_, ec.message());
+  fail(make_error_code(errc::device_error));
+  return false;
 }
 
 // --- send path ---------------------------------------------------------------------------------
@@ -369,7 +260,7 @@ send_reservation rdma_connection::reserve_large(std::size_t bytes, boost::system
 }
 
 void rdma_connection::commit_reservation(std::uint64_t token, std::size_t size) noexcept {
-  if (state_ != state::open) {  // closing or ended since the reservation: dropped
+  if (!life_.is_open()) {  // closing or ended since the reservation: dropped
     drop_entry(token);
     return;
   }
@@ -417,7 +308,7 @@ bool rdma_connection::acquire_data_credit(std::uint32_t& announce) noexcept {
 }
 
 void rdma_connection::post_committed() {
-  while (!committed_.empty() && state_ != state::ended) {
+  while (!committed_.empty() && !life_.has_ended()) {
     committed_message& m = committed_.front();
     const bool large = m.large;
     while (m.next < m.fragments) {
@@ -443,7 +334,7 @@ void rdma_connection::post_committed() {
     posted_.push_back(posted_message{posted_seq_ - 1, m.id});
     committed_.pop_front();
   }
-  flush_sends();  // on failure the connection has ended; callers check state_
+  flush_sends();  // on failure the connection has ended; callers check life_
 }
 
 bool rdma_connection::post_credit_only(std::uint32_t imm) {
@@ -461,7 +352,7 @@ void rdma_connection::prepare_send(const std::byte* data, std::uint32_t lkey, st
   // fits once the rest drained); everything while closing, so the flush can be observed.
   if (!credit_only) unsignaled_bytes_ += length;
   const bool signaled = must_signal || ++since_signal_ >= options_.signal_every || fills_sq ||
-                        unsignaled_bytes_ >= ring_.capacity() / 8 || state_ == state::closing;
+                        unsignaled_bytes_ >= ring_.capacity() / 8 || life_.is_closing();
   if (signaled) {
     since_signal_ = 0;
     unsignaled_bytes_ = 0;
@@ -489,7 +380,7 @@ void rdma_connection::prepare_send(const std::byte* data, std::uint32_t lkey, st
 }
 
 bool rdma_connection::flush_sends() {
-  if (batch_size_ == 0) return state_ != state::ended;
+  if (batch_size_ == 0) return !life_.has_ended();
   ibv_send_wr* bad = nullptr;
   const int rc = ibv_post_send(resources_->qp(), batch_wrs_.data(), &bad);
   batch_size_ = 0;
@@ -508,13 +399,13 @@ void rdma_connection::reclaim_sent() {
     posted_.pop_front();
     freed = true;
   }
-  if (freed && state_ == state::open) room_freed();
+  if (freed && life_.is_open()) room_freed();
 }
 
 void rdma_connection::pump() {
-  if (state_ != state::open && state_ != state::closing) return;
+  if (!life_.is_sending()) return;
   post_committed();
-  if (state_ == state::ended) return;
+  if (life_.has_ended()) return;
   maybe_send_credit_update();
 }
 
@@ -530,10 +421,10 @@ void rdma_connection::maybe_send_credit_update() {
 // --- receive path ------------------------------------------------------------------------------
 
 void rdma_connection::release_message(std::uint64_t token) noexcept {
-  if (shut_down_ || state_ == state::ended) return;  // the QP is gone or going: nothing to repost
-  repost(static_cast<std::uint32_t>(token));
+  if (life_.has_ended()) return;  // the QP is gone or going: nothing to repost
+  receives_.release(static_cast<std::uint32_t>(token));
   if (in_poll_) return;  // flushed at the end of the completion batch
-  if (repost_.size() >= kRepostBatch) {
+  if (receives_.batch_due()) {
     flush_reposts();
     pump();
     return;
@@ -542,49 +433,42 @@ void rdma_connection::release_message(std::uint64_t token) noexcept {
     repost_scheduled_ = true;
     boost::asio::post(ex_, [self = self()] {
       self->repost_scheduled_ = false;
-      if (self->shut_down_) return;
+      if (self->life_.is_shut_down()) return;
       self->flush_reposts();
       self->pump();
     });
   }
 }
 
-void rdma_connection::repost(std::uint32_t slot) {
-  repost_.push_back(slot);
-}
-
 void rdma_connection::flush_reposts() {
-  if (repost_.empty() || state_ == state::ended || shut_down_) {
-    repost_.clear();
+  if (!receives_.has_pending() || life_.has_ended()) {
+    receives_.drop_pending();
     return;
   }
-  if (const auto ec = resources_->post_receives(repost_); ec) {
+  if (const auto ec = resources_->post_receives(receives_.pending()); ec) {
     spdlog::warn("rdma {}: ibv_post_recv: {}", remote_address_, ec.message());
-    repost_.clear();
+    receives_.drop_pending();
     fail(make_error_code(errc::connection_lost));
     return;
   }
-  const auto n = static_cast<std::uint32_t>(repost_.size());
-  recv_posted_ += n;
+  const std::uint32_t n = receives_.mark_posted();
   stats_.reposts += n;
   credits_.on_local_reposted(n);
-  repost_.clear();
 }
 
 // --- ending ------------------------------------------------------------------------------------
 
 void rdma_connection::close() {
-  if (state_ == state::idle) {
-    fail(make_error_code(errc::closed_locally));
-    return;
+  switch (life_.close()) {
+    case connection_lifecycle::close_action::end_now: return fail(make_error_code(errc::closed_locally));
+    case connection_lifecycle::close_action::none: return;
+    case connection_lifecycle::close_action::flush: break;
   }
-  if (state_ != state::open) return;
-  state_ = state::closing;
   end_reservations(make_error_code(errc::closed_locally));
   // Bound the flush: a peer that never returns credits must not keep us open forever.
   drain_timer_.expires_after(options_.connect_timeout);
   drain_timer_.async_wait([self = self()](const boost::system::error_code& ec) {
-    if (!ec && self->state_ == state::closing) self->fail(make_error_code(errc::closed_locally));
+    if (!ec && self->life_.is_closing()) self->fail(make_error_code(errc::closed_locally));
   });
   boost::asio::post(ex_, [self = self()] {
     self->pump();
@@ -593,15 +477,15 @@ void rdma_connection::close() {
 }
 
 void rdma_connection::try_finish_close() {
-  if (state_ != state::closing || !committed_.empty()) return;
-  if (!goodbye_posted_) {
+  if (!life_.is_closing() || !committed_.empty()) return;
+  if (life_.current() == connection_lifecycle::state::flushing) {
     // The last message: tells the peer this is close(), not a crash. It is signaled (everything is
     // while closing) and completes after every WR before it, so its completion means all is
     // flushed. It spends one credit like any update (reserved ones included); with none left, the
     // peer's next announcement brings us back here via pump(). The drain timer bounds the wait.
     if (credits_.credits() >= 1 && sq_has_room()) {
       const std::uint32_t announce = credits_.take_for_credit_update();
-      goodbye_posted_ = true;
+      life_.goodbye_posted();
       post_credit_only(
           wire::encode_imm({static_cast<std::uint16_t>(announce), wire::fragment::whole, true, true}));
     }
@@ -611,10 +495,8 @@ void rdma_connection::try_finish_close() {
 }
 
 void rdma_connection::fail(boost::system::error_code reason) {
-  if (state_ == state::ended) return;
-  const bool started = state_ != state::idle;
-  state_ = state::ended;
-  reason_ = reason;
+  const auto action = life_.end(reason);
+  if (action == connection_lifecycle::end_action::ignored) return;
   spdlog::debug("rdma {}: connection ended: {}", remote_address_, reason.message());
   // Moves the QP to the error state: every posted WR comes back flushed and is reclaimed below.
   rdma_disconnect(resources_->id());
@@ -629,16 +511,16 @@ void rdma_connection::fail(boost::system::error_code reason) {
     boost::asio::post(ex_, [self = self(), h = std::move(handler_), reason] { h->on_close(reason); });
     handler_.reset();
   }
-  if (!started) {
+  if (action == connection_lifecycle::end_action::shut_down_now) {
     shutdown_resources();
     return;
   }
   drain_timer_.cancel();
   drain_timer_.expires_after(kDrainLimit);
   drain_timer_.async_wait([self = self()](const boost::system::error_code& ec) {
-    if (ec || self->shut_down_) return;
+    if (ec || self->life_.is_shut_down()) return;
     spdlog::debug("rdma {}: {} receives and {} sends not flushed; destroying the QP anyway",
-                  self->remote_address_, self->recv_posted_, self->posted_seq_ - self->completed_seq_);
+                  self->remote_address_, self->receives_.posted(), self->posted_seq_ - self->completed_seq_);
     self->shutdown_resources();
   });
   // Draining continues in the completion handler; check_drained() finishes once all came back.
@@ -646,24 +528,17 @@ void rdma_connection::fail(boost::system::error_code reason) {
 }
 
 void rdma_connection::check_drained() {
-  if (state_ != state::ended || shut_down_) return;
-  if (recv_posted_ == 0 && posted_seq_ == completed_seq_) shutdown_resources();
+  if (life_.current() != connection_lifecycle::state::draining) return;
+  if (receives_.posted() == 0 && posted_seq_ == completed_seq_) shutdown_resources();
 }
 
 void rdma_connection::shutdown_resources() noexcept {
-  if (shut_down_) return;
-  shut_down_ = true;
+  if (!life_.shut_down()) return;
   boost::system::error_code ignored;
   drain_timer_.cancel();
-  // The fds belong to the verbs objects: release them from Asio (cancelling waits), never close.
-  if (cq_fd_) {
-    cq_fd_->cancel(ignored);
-    (void)cq_fd_->release();
-  }
-  if (cm_fd_) {
-    cm_fd_->cancel(ignored);
-    (void)cm_fd_->release();
-  }
+  // The fds belong to the verbs objects: let go of them (cancelling waits), never close them.
+  reactor_.stop();
+  cm_pump_.stop();
   if (resources_) resources_->destroy_queue_pair();
 }
 

@@ -1,12 +1,13 @@
 #pragma once
-// rdma_connection: transport::connection over one RC queue pair set up by rdma_cm. Receive ring
-// read in place, credit flow control (credit_window, credits in the immediate data), fragmentation
-// of messages larger than a slot, selectively signaled sends from a registered buffer pool.
+// rdma_connection: transport::connection over one RC queue pair set up by rdma_cm. It joins the
+// pieces: cq_reactor (polling modes) and cm_event_pump drive it, connection_lifecycle says what a
+// close or an end means, credit_window gates sends (credits in the immediate data), send_ring
+// lends registered send memory, receive_ring tracks the pre-posted slots read in place; what is
+// left here is posting (fragments, selective signaling, inline data) and handling completions.
 // Layer: transport (rdma). Threading: one executor per connection; every member, the completion
 // channel and rdma_cm event handling run on it; no locks on the data path.
 
 #include <array>
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <cstdint>
 #include <deque>
@@ -17,8 +18,12 @@
 #include <vector>
 
 #include "transport/connection.hpp"
+#include "transport/rdma/cm_event_pump.hpp"
+#include "transport/rdma/connection_lifecycle.hpp"
+#include "transport/rdma/cq_reactor.hpp"
 #include "transport/rdma/credit_window.hpp"
 #include "transport/rdma/qp_resources.hpp"
+#include "transport/rdma/receive_ring.hpp"
 #include "transport/rdma/send_ring.hpp"
 #include "transport/rdma/wire.hpp"
 
@@ -33,7 +38,10 @@ namespace rdmarpc::transport::rdma {
 // returns credits cannot keep us open). QP async events (ibv_get_async_event) are not watched: they are
 // per device context, shared by every connection of the process; error completions and rdma_cm
 // events report the same failures.
-class rdma_connection final : public connection, public received_message::owner {
+class rdma_connection final : public connection,
+                              public received_message::owner,
+                              public cq_reactor::handler,
+                              public cm_event_pump::handler {
  public:
   // `resources` is connected (rdma_cm ESTABLISHED seen, the id on its own event channel) and its
   // whole ring is posted; `peer` is the handshake the peer sent. Nothing runs until start().
@@ -44,7 +52,7 @@ class rdma_connection final : public connection, public received_message::owner 
   executor_type get_executor() const noexcept override { return ex_; }
   void start(std::shared_ptr<connection_handler> handler) override;
   void close() override;
-  bool is_open() const noexcept override { return state_ == state::open; }
+  bool is_open() const noexcept override { return life_.is_open(); }
   std::size_t max_message_size() const noexcept override { return max_send_message_; }
   const connection_stats& stats() const noexcept override { return stats_; }
   std::string remote_address() const override { return remote_address_; }
@@ -57,7 +65,6 @@ class rdma_connection final : public connection, public received_message::owner 
   void cancel_reservation(std::uint64_t token) noexcept override;
 
  private:
-  enum class state { idle, open, closing, ended };
   // A committed message whose fragments are not all posted yet (waiting for credits or SQ room).
   struct committed_message {
     std::uint64_t id;  // its send_ring entry
@@ -84,17 +91,13 @@ class rdma_connection final : public connection, public received_message::owner 
     return std::static_pointer_cast<rdma_connection>(shared_from_this());
   }
 
-  // Reactor.
-  void wait_cq();
-  void wait_cm();
-  void on_cq_readable();
-  void busy_poll_step();
-  void adaptive_step();   // spins until adaptive_spin passed without a completion, then sleeps
-  std::size_t poll_cq();  // returns the number of completions handled
+  // Completions (cq_reactor::handler) and rdma_cm events (cm_event_pump::handler).
+  std::size_t poll_completions() override;  // returns the number of completions handled
   void handle_completion(const ibv_wc& wc);
   void handle_receive(const ibv_wc& wc);
-  void on_cm_readable();
   void after_completions();
+  void on_cm_event(verbs::cm_event event) override;
+  bool on_cm_error(const boost::system::error_code& ec) override;
 
   // Send path.
   bool sq_has_room() const noexcept { return posted_seq_ - completed_seq_ < resources_->send_buffers(); }
@@ -114,7 +117,6 @@ class rdma_connection final : public connection, public received_message::owner 
 
   // Receive path.
   void deliver(received_message message);
-  void repost(std::uint32_t slot);
   void flush_reposts();
 
   // Ending.
@@ -127,17 +129,16 @@ class rdma_connection final : public connection, public received_message::owner 
   connection_options options_;
   wire::handshake peer_;
   std::unique_ptr<qp_resources> resources_;
-  // These wrap fds owned by resources_: released (never closed) before resources_ tears down.
-  std::optional<boost::asio::posix::stream_descriptor> cq_fd_;
-  std::optional<boost::asio::posix::stream_descriptor> cm_fd_;
+  connection_stats stats_;
+  // Both watch fds owned by resources_ (released, never closed, before it tears down).
+  cq_reactor reactor_;
+  cm_event_pump cm_pump_;
   boost::asio::steady_timer drain_timer_;
 
   credit_window credits_;
   wire::reassembler reassembler_;
   std::shared_ptr<connection_handler> handler_;
-  connection_stats stats_;
-  state state_ = state::idle;
-  boost::system::error_code reason_;
+  connection_lifecycle life_;
   std::string remote_address_;
 
   // Send side: WRs are numbered by sequence (wr_id); RC completes them in order.
@@ -160,14 +161,9 @@ class rdma_connection final : public connection, public received_message::owner 
   std::size_t large_bytes_ = 0;
 
   // Receive side.
-  std::uint32_t recv_posted_ = 0;
-  std::vector<std::uint32_t> repost_;
+  receive_ring receives_;
   bool repost_scheduled_ = false;
   bool in_poll_ = false;
-  std::chrono::steady_clock::time_point spin_until_;  // adaptive polling: sleep after this
-  bool shut_down_ = false;
-  bool goodbye_posted_ = false;     // our close(): the last credit-only message is out
-  bool peer_said_goodbye_ = false;  // the peer's close(): its disconnect is closed_by_peer
 };
 
 }  // namespace rdmarpc::transport::rdma

@@ -52,8 +52,7 @@ void rdma_connector::begin(const endpoint& ep) {
   try {
     channel_ = verbs::make_event_channel();
     id_ = verbs::make_cm_id(channel_.get());
-    events_ = channel_.get();
-    fd_.emplace(ex_, events_->fd);
+    events_.emplace(ex_, channel_.get());
     const int rc = rdma_resolve_addr(id_.get(), nullptr, found->ai_addr, timeout_ms(options_));
     const int err = errno;
     ::freeaddrinfo(found);
@@ -73,30 +72,17 @@ void rdma_connector::begin(const endpoint& ep) {
   timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
     if (!ec) self->finish(make_error_code(errc::connect_timeout));
   });
-  wait_event();
+  events_->start(shared_from_this());
 }
 
-void rdma_connector::wait_event() {
-  if (done_) return;
-  fd_->async_wait(boost::asio::posix::descriptor_base::wait_read,
-                  [self = shared_from_this()](const boost::system::error_code& ec) {
-                    if (!ec) self->on_events();
-                  });
+void rdma_connector::on_cm_event(verbs::cm_event event) {
+  if (!done_) on_event(*event);
 }
 
-void rdma_connector::on_events() {
-  while (!done_) {
-    verbs::cm_event event;
-    const auto ec = verbs::get_cm_event(events_, event);
-    if (ec == boost::system::errc::operation_would_block) break;
-    if (ec) {
-      spdlog::warn("rdma connect: rdma_get_cm_event: {}", ec.message());
-      finish(make_error_code(errc::unreachable));
-      return;
-    }
-    on_event(*event);
-  }
-  wait_event();
+bool rdma_connector::on_cm_error(const boost::system::error_code& ec) {
+  spdlog::warn("rdma connect: rdma_get_cm_event: {}", ec.message());
+  finish(make_error_code(errc::unreachable));
+  return false;
 }
 
 void rdma_connector::on_event(rdma_cm_event& event) {
@@ -138,7 +124,7 @@ void rdma_connector::on_event(rdma_cm_event& event) {
       }
       std::shared_ptr<connection> conn;
       try {
-        release_descriptor();  // the connection watches the same fd from now on
+        events_->stop();  // the connection watches the same fd from now on
         conn = std::make_shared<rdma_connection>(ex_, std::move(resources_), options_, *peer);
       } catch (const std::exception& e) {
         spdlog::warn("rdma connect: {}", e.what());
@@ -165,19 +151,11 @@ void rdma_connector::on_event(rdma_cm_event& event) {
   }
 }
 
-void rdma_connector::release_descriptor() noexcept {
-  if (!fd_) return;
-  boost::system::error_code ignored;
-  fd_->cancel(ignored);
-  (void)fd_->release();
-  fd_.reset();
-}
-
 void rdma_connector::finish(boost::system::error_code ec, std::shared_ptr<connection> conn) {
   if (done_) return;
   done_ = true;
   timer_.cancel();
-  release_descriptor();
+  if (events_) events_->stop();
   // The event being handled may still be held (unacknowledged) by on_events(), and
   // rdma_destroy_id waits for it: tear down in a later handler.
   boost::asio::post(ex_, [self = shared_from_this()] {

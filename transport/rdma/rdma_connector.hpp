@@ -3,17 +3,17 @@
 // PD/CQ/QP, post the whole receive ring, rdma_connect with our handshake, validate the server's.
 // Layer: transport (rdma). Threading: runs on the executor the connection will belong to.
 
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <memory>
 #include <optional>
 
 #include "transport/listener.hpp"
+#include "transport/rdma/cm_event_pump.hpp"
 #include "transport/rdma/qp_resources.hpp"
 
 namespace rdmarpc::transport::rdma {
 
-class rdma_connector : public std::enable_shared_from_this<rdma_connector> {
+class rdma_connector : public std::enable_shared_from_this<rdma_connector>, public cm_event_pump::handler {
  public:
   // Starts connecting; `handler` gets void(error_code, shared_ptr<connection>) on its associated
   // executor (default `ex`), never inline. Errors: unreachable, connect_timeout, handshake_rejected.
@@ -25,11 +25,10 @@ class rdma_connector : public std::enable_shared_from_this<rdma_connector> {
 
  private:
   void begin(const endpoint& ep);
-  void wait_event();
-  void on_events();
+  void on_cm_event(verbs::cm_event event) override;
+  bool on_cm_error(const boost::system::error_code& ec) override;
   void on_event(rdma_cm_event& event);
   void finish(boost::system::error_code ec, std::shared_ptr<connection> conn = nullptr);
-  void release_descriptor() noexcept;
 
   boost::asio::any_io_executor ex_;
   connection_options options_;
@@ -39,8 +38,7 @@ class rdma_connector : public std::enable_shared_from_this<rdma_connector> {
   verbs::event_channel channel_;
   verbs::cm_id id_;
   std::unique_ptr<qp_resources> resources_;
-  rdma_event_channel* events_ = nullptr;
-  std::optional<boost::asio::posix::stream_descriptor> fd_;  // wraps events_->fd; released, never closed
+  std::optional<cm_event_pump> events_;  // on channel_'s fd; stopped once the connection takes over
   bool done_ = false;
 };
 

@@ -5,7 +5,6 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/append.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/system/system_error.hpp>
 #include <cstring>
@@ -14,6 +13,7 @@
 #include <optional>
 #include <vector>
 
+#include "transport/rdma/cm_event_pump.hpp"
 #include "transport/rdma/conn_param.hpp"
 #include "transport/rdma/qp_resources.hpp"
 #include "transport/rdma/rdma_connection.hpp"
@@ -30,7 +30,7 @@ constexpr int kBacklog = 1024;
 
 }  // namespace
 
-class rdma_listener::core : public std::enable_shared_from_this<core> {
+class rdma_listener::core : public std::enable_shared_from_this<core>, public cm_event_pump::handler {
  public:
   core(boost::asio::any_io_executor ex, const endpoint& ep, const connection_options& options)
       : ex_(std::move(ex)), options_(options), local_(ep) {
@@ -57,12 +57,12 @@ class rdma_listener::core : public std::enable_shared_from_this<core> {
     if (rdma_listen(id_.get(), kBacklog) != 0) throw_errno("rdma_listen");
     local_.scheme = scheme::rdma;
     local_.port = ntohs(rdma_get_src_port(id_.get()));
-    fd_.emplace(ex_, channel_->fd);
+    events_.emplace(ex_, channel_.get());
   }
 
   ~core() { shutdown(); }
 
-  void start() { wait_event(); }
+  void start() { events_->start(shared_from_this()); }
 
   boost::asio::any_io_executor executor() const { return ex_; }
   endpoint local_endpoint() const { return local_; }
@@ -88,10 +88,7 @@ class rdma_listener::core : public std::enable_shared_from_this<core> {
     waiters_.clear();
     // Destroyed in a later handler: an event being handled may still be unacknowledged.
     boost::asio::post(ex_, [self = shared_from_this()] { self->shutdown(); });
-    if (fd_) {
-      boost::system::error_code ignored;
-      fd_->cancel(ignored);
-    }
+    if (events_) events_->stop();
   }
 
  private:
@@ -105,42 +102,23 @@ class rdma_listener::core : public std::enable_shared_from_this<core> {
   };
 
   void shutdown() noexcept {
-    if (fd_) {
-      boost::system::error_code ignored;
-      fd_->cancel(ignored);
-      (void)fd_->release();
-      fd_.reset();
-    }
+    if (events_) events_->stop();
     ready_.clear();
     pending_.clear();
     id_.reset();
     channel_.reset();
   }
 
-  void wait_event() {
-    if (closed_ || !fd_) return;
-    fd_->async_wait(boost::asio::posix::descriptor_base::wait_read,
-                    [self = shared_from_this()](const boost::system::error_code& ec) {
-                      if (!ec) self->on_events();
-                    });
+  // A failed read leaves the listener listening: it reads again when the channel is next readable
+  // (one bad event must not stop every future accept).
+  bool on_cm_error(const boost::system::error_code& ec) override {
+    spdlog::error("rdma listener {}: rdma_get_cm_event: {}", local_.to_uri(), ec.message());
+    return !closed_;
   }
+  void on_cm_events_drained() override { serve(); }
 
-  void on_events() {
-    while (!closed_) {
-      verbs::cm_event event;
-      const auto ec = verbs::get_cm_event(channel_.get(), event);
-      if (ec == boost::system::errc::operation_would_block) break;
-      if (ec) {
-        spdlog::error("rdma listener {}: rdma_get_cm_event: {}", local_.to_uri(), ec.message());
-        return;
-      }
-      on_event(std::move(event));
-    }
-    serve();
-    wait_event();
-  }
-
-  void on_event(verbs::cm_event event) {
+  void on_cm_event(verbs::cm_event event) override {
+    if (closed_) return;
     rdma_cm_id* id = event->id;
     const rdma_cm_event_type type = event->event;
     if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {
@@ -228,9 +206,9 @@ class rdma_listener::core : public std::enable_shared_from_this<core> {
   endpoint local_;
   verbs::event_channel channel_;
   verbs::cm_id id_;
-  std::optional<boost::asio::posix::stream_descriptor> fd_;  // wraps channel_->fd; released, never closed
-  std::map<rdma_cm_id*, pending> pending_;                   // accepted, waiting for ESTABLISHED
-  std::deque<pending> ready_;                                // established, waiting for async_accept
+  std::optional<cm_event_pump> events_;     // on channel_'s fd
+  std::map<rdma_cm_id*, pending> pending_;  // accepted, waiting for ESTABLISHED
+  std::deque<pending> ready_;               // established, waiting for async_accept
   std::deque<waiter> waiters_;
   bool closed_ = false;
 };

@@ -1,0 +1,23 @@
+#include "transport/rdma/cm_event_pump.hpp"
+
+namespace rdmarpc::transport::rdma {
+
+void cm_event_pump::read_events(const std::shared_ptr<handler>& h) {
+  while (watch_.watching()) {
+    verbs::cm_event event;
+    const auto ec = verbs::get_cm_event(channel_, event);
+    if (ec == boost::system::errc::operation_would_block) break;
+    if (ec) {
+      if (!h->on_cm_error(ec)) return stop();
+      break;  // try again when the fd is next readable
+    }
+    h->on_cm_event(std::move(event));
+  }
+  if (!watch_.watching()) return;
+  h->on_cm_events_drained();
+  watch_.async_wait_readable([this, h](const boost::system::error_code& ec) {
+    if (!ec) read_events(h);
+  });
+}
+
+}  // namespace rdmarpc::transport::rdma

@@ -1,0 +1,112 @@
+#include "transport/rdma/cq_reactor.hpp"
+
+#include <boost/asio/defer.hpp>
+#include <boost/asio/post.hpp>
+
+namespace rdmarpc::transport::rdma {
+namespace {
+
+// Busy-poll and adaptive modes: empty polls before yielding to the executor (each is a few hundred
+// instructions).
+constexpr int kBusyPollSpins = 64;
+
+}  // namespace
+
+cq_reactor::cq_reactor(const boost::asio::any_io_executor& ex, qp_resources& resources, cq_polling mode,
+                       std::chrono::microseconds adaptive_spin, std::uint64_t& wakeups)
+    : ex_(ex),
+      resources_(resources),
+      mode_(mode),
+      adaptive_spin_(adaptive_spin),
+      wakeups_(wakeups),
+      watch_(ex, resources.comp_channel()->fd) {}
+
+void cq_reactor::start(const std::shared_ptr<handler>& h) {
+  ibv_req_notify_cq(resources_.cq(), 0);
+  boost::asio::post(ex_, [this, h] {
+    if (mode_ == cq_polling::busy) {
+      busy_step(h);
+    } else {
+      on_readable(h);
+    }
+  });
+}
+
+void cq_reactor::stop() noexcept {
+  stopped_ = true;
+  watch_.release();
+}
+
+void cq_reactor::wait(const std::shared_ptr<handler>& h) {
+  if (stopped_) return;
+  watch_.async_wait_readable([this, h](const boost::system::error_code& ec) {
+    if (!ec) on_readable(h);
+  });
+}
+
+void cq_reactor::on_readable(const std::shared_ptr<handler>& h) {
+  if (stopped_) return;
+  ibv_cq* cq = nullptr;
+  void* context = nullptr;
+  // One read, not a loop until EAGAIN (a wasted syscall per wake-up): the CQ is armed one-shot and
+  // re-armed only below, after this read, so at most one event waits here. Should one ever be left
+  // (a completion racing the re-arm), it is read at the next wake-up, which its successor's event
+  // causes: the epoll registration is edge-triggered and every new event is a new edge.
+  if (ibv_get_cq_event(resources_.comp_channel(), &cq, &context) == 0) {
+    ++wakeups_;
+    resources_.add_unacked_cq_events(1);
+    // Adaptive mode arms the CQ while it may go on spinning, so more than one event can wait.
+    while (mode_ == cq_polling::adaptive && ibv_get_cq_event(resources_.comp_channel(), &cq, &context) == 0) {
+      resources_.add_unacked_cq_events(1);
+    }
+  }
+  if (mode_ == cq_polling::adaptive) {
+    // Stay awake a while: under load the next completion comes soon, and polling for it costs far
+    // less than sleeping and being woken again.
+    h->poll_completions();
+    spin_until_ = std::chrono::steady_clock::now() + adaptive_spin_;
+    return adaptive_step(h);
+  }
+  // Arm first, then poll until empty: a completion that arrives between the two is either seen by
+  // this poll or raises a new event, never lost.
+  ibv_req_notify_cq(resources_.cq(), 0);
+  h->poll_completions();
+  wait(h);
+}
+
+void cq_reactor::adaptive_step(const std::shared_ptr<handler>& h) {
+  for (int spin = 0; spin < kBusyPollSpins && !stopped_; ++spin) {
+    if (h->poll_completions() > 0) {
+      spin_until_ = std::chrono::steady_clock::now() + adaptive_spin_;
+      break;
+    }
+  }
+  if (stopped_) return;
+  if (std::chrono::steady_clock::now() < spin_until_) {
+    boost::asio::defer(ex_, [this, h] { adaptive_step(h); });  // let other handlers run
+    return;
+  }
+  // Quiet for a whole spin: arm, poll once more (a completion that came before the arm raised no
+  // event), and sleep unless that found work. Armed while still spinning is harmless: the event
+  // it raises is read at the next wake-up.
+  ibv_req_notify_cq(resources_.cq(), 0);
+  if (h->poll_completions() > 0) {
+    spin_until_ = std::chrono::steady_clock::now() + adaptive_spin_;
+    boost::asio::defer(ex_, [this, h] { adaptive_step(h); });
+    return;
+  }
+  wait(h);
+}
+
+void cq_reactor::busy_step(const std::shared_ptr<handler>& h) {
+  // Spin on the CQ (user space only, no syscall) until something completes or the spin budget is
+  // spent, then yield to the executor so other handlers run. Yielding on every empty poll would
+  // cost a trip through the reactor (an epoll_wait) per poll.
+  for (int spin = 0; spin < kBusyPollSpins && !stopped_; ++spin) {
+    if (h->poll_completions() > 0) break;
+  }
+  if (stopped_) return;
+  boost::asio::defer(ex_, [this, h] { busy_step(h); });
+}
+
+}  // namespace rdmarpc::transport::rdma

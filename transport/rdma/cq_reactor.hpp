@@ -1,0 +1,57 @@
+#pragma once
+// cq_reactor: drives one completion queue from an Asio executor in the connection's polling mode:
+// event (arm, poll, sleep on the completion channel), busy (spin on the CQ in user space, yielding
+// to the executor between spins) or adaptive (spin for adaptive_spin after the last completion,
+// then arm and sleep). What a completion means is its handler's business. Layer: transport (rdma).
+// Threading: used on its executor only; the handler runs there.
+
+#include <boost/asio/any_io_executor.hpp>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "transport/connection.hpp"
+#include "transport/rdma/fd_watch.hpp"
+#include "transport/rdma/qp_resources.hpp"
+
+namespace rdmarpc::transport::rdma {
+
+class cq_reactor {
+ public:
+  class handler {
+   public:
+    // Polls the CQ until it is empty and handles what it found; returns how many completions.
+    virtual std::size_t poll_completions() = 0;
+
+   protected:
+    ~handler() = default;
+  };
+
+  // `resources` must outlive the reactor (or its stop()). `wakeups` counts completion-channel events.
+  cq_reactor(const boost::asio::any_io_executor& ex, qp_resources& resources, cq_polling mode,
+             std::chrono::microseconds adaptive_spin, std::uint64_t& wakeups);
+
+  // Arms the CQ and polls once soon (completions may already wait). Every wait holds `h`, which
+  // must own this reactor.
+  void start(const std::shared_ptr<handler>& h);
+  // No more polls; the completion channel's fd is let go of. Safe from inside poll_completions.
+  void stop() noexcept;
+
+ private:
+  void wait(const std::shared_ptr<handler>& h);
+  void on_readable(const std::shared_ptr<handler>& h);
+  void busy_step(const std::shared_ptr<handler>& h);
+  void adaptive_step(const std::shared_ptr<handler>& h);
+
+  boost::asio::any_io_executor ex_;
+  qp_resources& resources_;
+  cq_polling mode_;
+  std::chrono::microseconds adaptive_spin_;
+  std::uint64_t& wakeups_;
+  fd_watch watch_;
+  bool stopped_ = false;
+  std::chrono::steady_clock::time_point spin_until_;  // adaptive: sleep after this
+};
+
+}  // namespace rdmarpc::transport::rdma
