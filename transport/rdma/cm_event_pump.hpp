@@ -11,7 +11,7 @@
 #include <memory>
 
 #include "transport/rdma/fd_watch.hpp"
-#include "transport/verbs/handles.hpp"
+#include "verbs/handles.hpp"
 
 namespace rdmarpc::transport::rdma {
 

@@ -11,7 +11,7 @@
 #include <span>
 
 #include "transport/connection.hpp"
-#include "transport/verbs/handles.hpp"
+#include "verbs/handles.hpp"
 
 namespace rdmarpc::transport::rdma {
 

@@ -9,7 +9,7 @@
 #include <boost/asio/post.hpp>
 #include <cstring>
 
-#include "transport/verbs/error.hpp"
+#include "verbs/error.hpp"
 
 namespace rdmarpc::transport::rdma {
 namespace {

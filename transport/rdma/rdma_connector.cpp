@@ -11,7 +11,7 @@
 #include "transport/rdma/conn_param.hpp"
 #include "transport/rdma/rdma_connection.hpp"
 #include "transport/rdma/wire.hpp"
-#include "transport/verbs/error.hpp"
+#include "verbs/error.hpp"
 
 namespace rdmarpc::transport::rdma {
 namespace {

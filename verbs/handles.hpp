@@ -1,7 +1,7 @@
 #pragma once
 // RAII owners of the rdma-core objects the rdma transport uses: rdma_cm event channel and cm_id,
 // protection domain, memory region, completion channel, completion queue, queue pair, cm event.
-// Layer: transport/verbs (no Asio, no policy). Threading: plain owners; use each from one thread.
+// Layer: verbs (no Asio, no policy). Threading: plain owners; use each from one thread.
 // Setup functions throw boost::system::system_error (errno, system category). An owner that holds
 // several of these must declare them so they are destroyed as rdma-core's rdma_server.c tears
 // down: QP, CQ, completion channel, MR, PD, cm_id, event channel (declare in the reverse order).
@@ -13,7 +13,7 @@
 #include <cstddef>
 #include <memory>
 
-namespace rdmarpc::transport::verbs {
+namespace rdmarpc::verbs {
 
 struct event_channel_deleter {
   void operator()(rdma_event_channel* p) const noexcept { rdma_destroy_event_channel(p); }
@@ -88,4 +88,4 @@ boost::system::error_code get_cm_event(rdma_event_channel* channel, cm_event& ou
 // Sets O_NONBLOCK on `fd`; throws system_error on failure.
 void set_nonblocking(int fd);
 
-}  // namespace rdmarpc::transport::verbs
+}  // namespace rdmarpc::verbs

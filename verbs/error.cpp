@@ -1,8 +1,8 @@
-#include "transport/verbs/error.hpp"
+#include "verbs/error.hpp"
 
 #include <string>
 
-namespace rdmarpc::transport::verbs {
+namespace rdmarpc::verbs {
 namespace {
 
 class wc_category final : public boost::system::error_category {
@@ -33,4 +33,4 @@ const boost::system::error_category& cm_event_category() noexcept {
   return instance;
 }
 
-}  // namespace rdmarpc::transport::verbs
+}  // namespace rdmarpc::verbs

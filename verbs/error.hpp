@@ -1,14 +1,14 @@
 #pragma once
 // Error categories of the verbs layer: work-completion status (ibv_wc_status, named with
 // ibv_wc_status_str) and unexpected rdma_cm events (named with rdma_event_str).
-// Layer: transport/verbs. Threading: stateless.
+// Layer: verbs. Threading: stateless.
 
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
 #include <boost/system/error_code.hpp>
 
-namespace rdmarpc::transport::verbs {
+namespace rdmarpc::verbs {
 
 const boost::system::error_category& wc_status_category() noexcept;
 const boost::system::error_category& cm_event_category() noexcept;
@@ -24,4 +24,4 @@ inline boost::system::error_code last_errno_error(int err) noexcept {
   return {err, boost::system::system_category()};
 }
 
-}  // namespace rdmarpc::transport::verbs
+}  // namespace rdmarpc::verbs

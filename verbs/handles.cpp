@@ -1,4 +1,4 @@
-#include "transport/verbs/handles.hpp"
+#include "verbs/handles.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <new>
 
-namespace rdmarpc::transport::verbs {
+namespace rdmarpc::verbs {
 namespace {
 
 [[noreturn]] void throw_errno(int err, const char* what) {
@@ -110,4 +110,4 @@ boost::system::error_code get_cm_event(rdma_event_channel* channel, cm_event& ou
   return {};
 }
 
-}  // namespace rdmarpc::transport::verbs
+}  // namespace rdmarpc::verbs
