@@ -145,6 +145,10 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
     c->id = id;
     c->method = method;
     c->context = context;
+    if (context != nullptr) {
+      context->mutable_server_initial_metadata().clear();
+      context->mutable_server_trailing_metadata().clear();
+    }
     c->deadline = context != nullptr ? context->deadline() : clock::time_point::max();
     if (c->deadline == clock::time_point::max() && options_.default_timeout != clock::duration::max()) {
       const auto now = clock::now();
@@ -204,14 +208,19 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
       protocol_violation("unexpected frame kind from server");
       return;
     }
+    auto it = calls_.find(v.header.call_id);
+    pending_call* c_ptr = it != calls_.end() && it->second->sent ? it->second.get() : nullptr;
+    // The server's metadata goes to the call's context (a call without one does not want it).
+    client_context* ctx = c_ptr != nullptr ? c_ptr->context : nullptr;
     std::string status_message;
-    if (!extras::decode_response(v.extras, status_message)) {
+    if (!extras::decode_response(v.extras, status_message,
+                                 ctx != nullptr ? &ctx->mutable_server_initial_metadata() : nullptr,
+                                 ctx != nullptr ? &ctx->mutable_server_trailing_metadata() : nullptr)) {
       protocol_violation("response extras do not parse");
       return;
     }
-    auto it = calls_.find(v.header.call_id);
-    if (it == calls_.end() || !it->second->sent) return;  // finished already (deadline, cancel)
-    pending_call& c = *it->second;
+    if (c_ptr == nullptr) return;  // finished already (deadline, cancel)
+    pending_call& c = *c_ptr;
     status_code code = v.header.status;
     if (code == status_code::ok) {
       if (v.payload.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||

@@ -1,7 +1,7 @@
 #pragma once
-// Per-call client settings (deadline, metadata) and, after completion, the call's status and
-// message. Layer: rpc. Threading: set it up before the call, read it after completion; it must
-// outlive the call.
+// Per-call client settings (deadline, metadata) and, after completion, the call's status,
+// message and the server's initial and trailing metadata. Layer: rpc. Threading: set it up before the call,
+// read it after completion; it must outlive the call.
 
 #include <chrono>
 #include <string>
@@ -33,12 +33,20 @@ class client_context {
     status_ = code;
     status_message_ = std::move(message);
   }
+  // What the server's handler set (server_context::add_initial_metadata / add_trailing_metadata),
+  // in the order it added them; empty when it set none or the call failed before the server
+  // answered. A reused context is cleared when its next call starts.
+  const rdmarpc::metadata& server_initial_metadata() const noexcept { return server_initial_; }
+  const rdmarpc::metadata& server_trailing_metadata() const noexcept { return server_trailing_; }
+  rdmarpc::metadata& mutable_server_initial_metadata() noexcept { return server_initial_; }
+  rdmarpc::metadata& mutable_server_trailing_metadata() noexcept { return server_trailing_; }
 
  private:
   clock::time_point deadline_ = clock::time_point::max();
   rdmarpc::metadata metadata_;
   status_code status_ = status_code::unknown;
   std::string status_message_;
+  rdmarpc::metadata server_initial_, server_trailing_;
 };
 
 }  // namespace rdmarpc

@@ -1,6 +1,7 @@
 #pragma once
-// Encoding of the optional frame extras (proto/rdmarpc/wire.proto): request metadata and a
-// response's status message. Layer: rpc. Threading: stateless functions.
+// Encoding of the optional frame extras (proto/rdmarpc/wire.proto): request metadata, and a
+// response's status message with the server's initial and trailing metadata. Layer: rpc. Threading: stateless
+// functions.
 
 #include <cstddef>
 #include <span>
@@ -13,10 +14,13 @@ namespace rdmarpc::extras {
 
 // Empty string when there is nothing to send (the frame then has extras_length 0).
 std::string encode_request(const metadata& md);
-std::string encode_response(std::string_view status_message);
+std::string encode_response(std::string_view status_message, const metadata& initial = {},
+                            const metadata& trailing = {});
 
 // False when the bytes do not parse (a malformed frame). Empty input is valid and yields nothing.
 bool decode_request(std::span<const std::byte> bytes, metadata& out);
-bool decode_response(std::span<const std::byte> bytes, std::string& status_message);
+// `initial` and `trailing` may be null (the caller does not want them; they are still checked).
+bool decode_response(std::span<const std::byte> bytes, std::string& status_message,
+                     metadata* initial = nullptr, metadata* trailing = nullptr);
 
 }  // namespace rdmarpc::extras

@@ -42,9 +42,13 @@ struct active_call {
 
 // A response frame's parts; the reply is serialized straight into the reservation.
 struct response_frame {
+  // `ctx`: the call's context, whose initial and trailing metadata go with the response (null for
+  // a refusal, which has no call behind it).
   response_frame(std::uint32_t id, status_code code, std::string_view message,
-                 const google::protobuf::MessageLite* reply)
-      : extras(extras::encode_response(message)),
+                 const google::protobuf::MessageLite* reply, const server_context* ctx = nullptr)
+      : extras(ctx != nullptr
+                   ? extras::encode_response(message, ctx->initial_metadata(), ctx->trailing_metadata())
+                   : extras::encode_response(message)),
         reply(reply),
         reply_size(reply ? reply->ByteSizeLong() : 0) {
     h.kind = frame::kind::response;
@@ -245,16 +249,18 @@ class connection_impl final : public server_connection,
                       }));
   }
 
-  // The response to finished call `c`: its reply, or its status (also when the reply cannot go).
+  // The response to finished call `c`: its reply, or its status (also when the reply cannot go),
+  // with its metadata. One too large for the connection is replaced by RESOURCE_EXHAUSTED.
   response_frame response_for(std::uint32_t id, active_call& c) {
-    if (c.ctx->status() != status_code::ok)
-      return response_frame(id, c.ctx->status(), c.ctx->status_message(), nullptr);
+    const server_context& ctx = *c.ctx;
     const google::protobuf::MessageLite& reply = c.call->reply();
-    if (!reply.IsInitialized()) {
-      return response_frame(id, status_code::internal,
-                            "cannot serialize the reply of " + std::string(c.method->full_name), nullptr);
-    }
-    response_frame f(id, status_code::ok, {}, &reply);
+    auto f = ctx.status() != status_code::ok
+                 ? response_frame(id, ctx.status(), ctx.status_message(), nullptr, &ctx)
+             : !reply.IsInitialized()
+                 ? response_frame(id, status_code::internal,
+                                  "cannot serialize the reply of " + std::string(c.method->full_name),
+                                  nullptr, &ctx)
+                 : response_frame(id, status_code::ok, {}, &reply, &ctx);
     if (f.reply_size > std::numeric_limits<std::uint32_t>::max() || f.size() > conn_->max_message_size()) {
       return response_frame(id, status_code::resource_exhausted,
                             "response larger than the connection's maximum message size", nullptr);

@@ -1,6 +1,6 @@
 #pragma once
-// What a server handler knows about its call: deadline, client metadata, peer, cancellation, and
-// a way to answer with a non-OK status. Layer: rpc.
+// What a server handler knows about its call: deadline, client metadata, peer, cancellation; and
+// what it sends back besides the reply: a non-OK status, initial and trailing metadata. Layer: rpc.
 // Threading: use it on the executor the handler runs on, for the duration of the call only.
 
 #include <boost/asio/any_io_executor.hpp>
@@ -51,6 +51,18 @@ class server_context {
   status_code status() const noexcept { return status_; }
   const std::string& status_message() const noexcept { return status_message_; }
 
+  // Metadata for the client (client_context::server_initial_metadata / server_trailing_metadata):
+  // initial metadata are response headers, trailing metadata go with the status. Both are sent
+  // with the response, whatever its status; add them before the call finishes.
+  void add_initial_metadata(std::string key, std::string value) {
+    initial_metadata_.emplace_back(std::move(key), std::move(value));
+  }
+  void add_trailing_metadata(std::string key, std::string value) {
+    trailing_metadata_.emplace_back(std::move(key), std::move(value));
+  }
+  const rdmarpc::metadata& initial_metadata() const noexcept { return initial_metadata_; }
+  const rdmarpc::metadata& trailing_metadata() const noexcept { return trailing_metadata_; }
+
  private:
   boost::asio::any_io_executor executor_;
   std::string_view method_;
@@ -60,6 +72,7 @@ class server_context {
   bool cancelled_ = false;
   status_code status_ = status_code::ok;
   std::string status_message_;
+  rdmarpc::metadata initial_metadata_, trailing_metadata_;
 };
 
 }  // namespace rdmarpc

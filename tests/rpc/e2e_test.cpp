@@ -293,6 +293,16 @@ TEST_CASE("e2e: unknown method, handler exceptions, bad payload and metadata", "
   const auto r = call(*ch, test_service::meta, make_request(""), &c5);
   REQUIRE_FALSE(r.ec);
   CHECK(r.reply.data() == "trace=t-1;user=ann;");
+  CHECK(c5.server_initial_metadata() == metadata{{"echo-trace", "t-1"}, {"echo-user", "ann"}});
+  CHECK(c5.server_trailing_metadata() == metadata{{"count", "2"}});
+
+  // Metadata travel with an error status too; a reused context holds only the last call's.
+  const auto failed = call(*ch, test_service::meta, make_request("fail"), &c5);
+  CHECK(code_of(failed) == status_code::not_found);
+  CHECK(c5.status_message() == "failed as asked");
+  CHECK(c5.server_initial_metadata() == metadata{{"echo-trace", "t-1"}, {"echo-user", "ann"}});
+  CHECK(c5.server_trailing_metadata() == metadata{{"count", "2"}});
+  CHECK(c3.server_initial_metadata().empty());  // a handler that set none
 
   // None of the failures above broke the connection.
   CHECK_FALSE(call(*ch, test_service::echo, make_request("still fine")).ec);

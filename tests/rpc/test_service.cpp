@@ -4,6 +4,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <stdexcept>
+#include <string>
 
 #include "rpc/status.hpp"
 
@@ -50,10 +51,14 @@ boost::asio::awaitable<EchoReply> test_service::do_fail(server_context&, const E
   co_return EchoReply{};
 }
 
-boost::asio::awaitable<EchoReply> test_service::do_metadata(server_context& ctx, const EchoRequest&) {
+boost::asio::awaitable<EchoReply> test_service::do_metadata(server_context& ctx, const EchoRequest& req) {
   EchoReply reply;
-  for (const auto& [key, value] : ctx.client_metadata())
+  for (const auto& [key, value] : ctx.client_metadata()) {
     reply.mutable_data()->append(key + "=" + value + ";");
+    ctx.add_initial_metadata("echo-" + key, value);
+  }
+  ctx.add_trailing_metadata("count", std::to_string(ctx.client_metadata().size()));
+  if (req.data() == "fail") ctx.set_status(status_code::not_found, "failed as asked");
   co_return reply;
 }
 

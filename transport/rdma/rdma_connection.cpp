@@ -219,10 +219,8 @@ bool rdma_connection::on_cm_error(const boost::system::error_code& ec) {
 // --- send path ---------------------------------------------------------------------------------
 
 send_reservation rdma_connection::reserve_now(std::size_t bytes, boost::system::error_code& ec) {
-  if (bytes > max_send_message_) {  // the peer accepts less than our own maximum
-    ec = errc::message_too_large;
-    return {};
-  }
+  // (Larger than max_message_size(), which is the peer's limit if smaller than ours, never gets
+  // here: try_reserve refuses it first.)
   if (bytes > large_threshold_) return reserve_large(bytes, ec);
   const auto a = ring_.allocate(bytes);
   if (!a) {
