@@ -489,17 +489,28 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
   void expire(std::uint32_t id, status_code code, const char* why) {
     auto it = calls_.find(id);
     if (it == calls_.end()) return;
-    if (it->second->sent && conn_) {
-      // Tell the server to stop. Best effort: if the send queue is full the server's own deadline
-      // (or the connection's end) stops the handler.
-      frame::header h;
-      h.kind = frame::kind::cancel;
-      h.call_id = id;
-      const auto head = frame::encode_header(h);
-      (void)conn_->send_copy(boost::asio::buffer(head));
-    }
+    if (it->second->sent && conn_) send_cancel(id);
     finish(id, code, why);
     pump();
+  }
+
+  // Tells the server to stop working on call `id`: now, or once the connection has room (behind
+  // what already waits for room; at most one per call that was sent). Dropped only when the
+  // connection ends, which stops the server's handler anyway.
+  void send_cancel(std::uint32_t id) {
+    frame::header h;
+    h.kind = frame::kind::cancel;
+    h.call_id = id;
+    const auto head = frame::encode_header(h);
+    if (conn_->send_copy(boost::asio::buffer(head)) != boost::asio::error::would_block) return;
+    conn_->async_reserve(frame::kHeaderSize,
+                         [self = shared_from_this(), gen = generation_, head](boost::system::error_code ec,
+                                                                              transport::send_reservation r) {
+                           if (ec || gen != self->generation_)
+                             return;  // that connection ended: its calls are gone
+                           std::memcpy(r.data().data(), head.data(), head.size());
+                           r.commit(head.size());
+                         });
   }
 
   void finish(std::uint32_t id, status_code code, std::string message, bool in_queue = true) {
