@@ -134,7 +134,8 @@ def ucx_errors(path, limit=6):
         return []
     with open(path, errors="replace") as f:
         lines = [l.rstrip() for l in f if l.strip() and not l.startswith(("+", "|"))]
-    bad = [l for l in lines if re.search(r"ERROR|error|failed|Terminated|unreachable", l)]
+    lines = [l for l in lines if not re.match(r"^\s*\d+\s+\S*(/|ucx_perftest)", l) and not l.startswith("====")]
+    bad = [l for l in lines if re.search(r"ERROR|Fatal|error|failed|Terminated|unreachable", l)]
     # UCX prefixes each line with a timestamp and the host:pid; the message is what matters.
     bad = [re.sub(r"^\[[0-9.]+\]\s+\[[^\]]*\]\s+", "", l) for l in (bad or lines)]
     return bad[:limit]
@@ -287,8 +288,8 @@ class results:
         for u in self.ucx:
             out = os.path.join(udir, u.get("file", ""))
             u["result"] = parse_ucx(out) if u.get("file") and os.path.exists(out) else None
-            u["errors"] = [] if u["result"] else ucx_errors(out) + [
-                "server: " + l for l in ucx_errors(os.path.join(udir, u.get("server_log", "-")), 3)]
+            u["errors"] = [] if u["result"] else (ucx_errors(out) or [
+                "server: " + l for l in ucx_errors(os.path.join(udir, u.get("server_log", "-")), 3)])
         top = os.path.join(raw, "callgrind-top.txt")
         self.profile = open(top).read().rstrip() if os.path.exists(top) else ""
         sizes = sorted({s for (_, s) in self.perftest} | {r["payload"] for r in self.echo})
@@ -562,7 +563,9 @@ def markdown(res, meta, tgts):
                 w("UCP (the tag and active-message protocol layer) connects an endpoint by exchanging wire-up")
                 w("messages, which need a transport that reaches the peer without a connection (UD or shared")
                 w("memory); with only `rc_verbs` allowed it has none (\"no auxiliary transport\")" +
-                  (", and with `ud_verbs` allowed for the wire-up it did not finish on rxe within the timeout." if ud_failed else "."))
+                  (", and with `ud_verbs` allowed for the" if ud_failed else "."))
+                if ud_failed:
+                    w("wire-up the UD endpoint to the peer failed on rxe as quoted above.")
                 w("UCX's transport layer (uct) connects rc_verbs endpoints directly, so UCX's RC datapath on rxe0")
                 w("is what `am_lat` / `am_bw` measure" + ("." if res.ucx_run("am_lat") else " (when they ran)."))
                 w("")
