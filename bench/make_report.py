@@ -2,11 +2,15 @@
 """bench/make_report.py: turns the raw output of one bench/compare run into the three result files.
 
   make_report.py RAW_DIR OUT_DIR [--meta KEY=VALUE ...]
+  make_report.py --callgrind-record SYSTEM TRANSPORT HANDLER LOW HIGH LOW.out HIGH.out
+      (bench/compare's callgrind stage: one JSON line for callgrind.jsonl from two profiles)
 
 RAW_DIR holds what bench/compare collected:
   vm/perftest/<test>-<size>.txt  perftest client output (ib_send_lat, ib_send_lat_e, ib_send_bw)
-  vm/echo.jsonl                  rdmarpc / gRPC points and idle probes (one JSON object per line)
-  callgrind.jsonl                instructions per call (host, valgrind --tool=callgrind)
+  vm/echo.jsonl                  rdmarpc / gRPC / Cap'n Proto points and idle probes (one JSON object per line)
+  vm/ucx/<test>.txt              ucx_perftest client output (tag_lat, tag_bw over rc_verbs on rxe0)
+  vm/ucx/status.jsonl            how each UCX run went (settings, exit status)
+  callgrind.jsonl                instructions, stages and allocations per call (host, callgrind)
 OUT_DIR gets results.md (tables with ratios and one line per target), results.json (every number)
 and latency.dat + latency.gp, from which bench/compare draws latency.png with gnuplot.
 Standard library only, so it runs on a fresh Debian with nothing but python3.
@@ -34,6 +38,10 @@ def fmt(v, digits=1):
     if abs(v) >= 1000:
         return f"{v:,.0f}"
     return f"{v:.{digits}f}"
+
+
+def fmt_count(v):
+    return "n/a" if v is None else f"{v:,.0f}"
 
 
 def ratio(a, b):
@@ -97,6 +105,166 @@ def load_jsonl(path):
     return out
 
 
+def parse_ucx(path):
+    """The "Final:" row of an ucx_perftest client output as a dict, or None when there is none.
+    Latency tests print one-way latency (each round trip halved), like perftest."""
+    with open(path, errors="replace") as f:
+        text = f.read()
+    for line in text.splitlines():
+        m = re.match(r"^Final:\s+(.*)$", line.strip())
+        if not m:
+            continue
+        try:
+            vals = [float(c) for c in m.group(1).split()]
+        except ValueError:
+            return None
+        if len(vals) < 8:
+            return None
+        keys = ["iterations", "lat_typical", "lat_avg", "lat_overall", "bw_avg_mb_s", "bw_overall_mb_s",
+                "msg_rate_avg", "msgs_per_s"]
+        r = dict(zip(keys, vals))
+        r["rtt_typical"] = 2 * r["lat_typical"]
+        return r
+    return None
+
+
+def ucx_errors(path, limit=6):
+    """The lines of an ucx_perftest output that say what went wrong (UCX's ERROR lines first)."""
+    if not os.path.exists(path):
+        return []
+    with open(path, errors="replace") as f:
+        lines = [l.rstrip() for l in f if l.strip() and not l.startswith(("+", "|"))]
+    lines = [l for l in lines if not re.match(r"^\s*\d+\s+\S*(/|ucx_perftest)", l) and not l.startswith("====")]
+    bad = [l for l in lines if re.search(r"ERROR|Fatal|error|failed|Terminated|unreachable", l)]
+    # UCX prefixes each line with a timestamp and the host:pid; the message is what matters.
+    bad = [re.sub(r"^\[[0-9.]+\]\s+\[[^\]]*\]\s+", "", l) for l in (bad or lines)]
+    return bad[:limit]
+
+
+# ---------------------------------------------------------------------------------------- callgrind
+# Per-stage breakdown of one rdmarpc call, from callgrind's inclusive costs. A function's inclusive
+# cost is the cost of every instruction executed in it (including code the compiler inlined into
+# it) plus the inclusive cost of every call it makes: the figure `callgrind_annotate
+# --inclusive=yes` prints for the function's own file entry. It is read straight from the profile
+# (callgrind's file format), so inlined parts listed under other files are not counted twice.
+# Functions are matched by name; the report prints what matched, so a rename shows up as "n/a".
+#
+#   stage            function (inclusive cost)                       covers
+#   client send      rdmarpc::bench::EchoBench::Stub::do_echo        the generated stub call, the channel's
+#                                                                    call record, the request frame written
+#                                                                    into the reservation, commit
+#   server dispatch  rdmarpc::(anon)::connection_impl::on_message    rpc/server_connection.cpp: frame
+#                                                                    decode, method lookup, request parse,
+#                                                                    the callback handler, reply written
+#                                                                    and committed
+#   client receive   rdmarpc::(anon)::connection_events::on_message  rpc/channel.cpp: reply decode, call
+#                    minus client send                               lookup, reply parse, completion; the
+#                                                                    bench's completion handler starts the
+#                                                                    next call inside it (closed loop), so
+#                                                                    that call's send is taken out again
+#   rest             total per call minus the three                  the transport's delivery (loopback
+#                                                                    post / tcp reads and writes), Asio's
+#                                                                    scheduler and reactor, thread wake-ups
+# Only meaningful with the callback handler: a coroutine handler runs after on_message returns.
+STAGE_FUNCTIONS = {
+    "client_send": r"^rdmarpc::bench::EchoBench::Stub::do_echo\(",
+    "server_dispatch": r"^rdmarpc::\(anonymous namespace\)::connection_impl::on_message\(",
+    "client_receive_gross": r"^rdmarpc::\(anonymous namespace\)::connection_events::on_message\(",
+}
+STAGES = [("client_send", "client send (stub call through commit)"),
+          ("server_dispatch", "server dispatch (request decode + parse + handler + reply write)"),
+          ("client_receive", "client receive (reply decode + parse + completion)"),
+          ("rest", "rest (transport delivery, Asio scheduler / reactor)")]
+# Heap allocations: calls to these functions. bench/compare runs callgrind with
+# --separate-callers8 on them, so each allocation site is its own context ("operator new'caller'
+# caller's caller'..."): a context with protobuf code (or a generated message's own methods) in its
+# chain is protobuf allocating inside the messages (tests/rpc/allocation_test.cpp does not charge
+# those to the framework either).
+NEW_FUNCTIONS = ("operator new",)
+MALLOC_FUNCTIONS = ("malloc", "calloc", "realloc", "posix_memalign", "aligned_alloc", "memalign")
+PROTOBUF_CHAIN = re.compile(r"google::protobuf|::Echo(Request|Reply)::")
+
+
+def read_callgrind(path):
+    """(total Ir, inclusive Ir by function, calls by function) of one callgrind profile."""
+    names, incl, calls = {}, {}, {}
+    fn = cfn = None
+    pending = 0
+    total = None
+    name_rx = re.compile(r"^(c?fn)=\((\d+)\)(?: (.*))?$")
+    with open(path, errors="replace") as f:
+        for line in f:
+            c = line[:1]
+            if c.isdigit() or c in "+-*":
+                parts = line.split()
+                ir = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0
+                incl[fn] = incl.get(fn, 0) + ir
+                if pending:
+                    calls[cfn] = calls.get(cfn, 0) + pending
+                    pending = 0
+                continue
+            m = name_rx.match(line.rstrip("\n"))
+            if m:
+                kind, ident, name = m.groups()
+                if name is not None:
+                    names[ident] = name
+                if kind == "fn":
+                    fn = names.get(ident, ident)
+                else:
+                    cfn = names.get(ident, ident)
+            elif line.startswith("calls="):
+                pending = int(line[6:].split()[0])
+            elif line.startswith("summary:") or line.startswith("totals:"):
+                total = int(line.split()[1])
+    return total, incl, calls
+
+
+def digest_callgrind(path):
+    total, incl, calls = read_callgrind(path)
+    stages, matched = {}, {}
+    for key, rx in STAGE_FUNCTIONS.items():
+        names = [n for n in incl if n and re.search(rx, n)]
+        stages[key] = sum(incl[n] for n in names) if names else None
+        matched[key] = names
+    alloc = {"new": 0, "new_protobuf": 0, "malloc": 0, "malloc_protobuf": 0}
+    for name, n in calls.items():
+        if not name:
+            continue
+        base, _, chain = name.partition("'")
+        kind = ("new" if base.startswith(NEW_FUNCTIONS) else
+                "malloc" if base in MALLOC_FUNCTIONS else None)
+        if kind is None:
+            continue
+        alloc[kind] += n
+        if PROTOBUF_CHAIN.search(chain):
+            alloc[kind + "_protobuf"] += n
+    return {"ir": total, "stages": stages, "matched": matched, "alloc": alloc}
+
+
+def callgrind_record(argv):
+    system, transport, handler, low, high, out_low, out_high = argv
+    low, high = int(low), int(high)
+    a, b = digest_callgrind(out_low), digest_callgrind(out_high)
+    per = lambda x, y: None if x is None or y is None else (y - x) / (high - low)
+    rec = {"kind": "callgrind", "system": system, "transport": transport,
+           "handler": None if handler == "-" else handler, "calls_low": low, "calls_high": high,
+           "ir_low": a["ir"], "ir_high": b["ir"],
+           "instructions_per_call": int(per(a["ir"], b["ir"]))}
+    for k in ("new", "new_protobuf", "malloc", "malloc_protobuf"):
+        rec[k + "_per_call"] = round(per(a["alloc"][k], b["alloc"][k]), 3)
+    if system == "rdmarpc":
+        st = {k: per(a["stages"][k], b["stages"][k]) for k in STAGE_FUNCTIONS}
+        send, disp, recv = st["client_send"], st["server_dispatch"], st["client_receive_gross"]
+        stages = {"client_send": send, "server_dispatch": disp,
+                  "client_receive": None if recv is None or send is None else recv - send}
+        known = [v for v in stages.values() if v is not None]
+        stages["rest"] = rec["instructions_per_call"] - sum(known) if len(known) == 3 else None
+        rec["stages"] = {k: None if v is None else round(v) for k, v in stages.items()}
+        rec["stage_functions"] = {k: [n[:200] for n in v] for k, v in b["matched"].items()}
+    print(json.dumps(rec, ensure_ascii=False))
+    return 0
+
+
 class results:
     def __init__(self, raw):
         self.perftest = {}  # (test, size) -> dict
@@ -114,6 +282,14 @@ class results:
         self.clock = next((r for r in records if r.get("kind") == "clock"), None)
         self.idle = [r for r in records if r.get("kind") == "idle"]
         self.callgrind = load_jsonl(os.path.join(raw, "callgrind.jsonl"))
+        # UCX (ucx_perftest) on rxe0: one status line per run; the client output beside it.
+        udir = os.path.join(raw, "vm", "ucx")
+        self.ucx = load_jsonl(os.path.join(udir, "status.jsonl"))
+        for u in self.ucx:
+            out = os.path.join(udir, u.get("file", ""))
+            u["result"] = parse_ucx(out) if u.get("file") and os.path.exists(out) else None
+            u["errors"] = [] if u["result"] else (ucx_errors(out) or [
+                "server: " + l for l in ucx_errors(os.path.join(udir, u.get("server_log", "-")), 3)])
         top = os.path.join(raw, "callgrind-top.txt")
         self.profile = open(top).read().rstrip() if os.path.exists(top) else ""
         sizes = sorted({s for (_, s) in self.perftest} | {r["payload"] for r in self.echo})
@@ -138,10 +314,24 @@ class results:
         r = self.perftest.get((test, size))
         return r.get(key) if r else None
 
-    def ipc(self, system, transport):
+    def cg(self, system, transport, handler=None):
+        """The callgrind record of a system; rdmarpc's default is the callback handler."""
+        if system == "rdmarpc" and handler is None:
+            handler = "callback"
         for r in self.callgrind:
-            if r["system"] == system and r["transport"] == transport:
-                return r["instructions_per_call"]
+            if r["system"] == system and r["transport"] == transport and r.get("handler") in (handler, None):
+                return r
+        return None
+
+    def ipc(self, system, transport, handler=None):
+        r = self.cg(system, transport, handler)
+        return r["instructions_per_call"] if r else None
+
+    def ucx_run(self, test):
+        """The successful UCX run of `test` (am_lat, am_bw, tag_lat, ...), or None."""
+        for u in self.ucx:
+            if u.get("test") == test and u.get("result"):
+                return u
         return None
 
     def idle_of(self, system, transport, mode="event"):
@@ -207,10 +397,28 @@ def targets(res):
     v = res.rate("rdmarpc", "tcp", 64, 64)
     add("tcp:// 64 B calls/s at 64 in flight ≥ 2 × gRPC's", v, None if g is None else 2 * g, False,
         f"{fmt(v)} calls/s", "n/a" if g is None else f"2 × {fmt(g)} = {fmt(2 * g)}")
+    c = res.lat("capnp", "tcp", 64, 1)
+    v = res.lat("rdmarpc", "tcp", 64, 1)
+    add("tcp:// 64 B p50 at 1 in flight ≤ 1.0 × Cap'n Proto RPC's", v, c, True,
+        f"{fmt(v)} µs", "n/a" if c is None else f"1.0 × {fmt(c)} µs = {fmt(c)} µs",
+        "" if c is None or v is None else f"; ratio {fmt_ratio(ratio(v, c))}")
+    c = res.rate("capnp", "tcp", 64, 64)
+    v = res.rate("rdmarpc", "tcp", 64, 64)
+    add("tcp:// 64 B calls/s at 64 in flight ≥ 1.0 × Cap'n Proto RPC's", v, c, False,
+        f"{fmt(v)} calls/s", "n/a" if c is None else f"1.0 × {fmt(c)} = {fmt(c)}",
+        "" if c is None or v is None else f"; ratio {fmt_ratio(ratio(v, c))}")
     for transport in ("tcp", "loopback"):
-        v = res.ipc("rdmarpc", transport)
-        add(f"instructions per 64 B echo call (client+server), rdmarpc {transport} ≤ 5,000", v, 5000, True,
-            f"{fmt(v)}", "5,000")
+        v = res.ipc("rdmarpc", transport, "callback")
+        co = res.ipc("rdmarpc", transport, "coroutine")
+        add(f"instructions per 64 B echo call (client+server), rdmarpc {transport}, callback handler ≤ 5,000",
+            v, 5000, True, f"{fmt(v)}", "5,000",
+            "" if v is None else f"; with the coroutine handler: {fmt(co)}")
+    r = res.cg("rdmarpc", "loopback", "callback")
+    v = None if r is None or "new_per_call" not in r else r["new_per_call"] - r["new_protobuf_per_call"]
+    add("heap allocations per 64 B echo call (operator new, client + server, loopback, callback handler), "
+        "not counting protobuf's inside the messages ≤ 2", v, 2, True,
+        "n/a" if v is None else f"{v:.2f}", "2",
+        "" if v is None else f"; {r['new_per_call']:.2f} in all, {r['new_protobuf_per_call']:.2f} by protobuf")
     idle = res.idle_of("rdmarpc", "rdma")
     v = None if idle is None else idle["cpu_percent"]
     add("idle connected client+server over rdma (event mode): CPU near zero (≤ 1 % of one core)", v, 1.0, True,
@@ -225,9 +433,10 @@ def markdown(res, meta, tgts):
     w = L.append
     w(f"# rdmarpc benchmark results — {meta.get('date', '?')}")
     w("")
-    w("Produced by `bench/compare` in one run: raw verbs (perftest), rdmarpc over `rdma://` and `tcp://`,")
-    w("and the gRPC C++ baseline over TCP, all in the same Soft-RoCE VM boot; instruction counts from")
-    w("callgrind on the host. Every echo call carries the payload both ways (request and reply).")
+    w("Produced by `bench/compare` in one run: raw verbs (perftest) and UCX (ucx_perftest) on rxe0, rdmarpc")
+    w("over `rdma://` and `tcp://`, and the gRPC C++ and Cap'n Proto RPC baselines over TCP, all in the same")
+    w("Soft-RoCE VM boot; instruction and allocation counts from callgrind on the host. Every echo call")
+    w("carries the payload both ways (request and reply).")
     w("")
     w("| | |")
     w("|---|---|")
@@ -303,35 +512,138 @@ def markdown(res, meta, tgts):
           f"{fmt_ratio(ratio(am, bm))} |")
     w("")
 
-    # --- tcp vs gRPC
-    w("## rdmarpc over tcp:// vs gRPC C++ over TCP (same .proto, same client options)")
-    w("")
-    w("| payload | in flight | rdmarpc calls/s | gRPC calls/s | ratio | rdmarpc p50 µs | gRPC p50 µs | ratio | rdmarpc p99 µs | gRPC p99 µs | ratio |")
-    w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    concs = sorted({r["concurrency"] for r in res.echo if r["transport"] == "tcp"})
-    for s in res.payloads:
-        for c in concs:
-            a, b = res.rate("rdmarpc", "tcp", s, c), res.rate("grpc", "tcp", s, c)
-            a50, b50 = res.lat("rdmarpc", "tcp", s, c), res.lat("grpc", "tcp", s, c)
-            a99, b99 = res.lat("rdmarpc", "tcp", s, c, "p99"), res.lat("grpc", "tcp", s, c, "p99")
-            w(f"| {size_label(s)} | {c} | {fmt(a)} | {fmt(b)} | {fmt_ratio(ratio(a, b))} | {fmt(a50)} | {fmt(b50)} | "
-              f"{fmt_ratio(ratio(a50, b50))} | {fmt(a99)} | {fmt(b99)} | {fmt_ratio(ratio(a99, b99))} |")
-    w("")
+    # --- UCX on the same rxe device
+    if res.ucx:
+        w("## A second peer on the same rxe0: UCX (ucx_perftest over rc_verbs), 64 B")
+        w("")
+        w("UCX 1.13's `ucx_perftest` in the same VM boot, server on vCPU 0 and client on vCPU 1 like perftest,")
+        w("`UCX_NET_DEVICES=rxe0:1`. Like `ib_send_lat -R` without `-e`, UCX busy-polls, so its peer among")
+        w("rdmarpc's modes is busy-poll. Latency tests print one-way latency; the table doubles it (RTT).")
+        w("")
+        w("| 64 B | RTT p50 µs (1 in flight) | messages or calls / s | rdmarpc busy-poll ÷ it: p50 | rdmarpc ÷ it: rate |")
+        w("|---|---:|---:|---:|---:|")
+        busy50 = res.lat("rdmarpc", "rdma", 64, 1, mode="busy_poll")
+        busy_rate = res.rate("rdmarpc", "rdma", 64, 64, mode="busy_poll")
+        rows = [("`ib_send_lat -R` / `ib_send_bw -R` (perftest, rdma_cm)", res.pt("ib_send_lat", 64, "rtt_t_typical"),
+                 res.pt("ib_send_bw", 64, "msgs_per_s"))]
+        lat, bw = res.ucx_run("am_lat"), res.ucx_run("am_bw")
+        rows.append(("UCX uct `am_lat` / `am_bw`, rc_verbs (active messages, short)",
+                     lat["result"]["rtt_typical"] if lat else None, bw["result"]["msgs_per_s"] if bw else None))
+        tl, tb = res.ucx_run("tag_lat"), res.ucx_run("tag_bw")
+        rows.append(("UCX ucp `tag_lat` / `tag_bw`, `UCX_TLS=rc_verbs`",
+                     tl["result"]["rtt_typical"] if tl else None, tb["result"]["msgs_per_s"] if tb else None))
+        ta = res.ucx_run("tag_lat_udaux")
+        if ta:
+            rows.append(("UCX ucp `tag_lat`, `UCX_TLS=rc_verbs,ud_verbs:aux`", ta["result"]["rtt_typical"], None))
+        ran = {u.get("test") for u in res.ucx}
+        for label, l50, rate in rows:
+            failed_here = label.startswith("UCX ucp") and l50 is None and rate is None and {"tag_lat", "tag_bw"} & ran
+            if failed_here:
+                w(f"| {label} | failed (below) | failed (below) | | |")
+                continue
+            w(f"| {label} | {fmt(l50)} | {fmt(rate)} | {fmt_ratio(ratio(busy50, l50))} | {fmt_ratio(ratio(busy_rate, rate))} |")
+        w(f"| rdmarpc rdma, busy-poll (64 in flight for the rate) | {fmt(busy50)} | {fmt(busy_rate)} | | |")
+        w("")
+        failed = [u for u in res.ucx if not u.get("result")]
+        if failed:
+            w("UCX runs that gave no result (what `ucx_perftest` printed, client first):")
+            w("")
+            for u in failed:
+                w(f"- `{u.get('layer')}` `{u.get('test')}`, `UCX_TLS={u.get('tls')}` (`ucx_perftest {u.get('args')}`), "
+                  f"exit status {u.get('rc')}{' (killed by the 45 s timeout)' if u.get('rc') == 124 else ''}:")
+                w("")
+                w("  ```")
+                for line in u.get("errors") or ["(nothing beyond the table header before it was stopped)"]:
+                    w("  " + line[:160])
+                w("  ```")
+            w("")
+            no_aux = any("no auxiliary transport" in " ".join(u.get("errors") or []) for u in failed)
+            ud_failed = any("ud_verbs" in u.get("tls", "") for u in failed)
+            if no_aux:
+                w("UCP (the tag and active-message protocol layer) connects an endpoint by exchanging wire-up")
+                w("messages, which need a transport that reaches the peer without a connection (UD or shared")
+                w("memory); with only `rc_verbs` allowed it has none (\"no auxiliary transport\")" +
+                  (", and with `ud_verbs` allowed for the" if ud_failed else "."))
+                if ud_failed:
+                    w("wire-up the UD endpoint to the peer failed on rxe as quoted above.")
+                w("UCX's transport layer (uct) connects rc_verbs endpoints directly, so UCX's RC datapath on rxe0")
+                w("is what `am_lat` / `am_bw` measure" + ("." if res.ucx_run("am_lat") else " (when they ran)."))
+                w("")
 
-    # --- CPU cost
-    w("## CPU cost per call (callgrind, 64 B echo, 1 in flight, client + server)")
+    # --- tcp vs the RPC baselines (gRPC, Cap'n Proto)
+    concs = sorted({r["concurrency"] for r in res.echo if r["transport"] == "tcp"})
+    for other, title in (("grpc", "gRPC C++ over TCP (same .proto, same client options)"),
+                         ("capnp", "Cap'n Proto RPC over TCP (same echo in a .capnp schema, same client options)")):
+        name = "gRPC" if other == "grpc" else "Cap'n Proto"
+        if other == "capnp" and not any(r["system"] == "capnp" for r in res.echo):
+            continue
+        w(f"## rdmarpc over tcp:// vs {title}")
+        w("")
+        if other == "capnp":
+            w("`capnp_echo_bench`: EzRpcServer / EzRpcClient (one connection, KJ event loop on one thread each),")
+            w("`echo @0 (payload :Data) -> (payload :Data)`, the reply copies the request's payload; message")
+            w("sizes are hinted so each message is one segment. Calls are chained per slot on the client.")
+            w("")
+        w(f"| payload | in flight | rdmarpc calls/s | {name} calls/s | ratio | rdmarpc p50 µs | {name} p50 µs | ratio | "
+          f"rdmarpc p99 µs | {name} p99 µs | ratio |")
+        w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for s in res.payloads:
+            for c in concs:
+                a, b = res.rate("rdmarpc", "tcp", s, c), res.rate(other, "tcp", s, c)
+                a50, b50 = res.lat("rdmarpc", "tcp", s, c), res.lat(other, "tcp", s, c)
+                a99, b99 = res.lat("rdmarpc", "tcp", s, c, "p99"), res.lat(other, "tcp", s, c, "p99")
+                w(f"| {size_label(s)} | {c} | {fmt(a)} | {fmt(b)} | {fmt_ratio(ratio(a, b))} | {fmt(a50)} | {fmt(b50)} | "
+                  f"{fmt_ratio(ratio(a50, b50))} | {fmt(a99)} | {fmt(b99)} | {fmt_ratio(ratio(a99, b99))} |")
+        w("")
+
+    # --- CPU cost and heap allocations
+    w("## CPU cost and heap allocations per call (callgrind, 64 B echo, 1 in flight, client + server)")
     w("")
     w("Both sides run in one process (server thread + client thread); two runs with different call")
     w("counts are differenced, so start-up and warm-up cancel out. User-space instructions only")
-    w("(callgrind does not see the kernel), the same for every system.")
+    w("(callgrind does not see the kernel), the same for every system. rdmarpc serves the echo with the")
+    w("generated `CallbackService` (`--handler callback`, answers before returning) or the coroutine")
+    w("`Service` (`--handler coroutine`, a `co_spawn` per call). Allocations are the calls to")
+    w("`operator new` and to `malloc` (every heap block, `operator new`'s included) per call;")
+    w("\"protobuf\" counts those made inside protobuf's code or the generated messages (parsing the")
+    w("reply's `bytes` field, setting the reply's payload), which tests/rpc/allocation_test.cpp does not")
+    w("charge to the framework either.")
     w("")
-    w("| system | transport | instructions / call | ratio to gRPC |")
-    w("|---|---|---:|---:|")
+    w("| system | transport | handler | instructions / call | ratio to gRPC | ratio to Cap'n Proto | "
+      "`operator new` / call | of which protobuf | `malloc` / call | of which protobuf |")
+    w("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
     g = res.ipc("grpc", "tcp")
+    cp = res.ipc("capnp", "tcp")
     for r in res.callgrind:
-        w(f"| {r['system']} | {r['transport']} | {fmt(r['instructions_per_call'])} | "
-          f"{fmt_ratio(ratio(r['instructions_per_call'], g))} |")
+        ipc = r["instructions_per_call"]
+        al = lambda k: "n/a" if r.get(k) is None else f"{r[k]:.2f}"
+        w(f"| {r['system']} | {r['transport']} | {r.get('handler') or '–'} | {fmt_count(ipc)} | "
+          f"{fmt_ratio(ratio(ipc, g))} | {fmt_ratio(ratio(ipc, cp))} | {al('new_per_call')} | "
+          f"{al('new_protobuf_per_call')} | {al('malloc_per_call')} | {al('malloc_protobuf_per_call')} |")
     w("")
+
+    # --- per-stage breakdown
+    staged = [r for r in res.callgrind if r.get("stages") and r.get("handler") == "callback"]
+    if staged:
+        w("### Where one rdmarpc call's instructions go, by stage (callback handler)")
+        w("")
+        w("From the same differenced profiles: the inclusive cost of the function that starts each")
+        w("stage (what `callgrind_annotate --inclusive=yes` prints for it), per call. The mapping of stages")
+        w("to functions is documented in bench/make_report.py (`STAGE_FUNCTIONS`); a stage whose")
+        w("function was not found shows n/a. Client receive includes the benchmark's completion handler")
+        w("(closed-loop bookkeeping), minus the next call's send that the handler starts.")
+        w("")
+        head = " | ".join(f"{r['transport']} instr. | share" for r in staged)
+        w(f"| stage | {head} |")
+        w("|---|" + "---:|---:|" * len(staged))
+        for key, label in STAGES:
+            cells = []
+            for r in staged:
+                v = r["stages"].get(key)
+                cells.append(f"{fmt_count(v)} | {'n/a' if v is None else format(100 * v / r['instructions_per_call'], '.0f') + ' %'}")
+            w(f"| {label} | " + " | ".join(cells) + " |")
+        w("| total per call | " + " | ".join(f"{fmt_count(r['instructions_per_call'])} | 100 %" for r in staged) + " |")
+        w("")
 
     if res.profile:
         w("Where rdmarpc's instructions go (tcp, 64 B, 5000 calls + start-up; self cost, top 20):")
@@ -405,6 +717,9 @@ def plot_files(res, out_dir):
         ("rdmarpc-rdma-busy-poll", lambda s, p: res.lat("rdmarpc", "rdma", s, 1, p, mode="busy_poll")),
         ("rdmarpc-tcp", lambda s, p: res.lat("rdmarpc", "tcp", s, 1, p)),
         ("gRPC-tcp", lambda s, p: res.lat("grpc", "tcp", s, 1, p)),
+        ("capnp-tcp", lambda s, p: res.lat("capnp", "tcp", s, 1, p)),
+        ("UCX-am-lat-RTT", lambda s, p: (res.ucx_run("am_lat")["result"]["rtt_typical"]
+                                          if p == "p50" and s == 64 and res.ucx_run("am_lat") else None)),
     ]
     blocks = []
     for s in res.payloads:
@@ -445,6 +760,8 @@ def plot_files(res, out_dir):
 
 
 def main(argv):
+    if len(argv) == 9 and argv[1] == "--callgrind-record":
+        return callgrind_record(argv[2:])
     if len(argv) < 3:
         print(__doc__, file=sys.stderr)
         return 2
@@ -469,6 +786,7 @@ def main(argv):
         "idle": res.idle,
         "clock": res.clock,
         "callgrind": res.callgrind,
+        "ucx": res.ucx,
     }
     with open(os.path.join(out_dir, "results.json"), "w") as f:
         json.dump(doc, f, indent=1, ensure_ascii=False)

@@ -17,10 +17,10 @@ DURATION=${BENCH_DURATION:-1.5}
 WARMUP=${BENCH_WARMUP:-0.3}
 IDLE_SECONDS=${BENCH_IDLE_SECONDS:-5}
 PERFTEST_DELAY=${BENCH_PERFTEST_DELAY:-2}
-PARTS=" ${BENCH_PARTS:-perftest rdma busy adaptive tcp grpc idle} "  # a subset, for debugging one part
+PARTS=" ${BENCH_PARTS:-perftest ucx rdma busy adaptive tcp grpc capnp idle} "  # a subset, for debugging one part
 part() { [[ $PARTS == *" $1 "* ]]; }
 OUT=/out
-mkdir -p $OUT/perftest $OUT/log
+mkdir -p $OUT/perftest $OUT/ucx $OUT/log
 payloads=$(echo $SIZES | tr ' ' ',')
 T0=$(date +%s)
 step() { echo "[bench +$(( $(date +%s) - T0 ))s] $*"; }
@@ -54,6 +54,32 @@ perftest_pair() {
   done
   step "perftest $name FAILED after 3 attempts"
   return 1
+}
+
+# ucx_pair NAME LAYER TLS -- ARGS...: UCX's ucx_perftest, server on vCPU 0 and client on vCPU 1
+# like perftest_pair (the server takes the test from the client). LAYER "uct" runs a transport
+# layer test on rc_verbs (-x/-d in ARGS); "ucp" a protocol layer one with UCX_TLS=TLS. One status
+# line per run goes to /out/ucx/status.jsonl; the client output to /out/ucx/NAME.txt.
+UCX_PORT=13337
+ucx_pair() {
+  local name=$1 layer=$2 tls=$3; shift 4
+  local out=$OUT/ucx/$name.txt slog=$OUT/ucx/$name.server.txt attempt rc=1 tries=2
+  [ "$layer" = ucp ] && tries=1  # a protocol-layer failure is a configuration answer, not noise
+  for attempt in $(seq $tries); do
+    UCX_PORT=$((UCX_PORT + 1))
+    UCX_TLS=$tls UCX_NET_DEVICES=rxe0:1 timeout 60 taskset -c 0 ucx_perftest -p $UCX_PORT >"$slog" 2>&1 &
+    local spid=$!
+    sleep "$PERFTEST_DELAY"
+    UCX_TLS=$tls UCX_NET_DEVICES=rxe0:1 timeout 45 taskset -c 1 ucx_perftest "$IP" -p $UCX_PORT "$@" >"$out" 2>&1
+    rc=$?
+    kill $spid 2>/dev/null
+    wait $spid 2>/dev/null
+    grep -q '^Final:' "$out" && [ $rc = 0 ] && break
+    step "ucx $name attempt $attempt failed (rc=$rc)"
+  done
+  echo "{\"test\":\"${name%-*}\",\"size\":${name##*-},\"layer\":\"$layer\",\"tls\":\"$tls\",\"devices\":\"rxe0:1\",\"args\":\"$*\",\"rc\":$rc,\"file\":\"$name.txt\",\"server_log\":\"$name.server.txt\"}" >>$OUT/ucx/status.jsonl
+  [ $rc = 0 ] && step "ucx $name ok ($layer, UCX_TLS=$tls)"
+  return 0
 }
 
 # echo_pair NAME SERVER_CMD... -- CLIENT_CMD...: starts the server on vCPU 0, waits until it says
@@ -108,6 +134,21 @@ part perftest && for s in $SIZES; do
   perftest_pair "ib_send_bw-$s" ib_send_bw -R -d rxe0 -s $s -n $(bw_iters $s)
 done
 
+# UCX on the same rxe0: active messages over rc_verbs at the transport layer (uct am_lat, am_bw:
+# UCX's own busy-polling ping-pong and streaming), then the tag-matching protocol layer restricted
+# to rc_verbs as well (ucp tag_lat, tag_bw), whose result or error message the report quotes.
+if part ucx && command -v ucx_perftest >/dev/null; then
+  step "UCX ucx_perftest on rxe0 (rc_verbs)"
+  ucx_pair am_lat-64 uct rc_verbs -- -t am_lat -d rxe0:1 -x rc_verbs -s 64 -n 2000 -w 200
+  ucx_pair am_bw-64 uct rc_verbs -- -t am_bw -d rxe0:1 -x rc_verbs -s 64 -n 20000 -w 1000
+  ucx_pair tag_lat-64 ucp rc_verbs -- -t tag_lat -s 64 -n 2000 -w 200
+  ucx_pair tag_bw-64 ucp rc_verbs -- -t tag_bw -s 64 -n 20000 -w 1000
+  # rc_verbs alone gives UCP no transport to carry its wire-up messages: allow UD for those only.
+  ucx_pair tag_lat_udaux-64 ucp rc_verbs,ud_verbs:aux -- -t tag_lat -s 64 -n 2000 -w 200
+elif part ucx; then
+  step "ucx_perftest not in the VM: no UCX peer"
+fi
+
 common=(--payload "$payloads" --concurrency "$CONC" --duration "$DURATION" --warmup "$WARMUP" --json $OUT/echo.jsonl)
 part rdma && echo_pair rdmarpc-rdma "$BIN/rdmarpc_echo_bench" server --listen rdma://$IP:7471 -- \
   "$BIN/rdmarpc_echo_bench" client --target rdma://$IP:7471 "${common[@]}"
@@ -128,6 +169,15 @@ else
   step "grpc_echo_bench not built: no gRPC baseline"
 fi
 
+if ! part capnp; then
+  :
+elif [ -x "$BIN/capnp_echo_bench" ]; then
+  echo_pair capnp-tcp "$BIN/capnp_echo_bench" server --listen $IP:7476 -- \
+    "$BIN/capnp_echo_bench" client --target $IP:7476 "${common[@]}"
+else
+  step "capnp_echo_bench not built: no Cap'n Proto baseline"
+fi
+
 part idle || { step "done"; exit 0; }
 step "idle cost: a connected client+server doing nothing for ${IDLE_SECONDS}s"
 timeout 60 "$BIN/rdmarpc_echo_bench" idle --listen rdma://$IP:0 --seconds $IDLE_SECONDS --json $OUT/echo.jsonl 2>&1 | cat
@@ -135,6 +185,9 @@ timeout 60 "$BIN/rdmarpc_echo_bench" idle --adaptive --listen rdma://$IP:0 --sec
 timeout 60 "$BIN/rdmarpc_echo_bench" idle --listen tcp://$IP:0 --seconds $IDLE_SECONDS --json $OUT/echo.jsonl 2>&1 | cat
 if [ -x "$BIN/grpc_echo_bench" ]; then
   timeout 60 "$BIN/grpc_echo_bench" idle --seconds $IDLE_SECONDS --json $OUT/echo.jsonl 2>&1 | cat
+fi
+if [ -x "$BIN/capnp_echo_bench" ]; then
+  timeout 60 "$BIN/capnp_echo_bench" idle --seconds $IDLE_SECONDS --json $OUT/echo.jsonl 2>&1 | cat
 fi
 step "done"
 exit 0
