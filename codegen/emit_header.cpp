@@ -120,7 +120,11 @@ void print_stub(code_writer& p, const service_model& s) {
       "  };\n");
 }
 
-void print_service_members(code_writer& p) {
+// One server base: `intro` is its comment and class line, `handler` the declaration printed per
+// method (with method_vars).
+void print_server_base(code_writer& p, const service_model& s, const char* intro, const char* handler) {
+  p.print(intro);
+  for (const method_model& m : s.methods) p.print(method_vars(s, m), handler);
   p.print(
       "\n"
       "    ::std::string_view full_name() const noexcept override;\n"
@@ -130,25 +134,23 @@ void print_service_members(code_writer& p) {
 }
 
 void print_service(code_writer& p, const service_model& s) {
-  p.print(
+  print_server_base(
+      p, s,
       "\n"
       "  // The server side: derive from it, implement every handler and register the object with\n"
       "  // rdmarpc::server::add_service. A handler reports an error by throwing rdmarpc::status_error\n"
       "  // or by calling context.set_status() (its reply is then not sent); any other exception\n"
       "  // answers INTERNAL. Each call runs as a coroutine (co_spawn); CallbackService is cheaper.\n"
       "  class Service : public ::rdmarpc::service {\n"
-      "   public:\n");
-  for (const method_model& m : s.methods) {
-    p.print(method_vars(s, m),
-            "    // rpc $proto_name$\n"
-            "    virtual ::boost::asio::awaitable<$response$> $handler$(::rdmarpc::server_context& context,\n"
-            "        const $request$& request) = 0;\n");
-  }
-  print_service_members(p);
+      "   public:\n",
+      "    // rpc $proto_name$\n"
+      "    virtual ::boost::asio::awaitable<$response$> $handler$(::rdmarpc::server_context& context,\n"
+      "        const $request$& request) = 0;\n");
 }
 
 void print_callback_service(code_writer& p, const service_model& s) {
-  p.print(
+  print_server_base(
+      p, s,
       "\n"
       "  // The server side without coroutines, for handlers that usually answer at once: each handler\n"
       "  // fills `reply` and invokes `done` (before returning: no coroutine, no allocation, no\n"
@@ -157,14 +159,10 @@ void print_callback_service(code_writer& p, const service_model& s) {
       "  // `done` without invoking it answers INTERNAL. After done(), context, request and reply\n"
       "  // must not be touched. Cancellation: context.is_cancelled().\n"
       "  class CallbackService : public ::rdmarpc::service {\n"
-      "   public:\n");
-  for (const method_model& m : s.methods) {
-    p.print(method_vars(s, m),
-            "    // rpc $proto_name$\n"
-            "    virtual void $handler$(::rdmarpc::server_context& context, const $request$& request,\n"
-            "        $response$& reply, ::rdmarpc::server_done done) = 0;\n");
-  }
-  print_service_members(p);
+      "   public:\n",
+      "    // rpc $proto_name$\n"
+      "    virtual void $handler$(::rdmarpc::server_context& context, const $request$& request,\n"
+      "        $response$& reply, ::rdmarpc::server_done done) = 0;\n");
 }
 
 void print_namespace_open(code_writer& p, const file_model& file) {
