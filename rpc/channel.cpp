@@ -210,6 +210,24 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
     }
     auto it = calls_.find(v.header.call_id);
     pending_call* c_ptr = it != calls_.end() && it->second->sent ? it->second.get() : nullptr;
+    // Limits first: nothing of the response's metadata is parsed or allocated before they hold.
+    const auto fields = extras::count_fields(v.extras);
+    if (!fields) {
+      protocol_violation("response extras do not parse");
+      return;
+    }
+    if (v.extras.size() > options_.max_metadata_bytes || *fields > options_.max_metadata_entries + 1) {
+      if (c_ptr == nullptr) return;
+      message.release();
+      complete_inline_ = true;
+      finish(v.header.call_id, status_code::resource_exhausted,
+             "response metadata beyond the channel's limits (" +
+                 std::to_string(options_.max_metadata_entries) + " entries, " +
+                 std::to_string(options_.max_metadata_bytes) + " bytes)");
+      complete_inline_ = false;
+      pump();
+      return;
+    }
     // The server's metadata goes to the call's context (a call without one does not want it).
     client_context* ctx = c_ptr != nullptr ? c_ptr->context : nullptr;
     std::string status_message;

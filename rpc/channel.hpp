@@ -31,6 +31,11 @@ struct channel_options {
   std::size_t max_queued_calls = 4096;
   // Used when a call has no deadline of its own (client_context). max() = no default deadline.
   std::chrono::steady_clock::duration default_timeout = std::chrono::steady_clock::duration::max();
+  // A response's metadata (status message, initial and trailing metadata): at most this many
+  // entries and bytes, checked before anything is parsed. Beyond either that call fails
+  // RESOURCE_EXHAUSTED (the connection carries on).
+  std::size_t max_metadata_entries = 64;
+  std::size_t max_metadata_bytes = 8 * 1024;
   transport::connection_options transport;
 };
 

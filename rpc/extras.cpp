@@ -1,5 +1,6 @@
 #include "rpc/extras.hpp"
 
+#include <cstdint>
 #include <limits>
 
 #include "rdmarpc/wire.pb.h"
@@ -10,6 +11,17 @@ namespace {
 bool parse(google::protobuf::MessageLite& msg, std::span<const std::byte> bytes) {
   if (bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max())) return false;
   return msg.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+}
+
+// Reads a base-128 varint at p (advancing it); false when it runs past `end` or over 10 bytes.
+bool read_varint(const std::byte*& p, const std::byte* end, std::uint64_t& out) noexcept {
+  out = 0;
+  for (int shift = 0; shift < 64 && p < end; shift += 7) {
+    const auto b = static_cast<std::uint8_t>(*p++);
+    out |= static_cast<std::uint64_t>(b & 0x7f) << shift;
+    if ((b & 0x80) == 0) return true;
+  }
+  return false;
 }
 
 template <typename Entries>
@@ -29,6 +41,36 @@ void take(const Entries& in, metadata& out) {
 }
 
 }  // namespace
+
+std::optional<std::size_t> count_fields(std::span<const std::byte> bytes) noexcept {
+  const std::byte* p = bytes.data();
+  const std::byte* const end = p + bytes.size();
+  std::size_t fields = 0;
+  while (p < end) {
+    std::uint64_t tag = 0, value = 0;
+    if (!read_varint(p, end, tag) || (tag >> 3) == 0) return std::nullopt;
+    switch (tag & 7) {
+      case 0:  // varint
+        if (!read_varint(p, end, value)) return std::nullopt;
+        break;
+      case 1:  // fixed64
+        if (end - p < 8) return std::nullopt;
+        p += 8;
+        break;
+      case 2:  // length-delimited
+        if (!read_varint(p, end, value) || value > static_cast<std::uint64_t>(end - p)) return std::nullopt;
+        p += value;
+        break;
+      case 5:  // fixed32
+        if (end - p < 4) return std::nullopt;
+        p += 4;
+        break;
+      default: return std::nullopt;  // groups (3, 4) and invalid types: not in our extras
+    }
+    ++fields;
+  }
+  return fields;
+}
 
 std::string encode_request(const metadata& md) {
   if (md.empty()) return {};

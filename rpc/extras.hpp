@@ -4,6 +4,7 @@
 // functions.
 
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -11,6 +12,11 @@
 #include "rpc/client_context.hpp"
 
 namespace rdmarpc::extras {
+
+// The number of top-level fields in serialized extras (each metadata entry is one), found without
+// parsing or allocating; nullopt when the bytes are not a well-formed protobuf message. Lets a
+// receiver enforce its limits before decoding.
+std::optional<std::size_t> count_fields(std::span<const std::byte> bytes) noexcept;
 
 // Empty string when there is nothing to send (the frame then has extras_length 0).
 std::string encode_request(const metadata& md);

@@ -21,6 +21,11 @@ struct server_options {
   // refused with RESOURCE_EXHAUSTED; refusals wait for send room like replies, and a peer that
   // lets this many refusals wait too (it does not read its responses) is disconnected.
   std::size_t max_in_flight_per_connection = 1024;
+  // A request's metadata (client_context::add_metadata): at most this many entries and this many
+  // bytes on the wire, checked before anything is parsed or allocated. Beyond either the call is
+  // refused with RESOURCE_EXHAUSTED (the connection carries on); logged once per connection.
+  std::size_t max_metadata_entries = 64;
+  std::size_t max_metadata_bytes = 8 * 1024;
   transport::connection_options transport;
 };
 

@@ -149,6 +149,18 @@ class connection_impl final : public server_connection,
   void on_request(const frame::view& v, transport::received_message& message) {
     const std::uint32_t id = v.header.call_id;
     if (calls_.contains(id)) return violation("duplicate call id");
+    // Limits first: nothing of the metadata is parsed or allocated before they are checked.
+    const auto& opts = server_->options();
+    if (v.extras.size() > opts.max_metadata_bytes) {
+      return refuse_over_limit(
+          id, "request metadata larger than " + std::to_string(opts.max_metadata_bytes) + " bytes");
+    }
+    const auto entries = extras::count_fields(v.extras);
+    if (!entries) return violation("request extras do not parse");
+    if (*entries > opts.max_metadata_entries) {
+      return refuse_over_limit(
+          id, "request metadata has more than " + std::to_string(opts.max_metadata_entries) + " entries");
+    }
     metadata md;
     if (!extras::decode_request(v.extras, md)) return violation("request extras do not parse");
     if (server_->shutting_down()) return refuse(id, status_code::unavailable, "server shutting down");
@@ -319,6 +331,16 @@ class connection_impl final : public server_connection,
     return ec;
   }
 
+  // A request beyond a configured limit: refused RESOURCE_EXHAUSTED; logged once per connection.
+  void refuse_over_limit(std::uint32_t id, const std::string& why) {
+    if (!limit_logged_) {
+      limit_logged_ = true;
+      spdlog::warn("rdmarpc server: {}: {} (refused RESOURCE_EXHAUSTED; logged once per connection)", *peer_,
+                   why);
+    }
+    refuse(id, status_code::resource_exhausted, why);
+  }
+
   // A refusal (no call record behind it). Without room now it waits its turn like a reply; a peer
   // that lets max_in_flight_per_connection refusals wait on top of its replies does not read its
   // responses, and is cut off.
@@ -346,6 +368,7 @@ class connection_impl final : public server_connection,
   std::size_t refusals_waiting_ = 0;  // refusals waiting for send room
   std::uint32_t serial_ = 0;          // last call's serial
   bool starting_ = false;             // inside a handler's start()
+  bool limit_logged_ = false;         // a request beyond a limit was logged
   std::unique_ptr<server_call> parked_;
   // Running calls, and finished ones whose reply waits for send room; records are reused.
   call_table<active_call> calls_{kSpareActiveCalls};

@@ -304,6 +304,21 @@ TEST_CASE("e2e: unknown method, handler exceptions, bad payload and metadata", "
   CHECK(c5.server_trailing_metadata() == metadata{{"count", "2"}});
   CHECK(c3.server_initial_metadata().empty());  // a handler that set none
 
+  // Metadata beyond the limits (64 entries, 8 KiB by default) is refused before it is parsed, on
+  // the server for requests and on the client for responses; the connection carries on.
+  client_context many;
+  for (int i = 0; i < 65; ++i) many.add_metadata("k" + std::to_string(i), "");
+  CHECK(code_of(call(*ch, test_service::meta, make_request(""), &many)) == status_code::resource_exhausted);
+  CHECK(many.status_message().find("more than 64 entries") != std::string::npos);
+  client_context large;
+  large.add_metadata("big", std::string(9000, 'x'));
+  CHECK(code_of(call(*ch, test_service::meta, make_request(""), &large)) == status_code::resource_exhausted);
+  CHECK(large.status_message().find("larger than 8192 bytes") != std::string::npos);
+  client_context flooded;
+  CHECK(code_of(call(*ch, test_service::meta, make_request("flood"), &flooded)) ==
+        status_code::resource_exhausted);
+  CHECK(flooded.status_message().find("beyond the channel's limits") != std::string::npos);
+
   // None of the failures above broke the connection.
   CHECK_FALSE(call(*ch, test_service::echo, make_request("still fine")).ec);
   CHECK(ch->stats().connects == 1);

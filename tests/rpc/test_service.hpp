@@ -2,7 +2,7 @@
 // A hand-written rdmarpc::service for the rpc tests (independent of protoc-gen-rdmarpc): Echo,
 // Sleep (waits on a timer, records cancellation), Throw, Fail (status_error), Metadata (client
 // metadata back in the reply and as server initial metadata, their count as trailing metadata;
-// data "fail" answers NOT_FOUND with the same metadata).
+// data "fail" answers NOT_FOUND with the same metadata, "flood" adds 100 trailing entries).
 // Threading: handlers run on the server's connection executors; counters are atomics and the
 // waits use a mutex + condition variable with bounded timeouts.
 
