@@ -1,8 +1,11 @@
 // The connection contract over tcp (127.0.0.1, port 0), plus tcp specifics: the frame format on
 // the wire, malformed input from a raw socket, EOF handling, connect errors and the listener.
+#include <unistd.h>
+
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
+#include <fstream>
 
 #include "tests/transport/connection_contract.hpp"
 #include "transport/connect.hpp"
@@ -318,4 +321,42 @@ TEST_CASE("tcp: a reset peer is connection_lost", "[tcp][eof]") {
   raw.close();
   REQUIRE(run_until(f.io, [&] { return h->close_calls == 1; }));
   CHECK(h->close_reason == transport::errc::connection_lost);
+}
+
+namespace {
+
+// Resident memory of this process (Linux: /proc/self/statm, second field, in pages).
+std::size_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  std::size_t total_pages = 0, resident_pages = 0;
+  statm >> total_pages >> resident_pages;
+  return resident_pages * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+}
+
+}  // namespace
+
+TEST_CASE("tcp: a large frame costs memory as its bytes arrive - not as its header announces",
+          "[tcp][limits]") {
+  raw_fixture f;
+  tcp::socket raw(f.io);
+  raw.connect(f.target);
+  auto [server, h] = f.accept_started();
+  constexpr std::size_t kAnnounced = 15u << 20;  // below the 16 MiB default maximum
+  const auto body = test::make_message(9, kAnnounced);
+  const std::size_t before = resident_bytes();
+  boost::asio::write(raw, boost::asio::buffer(le_length(kAnnounced)));
+  boost::asio::write(raw, boost::asio::buffer(body.data(), 1000));
+  test::run_ready(f.io);  // the server reads the header and what followed, then waits for more
+  const std::size_t after = resident_bytes();
+  CHECK(after < before + (4u << 20));  // far from the 15 MiB announced
+  CHECK(h->messages.empty());
+  // The rest, in pieces: the frame still arrives whole.
+  for (std::size_t at = 1000; at < kAnnounced; at += 1u << 20) {
+    boost::asio::write(
+        raw, boost::asio::buffer(body.data() + at, std::min<std::size_t>(1u << 20, kAnnounced - at)));
+    test::run_ready(f.io);
+  }
+  REQUIRE(run_until(f.io, [&] { return h->messages.size() == 1; }));
+  CHECK(h->messages[0] == body);
+  CHECK(server->is_open());
 }

@@ -17,6 +17,8 @@ namespace rdmarpc::transport::tcp {
 
 namespace {
 constexpr std::size_t kReadBufferSize = 64 * 1024;  // small frames are parsed out of this
+// A larger frame's body is read in chunks of this size, so its memory follows what arrived.
+constexpr std::size_t kBodyChunk = 256 * 1024;
 // After our graceful shutdown we keep reading (and discarding) until the peer closes, so that our
 // close() never turns into a reset that could destroy data the peer has not read yet; bounded.
 constexpr std::chrono::seconds kDrainTimeout{5};
@@ -205,18 +207,28 @@ bool tcp_connection::parse_frames() {
       continue;
     }
     if (kHeaderSize + length <= read_buffer_.size()) return true;  // fits once more is read
-    // Too large for the buffer: read the rest of the body straight into the message.
+    // Too large for the buffer: read the rest of the body straight into the message, which grows
+    // with the bytes that arrive (a peer announcing 16 MiB and sending nothing costs nothing).
     const std::size_t have = available - kHeaderSize;
-    body_.resize(length);
-    std::memcpy(body_.data(), frame + kHeaderSize, have);
+    body_.assign(frame + kHeaderSize, frame + kHeaderSize + have);
+    body_length_ = length;
     read_begin_ = read_end_ = 0;
-    reading_ = true;
-    boost::asio::async_read(
-        socket_, boost::asio::buffer(body_.data() + have, length - have),
-        [self = self()](boost::system::error_code ec, std::size_t) { self->on_body_read(ec); });
+    read_body();
     return false;
   }
   return false;
+}
+
+void tcp_connection::read_body() {
+  const std::size_t at = body_.size();
+  const std::size_t chunk = std::min(kBodyChunk, body_length_ - at);
+  body_.resize(at + chunk);  // zero-fills only this chunk, which the read overwrites
+  reading_ = true;
+  socket_.async_read_some(boost::asio::buffer(body_.data() + at, chunk),
+                          [self = self(), at](boost::system::error_code ec, std::size_t n) {
+                            self->body_.resize(at + n);
+                            self->on_body_read(ec);
+                          });
 }
 
 void tcp_connection::on_body_read(boost::system::error_code ec) {
@@ -245,6 +257,7 @@ void tcp_connection::on_body_read(boost::system::error_code ec) {
     }
     return;
   }
+  if (body_.size() < body_length_) return read_body();
   deliver_corked(std::exchange(body_, {}));
   if (state_ == state::open || state_ == state::closing || state_ == state::draining) start_read();
 }

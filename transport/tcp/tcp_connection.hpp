@@ -53,6 +53,7 @@ class tcp_connection final : public connection, public received_message::owner {
 
   void start_read();
   void on_read(boost::system::error_code ec, std::size_t n);
+  void read_body();  // the next chunk of body_, up to body_length_
   void on_body_read(boost::system::error_code ec);
   bool parse_frames();  // false once the connection ended (protocol error or close from a handler)
   void deliver(std::vector<std::byte> message);
@@ -102,6 +103,7 @@ class tcp_connection final : public connection, public received_message::owner {
   std::vector<std::byte> read_buffer_;
   std::size_t read_begin_ = 0, read_end_ = 0;
   std::vector<std::byte> body_;
+  std::size_t body_length_ = 0;  // the frame length body_ is being read up to
   bool reading_ = false;
   bool peer_said_goodbye_ = false;  // the peer's close(): its EOF is closed_by_peer
   bool close_reported_ = false;     // a handler got on_close
