@@ -9,14 +9,14 @@
 namespace rdmarpc {
 
 void server_done::drop() noexcept {
-  if (!target_) return;
-  if (std::uncaught_exceptions() > uncaught_) {
-    // Unwinding out of the handler: the server catches that exception and answers with it.
-    target_.reset();
-    return;
-  }
-  finish(std::make_exception_ptr(
-      status_error(status_code::internal, "the handler dropped its completion without invoking it")));
+  if (auto t = std::move(target_)) t->call_dropped(key_, std::uncaught_exceptions() > uncaught_);
+}
+
+void server_done::target::call_dropped(std::uint64_t key, bool unwinding) noexcept {
+  call_done(key, std::make_exception_ptr(
+                     status_error(status_code::internal,
+                                  unwinding ? "the handler dropped its completion while an exception unwound"
+                                            : "the handler dropped its completion without invoking it")));
 }
 
 void spawn_handler(const boost::asio::any_io_executor& ex, boost::asio::awaitable<void> handler,

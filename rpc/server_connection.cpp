@@ -200,14 +200,34 @@ class connection_impl final : public server_connection,
     const std::uint64_t key = std::uint64_t{call.serial} << 32 | id;
     // The handler may finish before start() returns; its call object then stays parked until
     // start() has returned (see forget).
-    starting_ = true;
+    starting_call_ = call.call.get();
+    starting_key_ = key;
+    starting_dropped_ = false;
     try {
       call.call->start(*call.ctx, server_done(shared_from_this(), key), call.signal.slot());
     } catch (...) {
+      starting_dropped_ = false;
       on_call_done(key, std::current_exception());  // ignored when it had finished already
     }
-    starting_ = false;
+    if (starting_dropped_) {
+      // Its completion was dropped while an exception unwound inside the handler, which caught it.
+      on_call_done(
+          key, std::make_exception_ptr(status_error(
+                   status_code::internal, "the handler dropped its completion while an exception unwound")));
+    }
+    starting_call_ = nullptr;
     if (parked_) keep_call(*m, std::move(parked_));
+  }
+
+  // Dropped while an exception unwinds out of the start() on the stack: on_request answers with
+  // that exception (or INTERNAL, if the handler catches it). Anything else answers INTERNAL now.
+  void call_dropped(std::uint64_t key, bool unwinding) noexcept override {
+    if (unwinding && starting_call_ != nullptr && key == starting_key_ && io_ex_ != nullptr &&
+        io_ex_->running_in_this_thread()) {
+      starting_dropped_ = true;
+      return;
+    }
+    server_done::target::call_dropped(key, unwinding);
   }
 
   void on_call_done(std::uint64_t key, std::exception_ptr e) {
@@ -284,7 +304,7 @@ class connection_impl final : public server_connection,
     auto it = calls_.find(id);
     if (it == calls_.end()) return;
     auto c = calls_.extract(it);
-    if (starting_) {
+    if (c->call.get() == starting_call_) {
       parked_ = std::move(c->call);  // its start() is still on the stack
     } else {
       keep_call(*c->method, std::move(c->call));
@@ -367,8 +387,12 @@ class connection_impl final : public server_connection,
   bool closed_ = false;
   std::size_t refusals_waiting_ = 0;  // refusals waiting for send room
   std::uint32_t serial_ = 0;          // last call's serial
-  bool starting_ = false;             // inside a handler's start()
-  bool limit_logged_ = false;         // a request beyond a limit was logged
+  // The call whose start() is on the stack (null outside), its key, and whether its completion
+  // was dropped while an exception unwound.
+  server_call* starting_call_ = nullptr;
+  std::uint64_t starting_key_ = 0;
+  bool starting_dropped_ = false;
+  bool limit_logged_ = false;  // a request beyond a limit was logged
   std::unique_ptr<server_call> parked_;
   // Running calls, and finished ones whose reply waits for send room; records are reused.
   call_table<active_call> calls_{kSpareActiveCalls};

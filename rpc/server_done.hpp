@@ -21,6 +21,10 @@ class server_done {
     // Call `key` finished. `error`: an exception that escaped the handler (status_error carries
     // its status; anything else answers INTERNAL). Any thread. A key already finished is ignored.
     virtual void call_done(std::uint64_t key, std::exception_ptr error) noexcept = 0;
+    // The completion was dropped without being invoked; `unwinding`: while an exception unwound
+    // (out of the handler, which the server then answers with, or out of anything else).
+    // Default: call_done with INTERNAL.
+    virtual void call_dropped(std::uint64_t key, bool unwinding) noexcept;
 
    protected:
     ~target() = default;
@@ -43,11 +47,11 @@ class server_done {
   server_done(const server_done&) = delete;
   server_done& operator=(const server_done&) = delete;
   // Dropped without being invoked: the call answers INTERNAL ("the handler dropped its
-  // completion"), so a forgotten call never leaks. Destroyed while an exception unwinds from the
-  // handler: the server answers with that exception instead.
+  // completion"), so a forgotten call never leaks. Destroyed while an exception unwinds out of the
+  // handler's start: the server answers with that exception instead.
   ~server_done() { drop(); }
 
-  // Finishes the call. Call once; the request and reply must not be touched afterwards.
+  // Finishes the call. Call once; the context, request and reply must not be touched afterwards.
   void operator()() noexcept { finish(nullptr); }
   // Finishes the call with an exception (status_error: its status; else INTERNAL).
   void operator()(std::exception_ptr error) noexcept { finish(std::move(error)); }

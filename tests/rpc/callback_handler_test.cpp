@@ -38,6 +38,8 @@ class callback_service final : public service {
   static constexpr method_descriptor throw_before = method("/cb.Test/ThrowBefore");
   static constexpr method_descriptor throw_after = method("/cb.Test/ThrowAfter");
   static constexpr method_descriptor hold = method("/cb.Test/Hold");
+  static constexpr method_descriptor release = method("/cb.Test/Release");
+  static constexpr method_descriptor catch_drop = method("/cb.Test/CatchDrop");
 
   ~callback_service() override {
     for (auto& t : threads_) t.join();
@@ -50,7 +52,7 @@ class callback_service final : public service {
     static constexpr std::array handlers{
         &callback_service::do_now,  &callback_service::do_status,       &callback_service::do_later,
         &callback_service::do_drop, &callback_service::do_throw_before, &callback_service::do_throw_after,
-        &callback_service::do_hold};
+        &callback_service::do_hold, &callback_service::do_release,      &callback_service::do_catch_drop};
     return index < handlers.size() ? std::make_unique<call>(*this, handlers[index]) : nullptr;
   }
 
@@ -91,7 +93,23 @@ class callback_service final : public service {
     held_done = std::move(done);
   }
 
-  static constexpr std::array methods_{now, status, later, drop, throw_before, throw_after, hold};
+  // Answers, then finishes the held Hold call (if any), both from inside its own handler.
+  void do_release(server_context&, const EchoRequest&, EchoReply& reply, server_done done) {
+    reply.set_data("released");
+    done();
+    if (held_done) held_done();
+  }
+  // Drops its completion while an exception unwinds, and catches the exception itself.
+  void do_catch_drop(server_context&, const EchoRequest&, EchoReply&, server_done done) {
+    try {
+      auto moved = std::move(done);
+      throw std::runtime_error("caught inside the handler");
+    } catch (const std::exception&) {
+    }
+  }
+
+  static constexpr std::array methods_{now,         status, later,   drop,      throw_before,
+                                       throw_after, hold,   release, catch_drop};
   std::mutex mutex_;
   std::vector<std::thread> threads_;
 };
@@ -203,4 +221,35 @@ TEST_CASE("a held callback call sees the client's cancellation and finishes with
   f.svc.held_done();  // nobody reads the reply; the call's record is released
   CHECK_FALSE(f.svc.held_done);
   CHECK(f.call(callback_service::now, "after").data == "after");
+}
+
+TEST_CASE("a handler that finishes another method's held call files each call object under its own method") {
+  fixture f;
+  std::optional<result> held;
+  client_context hold_ctx;
+  EchoRequest req;
+  req.set_data("h");
+  async_unary_call<EchoReply>(*f.ch, callback_service::hold, &hold_ctx, req,
+                              [&](boost::system::error_code ec, EchoReply reply) {
+                                held = result{ec, reply.data(), hold_ctx.status_message()};
+                              });
+  REQUIRE(test::run_until(f.io, [&] { return f.svc.held_context != nullptr; }));
+  const auto r = f.call(callback_service::release, "r");  // finishes Hold inside Release's handler
+  CHECK_FALSE(r.ec);
+  CHECK(r.data == "released");
+  REQUIRE(test::run_until(f.io, [&] { return held.has_value(); }));
+  CHECK_FALSE(held->ec);
+  // Each method's next call runs its own handler on its own call object.
+  for (int i = 0; i < 3; ++i) {
+    CHECK(f.call(callback_service::release, "again").data == "released");
+    CHECK(f.call(callback_service::now, "n").data == "n");
+  }
+}
+
+TEST_CASE("a completion dropped while an exception unwinds inside the handler answers INTERNAL") {
+  fixture f;
+  const auto r = f.call(callback_service::catch_drop, "x");
+  CHECK(r.ec == make_error_code(status_code::internal));
+  CHECK(r.message.find("while an exception unwound") != std::string::npos);
+  CHECK(f.call(callback_service::now, "next").data == "next");
 }
