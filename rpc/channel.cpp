@@ -220,10 +220,13 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
       if (c_ptr == nullptr) return;
       message.release();
       complete_inline_ = true;
-      finish(v.header.call_id, status_code::resource_exhausted,
-             "response metadata beyond the channel's limits (" +
-                 std::to_string(options_.max_metadata_entries) + " entries, " +
-                 std::to_string(options_.max_metadata_bytes) + " bytes)");
+      // An error keeps its code (its long message is what went over); a reply fails.
+      const std::string why = "response metadata beyond the channel's limits (" +
+                              std::to_string(options_.max_metadata_entries) + " entries, " +
+                              std::to_string(options_.max_metadata_bytes) + " bytes)";
+      const bool ok = v.header.status == status_code::ok;
+      finish(v.header.call_id, ok ? status_code::resource_exhausted : v.header.status,
+             ok ? why : why + "; status message dropped");
       complete_inline_ = false;
       pump();
       return;

@@ -16,6 +16,7 @@ class stream_state {
   enum class verdict : std::uint8_t {
     accept,     // the frame is legal; the stream goes on
     ends,       // the frame is legal and ends the stream (trailers, reset)
+    ignore,     // the stream already ended here: a frame that crossed our end, dropped silently
     violation,  // the peer may not send this now: reset the stream
   };
 
@@ -28,21 +29,28 @@ class stream_state {
   bool peer_can_write() const noexcept { return !closed_ && remote_open_; }
 
   // --- what the peer sent ----------------------------------------------------------------
-  verdict on_peer_message() const noexcept { return peer_can_write() ? verdict::accept : verdict::violation; }
+  // After the stream ended here (our reset or trailers, theirs), anything may still be in flight
+  // from the peer: ignored, never a violation.
+  verdict on_peer_message() const noexcept {
+    if (closed_) return verdict::ignore;
+    return remote_open_ ? verdict::accept : verdict::violation;
+  }
   // Only a client half-closes, once.
   verdict on_peer_half_close() noexcept {
-    if (side_ != side::server || !peer_can_write()) return verdict::violation;
+    if (closed_) return verdict::ignore;
+    if (side_ != side::server || !remote_open_) return verdict::violation;
     remote_open_ = false;
     return verdict::accept;
   }
   // Only a server sends trailers; they end the stream.
   verdict on_peer_trailers() noexcept {
-    if (side_ != side::client || closed_) return verdict::violation;
+    if (side_ != side::client) return verdict::violation;
+    if (closed_) return verdict::ignore;
     closed_ = true;
     return verdict::ends;
   }
   verdict on_peer_reset() noexcept {
-    if (closed_) return verdict::violation;
+    if (closed_) return verdict::ignore;
     closed_ = true;
     return verdict::ends;
   }

@@ -21,10 +21,13 @@ struct stream_window_size {
 // The writer's side: what it may still send.
 class stream_send_window {
  public:
+  // The reader's announced window, normalised as the reader normalises it (at least 1, bytes at
+  // most 2^48): a peer announcing 0 cannot stall the writer forever, nor overflow it.
   explicit stream_send_window(stream_window_size reader_window) noexcept
-      : limit_(reader_window),
-        bytes_(static_cast<std::int64_t>(reader_window.bytes)),
-        messages_(reader_window.messages) {}
+      : limit_{std::clamp<std::uint64_t>(reader_window.bytes, 1, kMaxBytes),
+               std::max<std::uint32_t>(reader_window.messages, 1)},
+        bytes_(static_cast<std::int64_t>(limit_.bytes)),
+        messages_(limit_.messages) {}
 
   bool can_send() const noexcept { return messages_ > 0 && bytes_ > 0; }
   // Spends credit for a message of `size` bytes. Precondition: can_send().
@@ -56,9 +59,10 @@ class stream_send_window {
 // The reader's side: what the writer may still send, what the user holds, when to grant.
 class stream_receive_window {
  public:
-  // window: bytes >= 1 and messages >= 1 (smaller values are raised to 1).
+  // window: bytes in [1, 2^48] and messages >= 1 (values outside are brought inside).
   explicit stream_receive_window(stream_window_size window) noexcept
-      : window_{std::max<std::uint64_t>(window.bytes, 1), std::max<std::uint32_t>(window.messages, 1)},
+      : window_{std::clamp<std::uint64_t>(window.bytes, 1, kMaxBytes),
+                std::max<std::uint32_t>(window.messages, 1)},
         bytes_(static_cast<std::int64_t>(window_.bytes)),
         messages_(window_.messages) {}
 

@@ -318,6 +318,9 @@ TEST_CASE("e2e: unknown method, handler exceptions, bad payload and metadata", "
   CHECK(code_of(call(*ch, test_service::meta, make_request("flood"), &flooded)) ==
         status_code::resource_exhausted);
   CHECK(flooded.status_message().find("beyond the channel's limits") != std::string::npos);
+  client_context flooded_error;  // an error status survives its oversized metadata
+  CHECK(code_of(call(*ch, test_service::meta, make_request("flood and fail"), &flooded_error)) ==
+        status_code::aborted);
 
   // None of the failures above broke the connection.
   CHECK_FALSE(call(*ch, test_service::echo, make_request("still fine")).ec);

@@ -28,6 +28,17 @@ TEST_CASE("stream window: the writer stops when messages or bytes run out") {
   CHECK_FALSE(b.can_send());
 }
 
+TEST_CASE("stream window: a window announced as zero still lets one message through") {
+  stream_send_window w({0, 0});
+  CHECK(w.can_send());
+  w.on_sent(500);
+  CHECK_FALSE(w.can_send());
+  CHECK(w.on_granted({500, 1}));
+  CHECK(w.can_send());
+  stream_send_window huge({~std::uint64_t{0}, 1});  // clamped, not negative
+  CHECK(huge.bytes() > 0);
+}
+
 TEST_CASE("stream window: grants beyond the reader's window are refused") {
   stream_send_window w({100, 4});
   CHECK_FALSE(w.on_granted({1, 0}));  // nothing was spent
@@ -117,7 +128,7 @@ TEST_CASE("stream state: client writes - half-closes - and the server's trailers
   CHECK(server.is_closed());
   CHECK(client.on_peer_trailers() == verdict::ends);
   CHECK(client.is_closed());
-  CHECK(client.on_peer_message() == verdict::violation);
+  CHECK(client.on_peer_message() == verdict::ignore);  // crossed the trailers: dropped
 }
 
 TEST_CASE("stream state: frames only the other role may send are violations") {
@@ -133,7 +144,9 @@ TEST_CASE("stream state: a reset ends the stream from either side - once") {
   stream_state server(stream_state::side::server);
   CHECK(server.on_peer_reset() == verdict::ends);
   CHECK(server.is_closed());
-  CHECK(server.on_peer_reset() == verdict::violation);
+  CHECK(server.on_peer_reset() == verdict::ignore);
+  CHECK(server.on_peer_message() == verdict::ignore);
+  CHECK(server.on_peer_half_close() == verdict::ignore);
   CHECK_FALSE(server.write_reset());
   stream_state client(stream_state::side::client);
   CHECK(client.write_reset());

@@ -59,9 +59,10 @@ boost::asio::awaitable<EchoReply> test_service::do_metadata(server_context& ctx,
   }
   ctx.add_trailing_metadata("count", std::to_string(ctx.client_metadata().size()));
   if (req.data() == "fail") ctx.set_status(status_code::not_found, "failed as asked");
-  if (req.data() == "flood") {  // more trailing metadata than a client accepts by default (64)
+  if (req.data() == "flood" || req.data() == "flood and fail") {  // more than a client accepts (64)
     for (int i = 0; i < 100; ++i) ctx.add_trailing_metadata("k" + std::to_string(i), "v");
   }
+  if (req.data() == "flood and fail") ctx.set_status(status_code::aborted, "flooded");
   co_return reply;
 }
 

@@ -360,3 +360,38 @@ TEST_CASE("tcp: a large frame costs memory as its bytes arrive - not as its head
   CHECK(h->messages[0] == body);
   CHECK(server->is_open());
 }
+
+TEST_CASE("tcp: a handler's exception escaping on_message leaves the connection reading",
+          "[tcp][exceptions]") {
+  raw_fixture f;
+  tcp::socket raw(f.io);
+  raw.connect(f.target);
+  auto [server, h] = f.accept_started();
+  h->on_message_hook = [](std::size_t count) {
+    if (count == 1) throw std::runtime_error("handler failed");
+  };
+  const auto first = test::make_message(1, 10), second = test::make_message(2, 10);
+  const auto header = le_length(10);
+  std::vector<boost::asio::const_buffer> frames{boost::asio::buffer(header), boost::asio::buffer(first),
+                                                boost::asio::buffer(header), boost::asio::buffer(second)};
+  boost::asio::write(raw, frames);  // both in one read
+  bool thrown = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (h->messages.size() < 2 && std::chrono::steady_clock::now() < deadline) {
+    try {
+      if (f.io.stopped()) f.io.restart();
+      f.io.run_one_for(std::chrono::milliseconds(10));
+    } catch (const std::runtime_error&) {
+      thrown = true;  // an application may catch it and run its io_context again
+    }
+  }
+  CHECK(thrown);
+  REQUIRE(h->messages.size() == 2);
+  CHECK(h->messages[1] == second);
+  // And it still reads what comes later.
+  const auto third = test::make_message(3, 10);
+  boost::asio::write(
+      raw, std::vector<boost::asio::const_buffer>{boost::asio::buffer(header), boost::asio::buffer(third)});
+  REQUIRE(run_until(f.io, [&] { return h->messages.size() == 3; }));
+  CHECK(server->is_open());
+}

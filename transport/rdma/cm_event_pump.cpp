@@ -1,5 +1,7 @@
 #include "transport/rdma/cm_event_pump.hpp"
 
+#include <boost/asio/post.hpp>
+
 namespace rdmarpc::transport::rdma {
 
 void cm_event_pump::read_events(const std::shared_ptr<handler>& h) {
@@ -9,8 +11,13 @@ void cm_event_pump::read_events(const std::shared_ptr<handler>& h) {
     if (ec == boost::system::errc::operation_would_block) break;
     if (ec) {
       if (!h->on_cm_error(ec)) return stop();
-      break;  // try again when the fd is next readable
+      if (++errors_in_a_row_ <= kRetriesAfterError) {
+        boost::asio::post(ex_, [this, h] { read_events(h); });
+        return;
+      }
+      break;  // then only when the fd is next readable
     }
+    errors_in_a_row_ = 0;
     h->on_cm_event(std::move(event));
   }
   if (!watch_.watching()) return;

@@ -167,12 +167,34 @@ void tcp_connection::on_read(boost::system::error_code ec, std::size_t n) {
   }
   read_end_ += n;
   // Replies committed while this read's messages are delivered leave in one write, after them.
-  corked_ = true;
-  const bool more = parse_frames();
-  corked_ = false;
-  flush();
+  bool more = false;
+  {
+    const cork c(*this);
+    more = parse_frames();
+  }
   if (!more) return;
   if (state_ == state::open || state_ == state::closing || state_ == state::draining) start_read();
+}
+
+// Uncorks and flushes on the way out, also when a handler's exception leaves parse_frames; then
+// the rest of the buffered frames are parsed in a later handler, so the connection still reads.
+tcp_connection::cork::~cork() {
+  c_.corked_ = false;
+  try {
+    c_.flush();
+    if (std::uncaught_exceptions() > uncaught_ && !c_.reading_ &&
+        (c_.state_ == state::open || c_.state_ == state::closing)) {
+      boost::asio::post(c_.ex_, [self = c_.self()] {
+        if (!self->parse_frames()) return;
+        if (self->state_ == state::open || self->state_ == state::closing ||
+            self->state_ == state::draining) {
+          self->start_read();
+        }
+      });
+    }
+  } catch (const std::exception& e) {  // out of memory while unwinding: the connection is lost
+    spdlog::error("tcp {}: {}", c_.remote_address_, e.what());
+  }
 }
 
 bool tcp_connection::parse_frames() {
@@ -276,10 +298,8 @@ void tcp_connection::deliver(std::vector<std::byte> message) {
 // --- sending -----------------------------------------------------------------------------------
 
 void tcp_connection::deliver_corked(std::vector<std::byte> message) {
-  corked_ = true;
+  const cork c(*this);
   deliver(std::move(message));
-  corked_ = false;
-  flush();
 }
 
 void tcp_connection::flush() {

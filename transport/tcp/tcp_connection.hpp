@@ -11,6 +11,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <deque>
+#include <exception>
 #include <vector>
 
 #include "transport/connection.hpp"
@@ -70,6 +71,20 @@ class tcp_connection final : public connection, public received_message::owner {
   void on_write_failed(const boost::system::error_code& ec);
   void shutdown_send();
   void deliver_corked(std::vector<std::byte> message);
+  // While alive, commits only queue; its destructor writes them (see flush).
+  class cork {
+   public:
+    explicit cork(tcp_connection& c) noexcept : c_(c), uncaught_(std::uncaught_exceptions()) {
+      c_.corked_ = true;
+    }
+    cork(const cork&) = delete;
+    cork& operator=(const cork&) = delete;
+    ~cork();
+
+   private:
+    tcp_connection& c_;
+    int uncaught_;
+  };
 
   // Ends the connection once: ends waiting reservations, posts on_close(reason), drops the handler.
   // hard: close the socket now (errors); otherwise keep reading to drain until the peer's EOF.
