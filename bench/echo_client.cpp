@@ -29,18 +29,11 @@ bench_result echo_client::run_point(std::uint64_t payload, std::uint64_t concurr
   request.set_payload(std::string(payload, 'x'));
   std::vector<slot> slots(concurrency);
 
-  bench_result result;
-  result.system = "rdmarpc";
-  result.transport = transport_;
-  result.mode = mode_;
-  result.payload = payload;
-  result.concurrency = concurrency;
+  auto result = point_result("rdmarpc", transport_, mode_, payload, concurrency);
 
   const auto start = clock::now();
   closed_loop loop(load, start);
-  out.begin("rdmarpc " + transport_ + (mode_ == "event" ? "" : " " + mode_) + " " + std::to_string(payload) +
-                " B x" + std::to_string(concurrency),
-            start);
+  out.begin(point_label(result), start);
   std::string first_error;
   bool stuck = false;
 

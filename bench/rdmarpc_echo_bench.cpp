@@ -13,7 +13,6 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <exception>
-#include <fstream>
 #include <future>
 #include <iostream>
 #include <optional>
@@ -24,8 +23,7 @@
 
 #include "bench/common/bench_result.hpp"
 #include "bench/common/client_options.hpp"
-#include "bench/common/cpu_time.hpp"
-#include "bench/common/progress.hpp"
+#include "bench/common/driver.hpp"
 #include "bench/echo_client.hpp"
 #include "bench/echo_service.hpp"
 #include "rpc/channel.hpp"
@@ -88,18 +86,6 @@ struct echo_services {
     return callback;
   }
 };
-
-std::vector<bench_result> run_matrix(echo_client& client, const client_options& options) {
-  progress out(options.progress);
-  std::vector<bench_result> results;
-  for (auto payload : options.payloads) {
-    for (auto concurrency : options.concurrency) {
-      results.push_back(client.run_point(payload, concurrency, options.load, out));
-      if (!options.json_path.empty()) append_json_line(options.json_path, results.back());
-    }
-  }
-  return results;
-}
 
 int serve(const settings& s) {
   asio::io_context io(1);  // concurrency hint 1: one thread runs it (see README, Performance)
@@ -199,23 +185,12 @@ int run_idle(const settings& s) {
   echo_client client(pair.client_io(), pair.channel(), transport_of(s.uri), s.mode_label());
   // One call proves the pair is connected; then both sides wait for work that never comes, each
   // running its io_context as a real program would.
-  client_options one;
-  one.payloads = {64};
-  one.concurrency = {1};
-  one.load.warmup = std::chrono::nanoseconds(0);
-  one.load.calls = 1;
-  one.progress = false;
-  run_matrix(client, one);
-  const auto cpu0 = process_cpu_time();
-  const auto t0 = std::chrono::steady_clock::now();
-  pair.client_io().restart();
-  pair.client_io().run_for(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(s.idle_seconds)));
-  idle_result r{"rdmarpc", transport_of(s.uri), s.mode_label(),
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
-                std::chrono::duration<double>(process_cpu_time() - cpu0).count()};
-  std::cout << to_json(r) << std::endl;
-  if (!s.client.json_path.empty()) std::ofstream(s.client.json_path, std::ios::app) << to_json(r) << '\n';
+  run_matrix(client, one_call_options());
+  const auto r = measure_idle("rdmarpc", transport_of(s.uri), s.mode_label(), [&] {
+    pair.client_io().restart();
+    pair.client_io().run_for(idle_duration(s.idle_seconds));
+  });
+  report_idle(r, s.client.json_path);
   return 0;
 }
 

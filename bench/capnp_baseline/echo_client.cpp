@@ -86,17 +86,12 @@ kj::Promise<void> echo_client::watchdog(point& p) {
 
 bench_result echo_client::run_point(std::uint64_t payload, std::uint64_t concurrency, const load_spec& load,
                                     progress& out) {
-  bench_result result;
-  result.system = "capnp";
-  result.transport = "tcp";
-  result.mode = "event";
-  result.payload = payload;
-  result.concurrency = concurrency;
+  auto result = point_result("capnp", "tcp", "event", payload, concurrency);
 
   const auto start = clock::now();
   point p{closed_loop(load, start), out, std::vector<capnp::byte>(payload, 'x'),
           capnp::MessageSize{payload / sizeof(capnp::word) + 8, 0}};
-  out.begin("capnp tcp " + std::to_string(payload) + " B x" + std::to_string(concurrency), start);
+  out.begin(point_label(result), start);
   auto slots = kj::heapArrayBuilder<kj::Promise<void>>(concurrency);
   for (std::uint64_t i = 0; i < concurrency; ++i) slots.add(slot_loop(p));
   try {

@@ -1,9 +1,8 @@
 #pragma once
-// rdmarpc::bench::capnp_baseline::echo_client: the Cap'n Proto RPC echo client of the comparison.
-// It keeps N calls in flight on one EzRpcClient connection (each finished call starts the next,
-// as a promise chain per slot) and measures them with the same closed_loop as the rdmarpc and
-// gRPC clients. Layer: bench. Threading: one thread, which owns the client's KJ event loop;
-// run_point() blocks until the point is done.
+// rdmarpc::bench::capnp_baseline::echo_client: the Cap'n Proto RPC baseline_client
+// (bench/common/baseline_main.hpp): N calls in flight on one EzRpcClient connection, a promise chain
+// per slot, measured by the same closed_loop as the other clients. Layer: bench. Threading: one
+// thread, which owns the client's KJ event loop; run_point() blocks until the point is done.
 
 #include <capnp/ez-rpc.h>
 
@@ -20,19 +19,11 @@ namespace rdmarpc::bench::capnp_baseline {
 
 class echo_client {
  public:
-  // `target` is "host:port".
   explicit echo_client(const std::string& target);
-
-  // One empty call, to know that the connection is up; false when it fails or times out.
-  bool wait_connected(std::chrono::seconds timeout);
-
-  // One point: `concurrency` calls in flight with `payload` bytes each way. Throws
-  // std::runtime_error when the point makes no progress (server gone).
+  bool wait_connected(std::chrono::seconds timeout);  // one empty call, on the resolved capability
   bench_result run_point(std::uint64_t payload, std::uint64_t concurrency, const load_spec& load,
                          progress& out);
-
-  // Runs the event loop for `duration` with nothing in flight, as an idle client would.
-  void idle(std::chrono::nanoseconds duration);
+  void idle(std::chrono::nanoseconds duration);  // runs the event loop
 
  private:
   struct point;

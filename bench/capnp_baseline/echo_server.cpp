@@ -19,7 +19,7 @@ class echo_impl final : public EchoBench::Server {
   }
 };
 
-kj::Promise<void> make_stop_promise(kj::Own<kj::PromiseFulfiller<void>>& fulfiller) {
+kj::Promise<void> make_shutdown_promise(kj::Own<kj::PromiseFulfiller<void>>& fulfiller) {
   auto paf = kj::newPromiseAndFulfiller<void>();
   fulfiller = kj::mv(paf.fulfiller);
   return kj::mv(paf.promise);
@@ -30,7 +30,7 @@ kj::Promise<void> make_stop_promise(kj::Own<kj::PromiseFulfiller<void>>& fulfill
 echo_server::echo_server(const std::string& address)
     : server_(kj::heap<echo_impl>(), address.c_str()),
       executor_(kj::getCurrentThreadExecutor().addRef()),
-      stopped_(make_stop_promise(stop_fulfiller_)) {
+      stopped_(make_shutdown_promise(shutdown_fulfiller_)) {
   try {
     port_ = server_.getPort().wait(server_.getWaitScope());
   } catch (const kj::Exception& e) {
@@ -45,8 +45,9 @@ void echo_server::run() {
   stopped_.wait(server_.getWaitScope());
 }
 
-void echo_server::stop() {
-  std::call_once(stop_once_, [this] { executor_->executeSync([this] { stop_fulfiller_->fulfill(); }); });
+void echo_server::shutdown() {
+  std::call_once(shutdown_once_,
+                 [this] { executor_->executeSync([this] { shutdown_fulfiller_->fulfill(); }); });
 }
 
 }  // namespace rdmarpc::bench::capnp_baseline

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <ostream>
 #include <stdexcept>
+#include <utility>
 
 namespace rdmarpc::bench {
 namespace {
@@ -38,6 +39,22 @@ std::string size_label(std::uint64_t bytes) {
 }
 
 }  // namespace
+
+bench_result point_result(std::string system, std::string transport, std::string mode, std::uint64_t payload,
+                          std::uint64_t concurrency) {
+  bench_result r;
+  r.system = std::move(system);
+  r.transport = std::move(transport);
+  r.mode = std::move(mode);
+  r.payload = payload;
+  r.concurrency = concurrency;
+  return r;
+}
+
+std::string point_label(const bench_result& r) {
+  return r.system + " " + r.transport + (r.mode == "event" ? "" : " " + r.mode) + " " +
+         std::to_string(r.payload) + " B x" + std::to_string(r.concurrency);
+}
 
 void fill_from(bench_result& r, const closed_loop& loop, closed_loop::clock::time_point now) {
   const auto& h = loop.latency();

@@ -27,6 +27,13 @@ struct bench_result {
   double p50_us = 0, p90_us = 0, p99_us = 0, p999_us = 0, max_us = 0, mean_us = 0;
 };
 
+// A point's result before it is measured: what it is, no numbers yet.
+bench_result point_result(std::string system, std::string transport, std::string mode, std::uint64_t payload,
+                          std::uint64_t concurrency);
+
+// The point's progress label: "grpc tcp 64 B x8", with the mode unless it is "event".
+std::string point_label(const bench_result& r);
+
 // Fills the numbers of `r` from a finished closed_loop.
 void fill_from(bench_result& r, const closed_loop& loop, closed_loop::clock::time_point now);
 

@@ -45,16 +45,11 @@ bench_result echo_client::run_point(std::uint64_t payload, std::uint64_t concurr
   request.set_payload(std::string(payload, 'x'));
   std::vector<slot> slots(concurrency);
 
-  bench_result result;
-  result.system = "grpc";
-  result.transport = "tcp";
-  result.mode = "event";
-  result.payload = payload;
-  result.concurrency = concurrency;
+  auto result = point_result("grpc", "tcp", "event", payload, concurrency);
 
   auto start = clock::now();
   closed_loop loop(load, start);
-  out.begin("grpc tcp " + std::to_string(payload) + " B x" + std::to_string(concurrency), start);
+  out.begin(point_label(result), start);
 
   auto issue = [&](slot& s) {
     s.context.reset();

@@ -1,9 +1,8 @@
 #pragma once
-// rdmarpc::bench::grpc_baseline::echo_server: the gRPC C++ side of the comparison, an async
-// (completion-queue) server for bench/echo_bench.proto, written the way the gRPC examples do it.
-// Layer: bench (baseline only; the library never depends on gRPC).
-// Threading: run() polls the one completion queue on the calling thread (one server thread);
-// shutdown() may be called from any thread.
+// rdmarpc::bench::grpc_baseline::echo_server: the gRPC C++ baseline_server (bench/common/baseline_main.hpp),
+// an async (completion-queue) server for bench/echo_bench.proto written the way the gRPC examples do it.
+// Layer: bench (baseline only; the library never depends on gRPC). Threading: run() polls the one
+// completion queue on the calling thread (one server thread); shutdown() from any thread.
 
 #include <grpcpp/grpcpp.h>
 
@@ -17,15 +16,13 @@ namespace rdmarpc::bench::grpc_baseline {
 
 class echo_server {
  public:
-  // Listens on "host:port" (port 0 = any). Throws std::runtime_error when it cannot.
   explicit echo_server(const std::string& address);
   ~echo_server();
   echo_server(const echo_server&) = delete;
   echo_server& operator=(const echo_server&) = delete;
 
   int port() const noexcept { return port_; }
-  // Serves until shutdown(); returns after every call object has been reclaimed.
-  void run();
+  void run();  // returns after every call object has been reclaimed
   void shutdown();
 
  private:
