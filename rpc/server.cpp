@@ -15,6 +15,7 @@
 #include <mutex>
 #include <optional>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -26,6 +27,19 @@ namespace rdmarpc {
 namespace {
 
 using clock = std::chrono::steady_clock;
+
+// The host part of a remote address ("tcp://10.0.0.2:5000" -> "tcp://10.0.0.2",
+// "rdma://[fe80::1]:7471" -> "rdma://[fe80::1]"): what max_connections_per_peer counts by.
+std::string peer_host(const std::string& address) {
+  const auto colon = address.rfind(':');
+  const auto scheme_end = address.find("://");
+  const auto bracket = address.rfind(']');
+  if (colon == std::string::npos || colon <= scheme_end + 2 ||
+      (bracket != std::string::npos && colon < bracket)) {
+    return address;  // no port ("loopback://a")
+  }
+  return address.substr(0, colon);
+}
 
 }  // namespace
 
@@ -59,7 +73,12 @@ class server::impl final : public server_connection::owner,
   }
   void connection_ended(server_connection* c) override {
     std::lock_guard lock(mutex_);
-    connections_.erase(c);
+    auto it = connections_.find(c);
+    if (it == connections_.end()) return;
+    if (auto peer = per_peer_.find(it->second.peer); peer != per_peer_.end() && --peer->second == 0) {
+      per_peer_.erase(peer);
+    }
+    connections_.erase(it);
   }
 
   transport::endpoint listen(std::string_view uri) {
@@ -167,7 +186,13 @@ class server::impl final : public server_connection::owner,
 
   std::mutex mutex_;  // guards the members below up to in_flight_
   std::vector<std::shared_ptr<transport::listener>> listeners_;
-  std::unordered_map<server_connection*, std::weak_ptr<server_connection>> connections_;
+  struct served {
+    std::weak_ptr<server_connection> connection;
+    std::string peer;  // peer_host() of its remote address
+  };
+  std::unordered_map<server_connection*, served> connections_;
+  std::unordered_map<std::string, std::size_t> per_peer_;  // connections by peer host
+  std::uint64_t refused_ = 0;                              // connections refused by the limits
   std::size_t next_context_ = 0;
   std::atomic<bool> shutting_down_{false};
   std::atomic<std::size_t> in_flight_{0};
@@ -178,14 +203,39 @@ class server::impl final : public server_connection::owner,
 };
 
 void server::impl::serve(std::shared_ptr<transport::connection> conn) {
-  auto state = server_connection::create(shared_from_this(), conn);
+  const std::string address = conn->remote_address();
+  std::string peer = peer_host(address);
+  std::shared_ptr<server_connection> state;
+  const char* refused = nullptr;
+  std::uint64_t refusals = 0;
   {
     std::lock_guard lock(mutex_);
     if (shutting_down_) {
-      boost::asio::post(conn->get_executor(), [conn] { conn->close(); });
-      return;
+      refused = "the server is shutting down";
+    } else if (connections_.size() >= options_.max_connections) {
+      refused = "max_connections reached";
+    } else if (per_peer_[peer] >= options_.max_connections_per_peer) {
+      refused = "max_connections_per_peer reached";
+    } else {
+      state = server_connection::create(shared_from_this(), conn);
+      ++per_peer_[peer];
+      connections_.emplace(state.get(), served{state, std::move(peer)});
     }
-    connections_.emplace(state.get(), state);
+    if (refused != nullptr) {
+      if (!shutting_down_) refusals = ++refused_;
+      if (auto it = per_peer_.find(peer); it != per_peer_.end() && it->second == 0) per_peer_.erase(it);
+    }
+  }
+  if (refused != nullptr) {
+    if (refusals == 1) {
+      spdlog::warn(
+          "rdmarpc server: closing the connection from {}: {} (further refusals are logged at debug)",
+          address, refused);
+    } else if (refusals > 1) {
+      spdlog::debug("rdmarpc server: closing the connection from {}: {}", address, refused);
+    }
+    boost::asio::post(conn->get_executor(), [conn] { conn->close(); });
+    return;
   }
   boost::asio::post(conn->get_executor(), [state] { state->start(); });
 }
@@ -194,8 +244,8 @@ void server::impl::close_connections() {
   std::vector<std::shared_ptr<server_connection>> conns;
   {
     std::lock_guard lock(mutex_);
-    for (auto& [ptr, weak] : connections_) {
-      if (auto c = weak.lock()) conns.push_back(std::move(c));
+    for (auto& [ptr, entry] : connections_) {
+      if (auto c = entry.connection.lock()) conns.push_back(std::move(c));
     }
   }
   for (auto& c : conns) {

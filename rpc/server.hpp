@@ -26,6 +26,11 @@ struct server_options {
   // refused with RESOURCE_EXHAUSTED (the connection carries on); logged once per connection.
   std::size_t max_metadata_entries = 64;
   std::size_t max_metadata_bytes = 8 * 1024;
+  // Connections served at once, in all and from one peer address (its host, whatever the port).
+  // A connection beyond either is closed as soon as it is accepted (its client sees UNAVAILABLE,
+  // closed_by_peer); refusals are logged (the first at warning level, the rest at debug).
+  std::size_t max_connections = 10000;
+  std::size_t max_connections_per_peer = 1000;
   transport::connection_options transport;
 };
 
