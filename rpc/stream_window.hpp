@@ -18,14 +18,22 @@ struct stream_window_size {
   bool operator==(const stream_window_size&) const = default;
 };
 
+// Byte counts above this are clamped to it: far above any message, and no int64 can overflow.
+inline constexpr std::uint64_t kMaxStreamWindowBytes = std::uint64_t{1} << 48;
+
+// A window as both sides use it: at least 1 byte and 1 message, at most kMaxStreamWindowBytes, so
+// a peer announcing 0 cannot stall a writer forever nor a huge value overflow it.
+constexpr stream_window_size normalised(stream_window_size w) noexcept {
+  return {std::clamp<std::uint64_t>(w.bytes, 1, kMaxStreamWindowBytes),
+          std::max<std::uint32_t>(w.messages, 1)};
+}
+
 // The writer's side: what it may still send.
 class stream_send_window {
  public:
-  // The reader's announced window, normalised as the reader normalises it (at least 1, bytes at
-  // most 2^48): a peer announcing 0 cannot stall the writer forever, nor overflow it.
+  // The reader's announced window, normalised as the reader normalises it.
   explicit stream_send_window(stream_window_size reader_window) noexcept
-      : limit_{std::clamp<std::uint64_t>(reader_window.bytes, 1, kMaxBytes),
-               std::max<std::uint32_t>(reader_window.messages, 1)},
+      : limit_(normalised(reader_window)),
         bytes_(static_cast<std::int64_t>(limit_.bytes)),
         messages_(limit_.messages) {}
 
@@ -33,12 +41,12 @@ class stream_send_window {
   // Spends credit for a message of `size` bytes. Precondition: can_send().
   void on_sent(std::uint64_t size) noexcept {
     --messages_;
-    bytes_ -= static_cast<std::int64_t>(std::min<std::uint64_t>(size, kMaxBytes));
+    bytes_ -= static_cast<std::int64_t>(std::min<std::uint64_t>(size, kMaxStreamWindowBytes));
   }
   // The reader granted credit back. False when that would exceed the reader's window (a
   // protocol violation: the stream is reset); nothing changes then.
   [[nodiscard]] bool on_granted(stream_window_size grant) noexcept {
-    if (grant.bytes > kMaxBytes || grant.messages > limit_.messages - messages_) return false;
+    if (grant.bytes > kMaxStreamWindowBytes || grant.messages > limit_.messages - messages_) return false;
     if (bytes_ + static_cast<std::int64_t>(grant.bytes) > static_cast<std::int64_t>(limit_.bytes))
       return false;
     bytes_ += static_cast<std::int64_t>(grant.bytes);
@@ -50,7 +58,6 @@ class stream_send_window {
   std::uint32_t messages() const noexcept { return messages_; }
 
  private:
-  static constexpr std::uint64_t kMaxBytes = std::uint64_t{1} << 48;  // far above any message
   stream_window_size limit_;
   std::int64_t bytes_;
   std::uint32_t messages_;
@@ -59,10 +66,8 @@ class stream_send_window {
 // The reader's side: what the writer may still send, what the user holds, when to grant.
 class stream_receive_window {
  public:
-  // window: bytes in [1, 2^48] and messages >= 1 (values outside are brought inside).
   explicit stream_receive_window(stream_window_size window) noexcept
-      : window_{std::clamp<std::uint64_t>(window.bytes, 1, kMaxBytes),
-                std::max<std::uint32_t>(window.messages, 1)},
+      : window_(normalised(window)),
         bytes_(static_cast<std::int64_t>(window_.bytes)),
         messages_(window_.messages) {}
 
@@ -71,7 +76,7 @@ class stream_receive_window {
   // A message of `size` bytes arrived. False when the writer had no credit for it (a protocol
   // violation: the stream is reset); it is not counted then.
   [[nodiscard]] bool on_received(std::uint64_t size) noexcept {
-    if (messages_ == 0 || bytes_ <= 0 || size > kMaxBytes) return false;
+    if (messages_ == 0 || bytes_ <= 0 || size > kMaxStreamWindowBytes) return false;
     --messages_;
     bytes_ -= static_cast<std::int64_t>(size);
     held_bytes_ += size;
@@ -101,7 +106,6 @@ class stream_receive_window {
   std::uint32_t held_messages() const noexcept { return held_messages_; }
 
  private:
-  static constexpr std::uint64_t kMaxBytes = std::uint64_t{1} << 48;
   stream_window_size window_;
   std::int64_t bytes_;           // the writer's byte credit, as we track it
   std::uint32_t messages_;       // the writer's message credit
