@@ -26,6 +26,7 @@
 #include "rpc/call_table.hpp"
 #include "rpc/extras.hpp"
 #include "rpc/frame.hpp"
+#include "rpc/stream_core.hpp"
 #include "transport/connect.hpp"
 
 namespace rdmarpc {
@@ -112,7 +113,7 @@ class connection_events final : public transport::connection_handler {
   std::uint64_t generation_;
 };
 
-class channel_impl final : public std::enable_shared_from_this<channel_impl> {
+class channel_impl final : public std::enable_shared_from_this<channel_impl>, public stream_core::owner {
  public:
   channel_impl(boost::asio::any_io_executor ex, std::optional<transport::endpoint> ep,
                channel_options options)
@@ -149,13 +150,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
       context->mutable_server_initial_metadata().clear();
       context->mutable_server_trailing_metadata().clear();
     }
-    c->deadline = context != nullptr ? context->deadline() : clock::time_point::max();
-    if (c->deadline == clock::time_point::max() && options_.default_timeout != clock::duration::max()) {
-      const auto now = clock::now();
-      c->deadline = options_.default_timeout >= clock::time_point::max() - now
-                        ? clock::time_point::max()
-                        : now + options_.default_timeout;
-    }
+    c->deadline = deadline_of(context);
     if (io_ex_ != nullptr) {
       c->io_work = io_work_count(io_ex_);
     } else {
@@ -176,6 +171,42 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
 
   void close() {
     boost::asio::post(ex_, [self = shared_from_this()] { self->close_now("channel closed"); });
+  }
+
+  std::shared_ptr<stream_io> start_stream(const method_descriptor& method, client_context* context,
+                                          const google::protobuf::MessageLite* first_request) {
+    stream_core::settings s;
+    s.side = stream_state::side::client;
+    s.id = allocate_id();
+    s.receive_window = normalised(options_.stream_window);
+    s.max_metadata_entries = options_.max_metadata_entries;
+    s.max_metadata_bytes = options_.max_metadata_bytes;
+    auto core = std::make_shared<stream_core>(ex_, weak_from_this(), s);
+    if (context != nullptr) {
+      context->mutable_server_initial_metadata().clear();
+      context->mutable_server_trailing_metadata().clear();
+    }
+    std::string first;
+    bool serialized = true;
+    if (first_request != nullptr)
+      serialized = first_request->IsInitialized() && first_request->SerializeToString(&first);
+    // Not shared yet: the frames are queued here, sent once the stream is registered and connected.
+    core->open(method, context, deadline_of(context), std::move(first), first_request != nullptr);
+    calls_started_.fetch_add(1, std::memory_order_relaxed);
+    auto reg = [self = shared_from_this(), core, serialized] { self->register_stream(core, serialized); };
+    if (on_own_thread()) {
+      reg();
+    } else {
+      boost::asio::post(ex_, std::move(reg));
+    }
+    return core;
+  }
+
+  // A stream ended and flushed what it had to send (stream_core::owner).
+  void stream_ended(std::uint32_t id, status_code code) override {
+    streams_.erase(id);
+    (code == status_code::ok ? calls_ok_ : calls_failed_).fetch_add(1, std::memory_order_relaxed);
+    if (released_) maybe_close_released();
   }
 
   // The user dropped its last reference: finish the calls already made, then close.
@@ -204,9 +235,14 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
       protocol_violation(frame::to_string(err));
       return;
     }
-    if (v.header.kind != frame::kind::response) {
-      protocol_violation("unexpected frame kind from server");
-      return;
+    switch (v.header.kind) {
+      case frame::kind::response: break;
+      case frame::kind::stream_message:
+      case frame::kind::trailers:
+      case frame::kind::reset:
+      case frame::kind::window_update:
+      case frame::kind::stream_headers: return on_stream_frame(v, message);
+      default: return protocol_violation("unexpected frame kind from server");
     }
     auto it = calls_.find(v.header.call_id);
     pending_call* c_ptr = it != calls_.end() && it->second->sent ? it->second.get() : nullptr;
@@ -281,6 +317,46 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
       }
     }
   };
+
+  // The call's deadline: its context's, else now + default_timeout.
+  clock::time_point deadline_of(const client_context* context) const noexcept {
+    const auto deadline = context != nullptr ? context->deadline() : clock::time_point::max();
+    if (deadline != clock::time_point::max() || options_.default_timeout == clock::duration::max())
+      return deadline;
+    const auto now = clock::now();
+    return options_.default_timeout >= clock::time_point::max() - now ? clock::time_point::max()
+                                                                      : now + options_.default_timeout;
+  }
+
+  // On ex_: the stream joins the channel (and is connected, or waits for the connection).
+  void register_stream(const std::shared_ptr<stream_core>& core, bool serialized) {
+    if (!serialized)
+      return core->fail(status_code::invalid_argument, "cannot serialize request (missing required fields?)");
+    if (closed_) return core->fail(status_code::unavailable, "channel closed");
+    if (calls_.size() + streams_.size() >= options_.max_in_flight + options_.max_queued_calls)
+      return core->fail(status_code::resource_exhausted, "too many calls waiting on the channel");
+    if (calls_.contains(core->id()) || streams_.contains(core->id()))
+      return core->fail(status_code::resource_exhausted, "call id space exhausted");
+    streams_.emplace(core->id(), core);
+    if (conn_) return core->attach(conn_);
+    unattached_streams_.push_back(core);
+    if (connecting_) return;
+    if (!endpoint_) return fail_all(status_code::unavailable, "not connected");
+    start_connect();
+  }
+
+  // Routes a stream frame to its stream. A frame for an id we never used is a violation; one for a
+  // stream that ended here is dropped (it crossed our end).
+  void on_stream_frame(const frame::view& v, transport::received_message& message) {
+    auto it = streams_.find(v.header.call_id);
+    if (it == streams_.end()) {
+      if (v.header.call_id >= next_id_.load(std::memory_order_relaxed))
+        protocol_violation("stream frame for a stream never opened");
+      return;
+    }
+    auto core = it->second;  // it may end (and leave streams_) inside on_frame
+    core->on_frame(v, message);
+  }
 
   bool on_own_thread() const noexcept { return io_ex_ != nullptr && io_ex_->running_in_this_thread(); }
 
@@ -491,6 +567,9 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
     connects_.fetch_add(1, std::memory_order_relaxed);
     conn_->start(std::make_shared<connection_events>(shared_from_this(), generation_));
     pump();
+    for (auto& core : std::exchange(unattached_streams_, {})) {
+      if (conn_) core->attach(conn_);
+    }
   }
 
   void protocol_violation(const char* why) {
@@ -556,17 +635,20 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
     queue_.clear();
     in_flight_ = 0;
     for (auto& [id, c] : calls) complete(std::move(c), code, message);
+    unattached_streams_.clear();
+    auto streams = std::exchange(streams_, {});
+    for (auto& [id, core] : streams) core->fail(code, message);
   }
 
   void close_now(const char* why) {
-    if (closed_ && !conn_ && calls_.empty()) return;
+    if (closed_ && !conn_ && calls_.empty() && streams_.empty()) return;
     closed_ = true;
     fail_all(status_code::unavailable, why);
     if (conn_) conn_->close();  // on_close follows (ignored: no calls left)
   }
 
   void maybe_close_released() {
-    if (released_ && calls_.empty() && !closed_) close_now("channel released");
+    if (released_ && calls_.empty() && streams_.empty() && !closed_) close_now("channel released");
   }
 
   // Hands the call's status to its handler on the handler's associated executor: inline only for
@@ -637,10 +719,12 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl> {
   bool reserving_ = false;  // an async_reserve for the queue's first call is outstanding
   bool closed_ = false;
   bool released_ = false;
-  bool complete_inline_ = false;                 // see on_message and complete
-  call_table<pending_call> calls_{kSpareCalls};  // queued and sent
-  std::deque<std::uint32_t> queue_;              // not yet sent, in order
-  std::size_t in_flight_ = 0;                    // sent, not answered
+  bool complete_inline_ = false;                                             // see on_message and complete
+  call_table<pending_call> calls_{kSpareCalls};                              // queued and sent
+  std::deque<std::uint32_t> queue_;                                          // not yet sent, in order
+  std::size_t in_flight_ = 0;                                                // sent, not answered
+  std::unordered_map<std::uint32_t, std::shared_ptr<stream_core>> streams_;  // open streams
+  std::vector<std::shared_ptr<stream_core>> unattached_streams_;             // waiting for a connection
 
   // Any thread:
   std::atomic<std::uint32_t> next_id_{1};
@@ -666,6 +750,10 @@ class channel_handle final : public channel {
   void start_unary_call(const method_descriptor& method, client_context* context,
                         const google::protobuf::MessageLite& request, unary_op_ptr op) override {
     impl_->start_unary_call(method, context, request, std::move(op));
+  }
+  std::shared_ptr<stream_io> start_stream(const method_descriptor& method, client_context* context,
+                                          const google::protobuf::MessageLite* first_request) override {
+    return impl_->start_stream(method, context, first_request);
   }
   void close() override { impl_->close(); }
   channel_stats stats() const override { return impl_->stats(); }

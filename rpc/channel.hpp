@@ -15,6 +15,8 @@
 #include "rpc/client_context.hpp"
 #include "rpc/method.hpp"
 #include "rpc/status.hpp"
+#include "rpc/stream.hpp"
+#include "rpc/stream_window.hpp"
 #include "rpc/unary_op.hpp"
 #include "transport/connection.hpp"
 
@@ -27,6 +29,7 @@ namespace rdmarpc {
 struct channel_options {
   // Calls started but not yet answered. Beyond it, up to max_queued_calls wait for a free slot;
   // beyond that a call fails at once with RESOURCE_EXHAUSTED (back-pressure, never unbounded).
+  // Open streams count as calls here.
   std::size_t max_in_flight = 1024;
   std::size_t max_queued_calls = 4096;
   // Used when a call has no deadline of its own (client_context). max() = no default deadline.
@@ -36,6 +39,9 @@ struct channel_options {
   // RESOURCE_EXHAUSTED (the connection carries on).
   std::size_t max_metadata_entries = 64;
   std::size_t max_metadata_bytes = 8 * 1024;
+  // Each stream's receive window: the bytes and messages the server may send ahead of our reads
+  // (what a stream whose reader stopped holds in memory, plus one message).
+  stream_window_size stream_window = kDefaultStreamWindow;
   transport::connection_options transport;
 };
 
@@ -71,6 +77,14 @@ class channel {
   // (CANCELLED, and the server is told to stop).
   virtual void start_unary_call(const method_descriptor& method, client_context* context,
                                 const google::protobuf::MessageLite& request, unary_op_ptr op) = 0;
+
+  // Opens a stream for streaming `method` (rpc/stream.hpp; generated stubs wrap it in a typed
+  // client_stream). `context` (may be null) must stay alive until the stream finished. When
+  // `first_request` is given (server streaming) it is written and the writes are done at once.
+  // Never fails here: an error (not connected, deadline, limits) ends the stream, and its
+  // operations report it.
+  virtual std::shared_ptr<stream_io> start_stream(const method_descriptor& method, client_context* context,
+                                                  const google::protobuf::MessageLite* first_request) = 0;
 
   // Fails every pending call with UNAVAILABLE and closes the connection. Idempotent.
   virtual void close() = 0;

@@ -72,10 +72,14 @@ std::optional<std::size_t> count_fields(std::span<const std::byte> bytes) noexce
   return fields;
 }
 
-std::string encode_request(const metadata& md) {
-  if (md.empty()) return {};
+std::string encode_request(const metadata& md, const stream_window_size* window) {
+  if (md.empty() && window == nullptr) return {};
   wire::RequestExtras ex;
   put(md, *ex.mutable_metadata());
+  if (window != nullptr) {
+    ex.mutable_window()->set_bytes(window->bytes);
+    ex.mutable_window()->set_messages(window->messages);
+  }
   return ex.SerializeAsString();
 }
 
@@ -89,11 +93,12 @@ std::string encode_response(std::string_view status_message, const metadata& ini
   return ex.SerializeAsString();
 }
 
-bool decode_request(std::span<const std::byte> bytes, metadata& out) {
+bool decode_request(std::span<const std::byte> bytes, metadata& out, stream_window_size* window) {
   if (bytes.empty()) return true;
   wire::RequestExtras ex;
   if (!parse(ex, bytes)) return false;
   take(ex.metadata(), out);
+  if (window != nullptr && ex.has_window()) *window = {ex.window().bytes(), ex.window().messages()};
   return true;
 }
 

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "rpc/client_context.hpp"
+#include "rpc/stream_window.hpp"
 
 namespace rdmarpc::extras {
 
@@ -19,12 +20,14 @@ namespace rdmarpc::extras {
 std::optional<std::size_t> count_fields(std::span<const std::byte> bytes) noexcept;
 
 // Empty string when there is nothing to send (the frame then has extras_length 0).
-std::string encode_request(const metadata& md);
+// `window`: a stream_open's receive window (null for a unary request).
+std::string encode_request(const metadata& md, const stream_window_size* window = nullptr);
 std::string encode_response(std::string_view status_message, const metadata& initial = {},
                             const metadata& trailing = {});
 
 // False when the bytes do not parse (a malformed frame). Empty input is valid and yields nothing.
-bool decode_request(std::span<const std::byte> bytes, metadata& out);
+// `window` (may be null) is set when the extras carry one, else left as it is.
+bool decode_request(std::span<const std::byte> bytes, metadata& out, stream_window_size* window = nullptr);
 // `initial` and `trailing` may be null (the caller does not want them; they are still checked).
 bool decode_response(std::span<const std::byte> bytes, std::string& status_message,
                      metadata* initial = nullptr, metadata* trailing = nullptr);

@@ -44,6 +44,53 @@ static_assert(kOffPayload + 4 == kHeaderSize);
 
 constexpr std::uint8_t kMaxStatus = static_cast<std::uint8_t>(status_code::unauthenticated);
 
+// What each kind may carry. A field it may not carry must be zero.
+struct kind_rules {
+  bool timeout_flag;  // HAS_TIMEOUT allowed (then timeout_us <= kMaxTimeoutUs, else 0)
+  bool status;        // a status (0..16); else 0
+  bool method;        // method_id meaningful
+  bool window;        // method_id = messages, timeout_us = bytes (<= 2^48)
+  bool extras;
+  bool payload;
+};
+
+constexpr kind_rules rules_of(kind k) noexcept {
+  switch (k) {
+    case kind::request: return {true, false, true, false, true, true};
+    case kind::response: return {false, true, false, false, true, true};
+    case kind::cancel: return {false, false, false, false, false, false};
+    case kind::stream_open: return {true, false, true, false, true, false};
+    case kind::stream_message: return {false, false, false, false, true, true};
+    case kind::half_close: return {false, false, false, false, false, false};
+    case kind::trailers: return {false, true, false, false, true, false};
+    case kind::reset: return {false, true, false, false, true, false};
+    case kind::window_update: return {false, false, false, true, false, false};
+    case kind::stream_headers: return {false, false, false, true, true, false};
+  }
+  return {};
+}
+
+// Largest byte count a window field may carry (rpc/stream_window.hpp's kMaxStreamWindowBytes).
+constexpr std::uint64_t kMaxWindowBytes = std::uint64_t{1} << 48;
+
+decode_error check_fields(const header& h, std::uint8_t raw_status) noexcept {
+  const kind_rules r = rules_of(h.kind);
+  if (!r.timeout_flag && h.flags != 0) return decode_error::bad_flags;
+  if (r.status ? raw_status > kMaxStatus : raw_status != 0) return decode_error::bad_status;
+  if (r.timeout_flag) {
+    if (h.has_timeout() ? h.timeout_us > kMaxTimeoutUs : h.timeout_us != 0) return decode_error::bad_field;
+  } else if (r.window) {
+    if (h.timeout_us > kMaxWindowBytes) return decode_error::bad_field;
+  } else if (h.timeout_us != 0) {
+    return decode_error::bad_field;
+  }
+  if (!r.method && !r.window && h.method_id != 0) return decode_error::bad_field;
+  if ((!r.extras && h.extras_length != 0) || (!r.payload && h.payload_length != 0)) {
+    return decode_error::bad_field;
+  }
+  return decode_error::none;
+}
+
 }  // namespace
 
 const char* to_string(decode_error e) noexcept {
@@ -100,8 +147,7 @@ view decode(std::span<const std::byte> message, decode_error& err) noexcept {
   }
   header& h = v.header;
   const auto raw_kind = get<std::uint8_t>(p + kOffKind);
-  if (raw_kind < static_cast<std::uint8_t>(kind::request) ||
-      raw_kind > static_cast<std::uint8_t>(kind::cancel)) {
+  if (raw_kind < static_cast<std::uint8_t>(kind::request) || raw_kind > kLastKind) {
     err = decode_error::bad_kind;
     return v;
   }
@@ -122,46 +168,8 @@ view decode(std::span<const std::byte> message, decode_error& err) noexcept {
     err = decode_error::bad_field;
     return v;
   }
-  switch (h.kind) {
-    case kind::request:
-      if (raw_status != 0) {
-        err = decode_error::bad_status;
-        return v;
-      }
-      if (h.has_timeout() ? h.timeout_us > kMaxTimeoutUs : h.timeout_us != 0) {
-        err = decode_error::bad_field;
-        return v;
-      }
-      break;
-    case kind::response:
-      if (h.flags != 0) {
-        err = decode_error::bad_flags;
-        return v;
-      }
-      if (raw_status > kMaxStatus) {
-        err = decode_error::bad_status;
-        return v;
-      }
-      if (h.method_id != 0 || h.timeout_us != 0) {
-        err = decode_error::bad_field;
-        return v;
-      }
-      break;
-    case kind::cancel:
-      if (h.flags != 0) {
-        err = decode_error::bad_flags;
-        return v;
-      }
-      if (raw_status != 0) {
-        err = decode_error::bad_status;
-        return v;
-      }
-      if (h.method_id != 0 || h.timeout_us != 0 || h.extras_length != 0 || h.payload_length != 0) {
-        err = decode_error::bad_field;
-        return v;
-      }
-      break;
-  }
+  err = check_fields(h, raw_status);
+  if (err != decode_error::none) return v;
   h.status = static_cast<status_code>(raw_status);
   // 64-bit sum of two 32-bit lengths cannot overflow.
   const std::uint64_t total = std::uint64_t{kHeaderSize} + h.extras_length + h.payload_length;

@@ -20,7 +20,16 @@ enum class kind : std::uint8_t {
   request = 1,   // client -> server: call a method
   response = 2,  // server -> client: status (+ reply payload when OK)
   cancel = 3,    // client -> server: stop working on call_id, no response expected
+  // Streams (docs/wire-format.md, Streams): call_id is the stream id.
+  stream_open = 4,      // client -> server: method_id, timeout; extras: RequestExtras (+ window)
+  stream_message = 5,   // both: one message; a server's first one may carry ResponseExtras
+  half_close = 6,       // client -> server: no more messages from the client
+  trailers = 7,         // server -> client: status; extras: ResponseExtras. Ends the stream
+  reset = 8,            // both: status (why); extras: optional ResponseExtras. Ends the stream
+  window_update = 9,    // both: method_id = messages granted, timeout_us = bytes granted
+  stream_headers = 10,  // server -> client: method_id/timeout_us = the server's receive window
 };
+inline constexpr std::uint8_t kLastKind = 10;
 
 // Header flag bits; any other bit set is a malformed frame.
 inline constexpr std::uint8_t kFlagHasTimeout = 0x01;  // request: timeout_us is meaningful
@@ -35,8 +44,9 @@ struct header {
   std::uint8_t flags = 0;
   status_code status = status_code::ok;  // response only
   std::uint32_t call_id = 0;
-  std::uint32_t method_id = 0;   // request only
-  std::uint64_t timeout_us = 0;  // request only, relative to receipt (clock-independent across hosts)
+  std::uint32_t method_id = 0;   // request, stream_open; messages in window_update/stream_headers
+  std::uint64_t timeout_us = 0;  // relative to receipt (clock-independent across hosts); bytes in
+                                 // window_update/stream_headers
   std::uint32_t extras_length = 0;
   std::uint32_t payload_length = 0;
 

@@ -11,13 +11,14 @@
 #include <string_view>
 
 #include "rpc/service.hpp"
+#include "rpc/stream_window.hpp"
 #include "transport/connect.hpp"
 
 namespace rdmarpc {
 
 struct server_options {
   std::size_t threads = 0;  // extra io_context threads for connections
-  // Calls running or waiting for send room to reply, per connection. Beyond it requests are
+  // Calls and streams running or waiting for send room to reply, per connection. Beyond it requests are
   // refused with RESOURCE_EXHAUSTED; refusals wait for send room like replies, and a peer that
   // lets this many refusals wait too (it does not read its responses) is disconnected.
   std::size_t max_in_flight_per_connection = 1024;
@@ -30,6 +31,10 @@ struct server_options {
   // A connection beyond either is closed as soon as it is accepted (its client sees UNAVAILABLE,
   // closed_by_peer); refusals are logged (the first at warning level, the rest at debug).
   std::size_t max_connections = 10000;
+  // Each stream's receive window: the bytes and messages a client may send ahead of the handler's
+  // reads (what a stream whose handler stopped reading holds in memory, plus one message). Never
+  // below kInitialStreamWindow, which clients may use before they learn it.
+  stream_window_size stream_window = kDefaultStreamWindow;
   std::size_t max_connections_per_peer = 1000;
   transport::connection_options transport;
 };

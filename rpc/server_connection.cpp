@@ -17,6 +17,7 @@
 #include "rpc/call_table.hpp"
 #include "rpc/extras.hpp"
 #include "rpc/frame.hpp"
+#include "rpc/stream_core.hpp"
 
 namespace rdmarpc {
 namespace {
@@ -40,18 +41,34 @@ struct active_call {
   std::shared_ptr<boost::asio::cancellation_signal> reply_wait;
 };
 
+// One stream being served: its context, its stream_core and the handler's call object. Removed
+// once the handler finished and the stream ended (both, in either order).
+struct active_stream {
+  active_stream(boost::asio::any_io_executor ex, std::string_view method,
+                std::shared_ptr<const std::string> peer, clock::time_point deadline, metadata md)
+      : ctx(std::move(ex), method, std::move(peer), deadline, std::move(md)) {}
+  server_context ctx;
+  boost::asio::cancellation_signal signal;  // terminal cancellation into the handler coroutine
+  std::shared_ptr<stream_core> stream;
+  std::shared_ptr<server_stream_call> call;
+  std::uint32_t serial = 0;
+  bool done = false;   // the handler finished
+  bool ended = false;  // the stream ended and flushed
+};
+
 // A response frame's parts; the reply is serialized straight into the reservation.
 struct response_frame {
   // `ctx`: the call's context, whose initial and trailing metadata go with the response (null for
   // a refusal, which has no call behind it).
   response_frame(std::uint32_t id, status_code code, std::string_view message,
-                 const google::protobuf::MessageLite* reply, const server_context* ctx = nullptr)
+                 const google::protobuf::MessageLite* reply, const server_context* ctx = nullptr,
+                 frame::kind kind = frame::kind::response)
       : extras(ctx != nullptr
                    ? extras::encode_response(message, ctx->initial_metadata(), ctx->trailing_metadata())
                    : extras::encode_response(message)),
         reply(reply),
         reply_size(reply ? reply->ByteSizeLong() : 0) {
-    h.kind = frame::kind::response;
+    h.kind = kind;
     h.call_id = id;
     h.status = code;
     h.extras_length = static_cast<std::uint32_t>(extras.size());
@@ -77,9 +94,10 @@ struct response_frame {
 
 class connection_impl final : public server_connection,
                               public server_done::target,
+                              public stream_core::owner,
                               public std::enable_shared_from_this<connection_impl> {
  public:
-  connection_impl(std::shared_ptr<owner> srv, std::shared_ptr<transport::connection> conn)
+  connection_impl(std::shared_ptr<server_connection::owner> srv, std::shared_ptr<transport::connection> conn)
       : server_(std::move(srv)),
         conn_(std::move(conn)),
         ex_(conn_->get_executor()),
@@ -110,13 +128,22 @@ class connection_impl final : public server_connection,
       case frame::kind::request: return on_request(v, message);
       case frame::kind::cancel: return on_cancel(v.header.call_id);
       case frame::kind::response: return violation("response frame sent to a server");
+      case frame::kind::stream_open: return on_stream_open(v);
+      case frame::kind::stream_message:
+      case frame::kind::half_close:
+      case frame::kind::trailers:
+      case frame::kind::reset:
+      case frame::kind::window_update:
+      case frame::kind::stream_headers: return on_stream_frame(v, message);
     }
+    violation("unknown frame kind");
   }
 
   void on_close(const boost::system::error_code& reason) override {
     if (!closed_) spdlog::debug("rdmarpc server: connection from {} ended: {}", *peer_, reason.message());
     closed_ = true;
     for (auto& [id, c] : calls_) cancel(*c);
+    fail_streams("connection ended: " + reason.message());
     server_->connection_ended(this);
     // conn_ is kept: calls still running hold us, and send() on a closed connection is harmless.
   }
@@ -126,7 +153,132 @@ class connection_impl final : public server_connection,
     spdlog::warn("rdmarpc server: closing connection from {}: {}", *peer_, why);
     closed_ = true;
     for (auto& [id, c] : calls_) cancel(*c);
+    fail_streams(std::string("connection closed: protocol error: ") + why);
     conn_->close();
+  }
+
+  // Every stream fails UNAVAILABLE (the connection is gone); their handlers are cancelled.
+  void fail_streams(const std::string& why) {
+    std::vector<std::shared_ptr<stream_core>> streams;
+    for (auto& [id, s] : streams_) streams.push_back(s->stream);
+    for (auto& core : streams) core->fail(status_code::unavailable, why);
+  }
+
+  // --- streams ------------------------------------------------------------------------------
+  void on_stream_open(const frame::view& v) {
+    const std::uint32_t id = v.header.call_id;
+    if (calls_.contains(id) || streams_.contains(id)) return violation("duplicate call id");
+    highest_id_ = std::max(highest_id_, id);
+    const auto& opts = server_->options();
+    if (v.extras.size() > opts.max_metadata_bytes) {
+      return refuse_stream_over_limit(
+          id, "request metadata larger than " + std::to_string(opts.max_metadata_bytes) + " bytes");
+    }
+    const auto entries = extras::count_fields(v.extras);
+    if (!entries) return violation("stream_open extras do not parse");
+    if (*entries > opts.max_metadata_entries + 1) {  // + the window
+      return refuse_stream_over_limit(
+          id, "request metadata has more than " + std::to_string(opts.max_metadata_entries) + " entries");
+    }
+    metadata md;
+    stream_window_size client_window = kDefaultStreamWindow;
+    if (!extras::decode_request(v.extras, md, &client_window))
+      return violation("stream_open extras do not parse");
+    if (server_->shutting_down()) return refuse_stream(id, status_code::unavailable, "server shutting down");
+    if (calls_.size() + streams_.size() >= opts.max_in_flight_per_connection)
+      return refuse_stream(id, status_code::resource_exhausted,
+                           "too many calls in flight on this connection");
+    const method_entry* m = server_->methods().find(v.header.method_id);
+    if (m == nullptr)
+      return refuse_stream(id, status_code::unimplemented,
+                           "unknown method id " + std::to_string(v.header.method_id));
+    std::shared_ptr<server_stream_call> call = m->svc->new_stream_call(m->index);
+    if (!call)
+      return refuse_stream(id, status_code::unimplemented,
+                           std::string(m->full_name) + " is not a streaming method");
+    const auto deadline = v.header.has_timeout()
+                              ? clock::now() + std::chrono::microseconds(v.header.timeout_us)
+                              : clock::time_point::max();
+    auto rec = std::make_unique<active_stream>(ex_, m->full_name, peer_, deadline, std::move(md));
+    stream_core::settings s;
+    s.side = stream_state::side::server;
+    s.id = id;
+    const auto own = normalised(opts.stream_window);
+    s.receive_window.bytes = std::max(own.bytes, kInitialStreamWindow.bytes);
+    s.receive_window.messages = std::max(own.messages, kInitialStreamWindow.messages);
+    s.send_window = client_window;
+    rec->stream = std::make_shared<stream_core>(ex_, weak_from_this(), s);
+    rec->call = call;
+    rec->serial = ++serial_;
+    active_stream& st = *rec;
+    streams_.emplace(id, std::move(rec));
+    server_->call_started();
+    auto core = st.stream;
+    core->accept(&st.ctx, deadline);
+    core->attach(conn_);
+    const std::uint64_t key = std::uint64_t{st.serial} << 32 | id;
+    try {
+      call->start(st.ctx, core, server_done(shared_from_this(), key), st.signal.slot());
+    } catch (...) {
+      on_call_done(key, std::current_exception());
+    }
+  }
+
+  void on_stream_frame(const frame::view& v, transport::received_message& message) {
+    auto it = streams_.find(v.header.call_id);
+    if (it == streams_.end()) {
+      if (v.header.call_id > highest_id_) violation("stream frame for a stream never opened");
+      return;  // a stream that ended here (or was refused): the frame crossed its end
+    }
+    auto core = it->second->stream;  // the stream may end (and its record go) inside on_frame
+    core->on_frame(v, message);
+  }
+
+  // The handler of stream `it` finished: trailers with its status end the stream.
+  void on_stream_done(std::unordered_map<std::uint32_t, std::unique_ptr<active_stream>>::iterator it,
+                      std::exception_ptr e) {
+    active_stream& st = *it->second;
+    if (st.done) return;
+    st.done = true;
+    server_->call_finished();
+    if (st.ended) {
+      streams_.erase(it);
+      return;
+    }
+    if (e) set_status_from(st.ctx, e);
+    auto core = st.stream;
+    core->finish_server(st.ctx.status(), st.ctx.status_message());  // may end the record
+  }
+
+  // Stream `id` ended and flushed (stream_core::owner): a handler still running is cancelled.
+  void stream_ended(std::uint32_t id, status_code code) override {
+    auto it = streams_.find(id);
+    if (it == streams_.end()) return;
+    active_stream& st = *it->second;
+    st.ended = true;
+    if (st.done) {
+      streams_.erase(it);
+      return;
+    }
+    (void)code;
+    if (!st.ctx.is_cancelled()) {
+      st.ctx.mark_cancelled();
+      st.signal.emit(boost::asio::cancellation_type::terminal);
+    }
+  }
+
+  void refuse_stream_over_limit(std::uint32_t id, const std::string& why) {
+    if (!limit_logged_) {
+      limit_logged_ = true;
+      spdlog::warn("rdmarpc server: {}: {} (refused RESOURCE_EXHAUSTED; logged once per connection)", *peer_,
+                   why);
+    }
+    refuse_stream(id, status_code::resource_exhausted, why);
+  }
+
+  // A stream refused before it started: a reset with the status, like a refused call's response.
+  void refuse_stream(std::uint32_t id, status_code code, std::string_view message) {
+    refuse(id, code, message, frame::kind::reset);
   }
 
   static void cancel(active_call& c) {
@@ -148,7 +300,8 @@ class connection_impl final : public server_connection,
 
   void on_request(const frame::view& v, transport::received_message& message) {
     const std::uint32_t id = v.header.call_id;
-    if (calls_.contains(id)) return violation("duplicate call id");
+    if (calls_.contains(id) || streams_.contains(id)) return violation("duplicate call id");
+    highest_id_ = std::max(highest_id_, id);
     // Limits first: nothing of the metadata is parsed or allocated before they are checked.
     const auto& opts = server_->options();
     if (v.extras.size() > opts.max_metadata_bytes) {
@@ -232,6 +385,9 @@ class connection_impl final : public server_connection,
 
   void on_call_done(std::uint64_t key, std::exception_ptr e) {
     const auto id = static_cast<std::uint32_t>(key);
+    if (auto st = streams_.find(id); st != streams_.end() && st->second->serial == key >> 32) {
+      return on_stream_done(st, std::move(e));
+    }
     auto it = calls_.find(id);
     if (it == calls_.end() || it->second->serial != key >> 32 || it->second->done) {
       spdlog::debug("rdmarpc server: call {} finished twice (ignored)", id);
@@ -241,18 +397,21 @@ class connection_impl final : public server_connection,
     server_->call_finished();
     c.done = true;
     if (c.ctx->is_cancelled()) return forget(id);  // the client gave up (or is gone): nobody reads a reply
-    if (e) {
-      try {
-        std::rethrow_exception(e);
-      } catch (const status_error& se) {
-        c.ctx->set_status(se.code(), se.message());
-      } catch (const std::exception& ex) {
-        c.ctx->set_status(status_code::internal, std::string("handler threw: ") + ex.what());
-      } catch (...) {
-        c.ctx->set_status(status_code::internal, "handler threw a non-standard exception");
-      }
-    }
+    if (e) set_status_from(*c.ctx, e);
     reply(id, c);
+  }
+
+  // The status a handler's exception answers with.
+  static void set_status_from(server_context& ctx, const std::exception_ptr& e) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const status_error& se) {
+      ctx.set_status(se.code(), se.message());
+    } catch (const std::exception& ex) {
+      ctx.set_status(status_code::internal, std::string("handler threw: ") + ex.what());
+    } catch (...) {
+      ctx.set_status(status_code::internal, "handler threw a non-standard exception");
+    }
   }
 
   // Sends call `id`'s reply when there is send room; else the call (still counted against
@@ -342,9 +501,10 @@ class connection_impl final : public server_connection,
 
   // Sends a response that has no call record behind it. would_block when there is no room now
   // (nothing sent); other errors mean the connection is ending (on_close follows).
-  boost::system::error_code respond(std::uint32_t id, status_code code, std::string_view message) {
+  boost::system::error_code respond(std::uint32_t id, status_code code, std::string_view message,
+                                    frame::kind kind = frame::kind::response) {
     if (closed_) return transport::errc::not_connected;
-    const response_frame f(id, code, message, nullptr);
+    const response_frame f(id, code, message, nullptr, nullptr, kind);
     boost::system::error_code ec;
     auto r = conn_->try_reserve(f.size(), ec);
     if (!ec) f.write(std::move(r));
@@ -364,13 +524,14 @@ class connection_impl final : public server_connection,
   // A refusal (no call record behind it). Without room now it waits its turn like a reply; a peer
   // that lets max_in_flight_per_connection refusals wait on top of its replies does not read its
   // responses, and is cut off.
-  void refuse(std::uint32_t id, status_code code, std::string_view message) {
-    if (respond(id, code, message) != boost::asio::error::would_block) return;
+  void refuse(std::uint32_t id, status_code code, std::string_view message,
+              frame::kind kind = frame::kind::response) {
+    if (respond(id, code, message, kind) != boost::asio::error::would_block) return;
     if (refusals_waiting_ >= server_->options().max_in_flight_per_connection) {
       return violation("peer does not read its responses");
     }
     ++refusals_waiting_;
-    response_frame f(id, code, message, nullptr);
+    response_frame f(id, code, message, nullptr, nullptr, kind);
     const std::size_t size = f.size();
     conn_->async_reserve(size, [self = shared_from_this(), f = std::move(f)](boost::system::error_code ec,
                                                                              transport::send_reservation r) {
@@ -379,7 +540,7 @@ class connection_impl final : public server_connection,
     });
   }
 
-  std::shared_ptr<owner> server_;
+  std::shared_ptr<server_connection::owner> server_;
   std::shared_ptr<transport::connection> conn_;
   boost::asio::any_io_executor ex_;
   const boost::asio::io_context::executor_type* io_ex_;  // ex_'s target when it is an io_context's
@@ -397,6 +558,8 @@ class connection_impl final : public server_connection,
   // Running calls, and finished ones whose reply waits for send room; records are reused.
   call_table<active_call> calls_{kSpareActiveCalls};
   std::vector<std::vector<std::unique_ptr<server_call>>> spare_calls_;  // by method_entry::slot
+  std::unordered_map<std::uint32_t, std::unique_ptr<active_stream>> streams_;
+  std::uint32_t highest_id_ = 0;  // highest call or stream id seen (frames above it: never opened)
 };
 
 }  // namespace

@@ -21,6 +21,12 @@ struct stream_window_size {
 // Byte counts above this are clamped to it: far above any message, and no int64 can overflow.
 inline constexpr std::uint64_t kMaxStreamWindowBytes = std::uint64_t{1} << 48;
 
+// A reader's window when it announces none (docs/wire-format.md).
+inline constexpr stream_window_size kDefaultStreamWindow{1u << 20, 64};
+// What a client may send on a new stream before the server's stream_headers announce its window
+// (as HTTP/2's initial window): a server's window is never smaller (a smaller setting is raised).
+inline constexpr stream_window_size kInitialStreamWindow{64u << 10, 16};
+
 // A window as both sides use it: at least 1 byte and 1 message, at most kMaxStreamWindowBytes, so
 // a peer announcing 0 cannot stall a writer forever nor a huge value overflow it.
 constexpr stream_window_size normalised(stream_window_size w) noexcept {
@@ -38,6 +44,20 @@ class stream_send_window {
         messages_(limit_.messages) {}
 
   bool can_send() const noexcept { return messages_ > 0 && bytes_ > 0; }
+  // The reader announced its whole window (stream_headers) after we started with a smaller
+  // assumed one (kInitialStreamWindow): the difference becomes credit. A smaller announcement
+  // changes nothing (the reader must honour what we assumed).
+  void on_announced(stream_window_size reader_window) noexcept {
+    const stream_window_size w = normalised(reader_window);
+    if (w.bytes > limit_.bytes) {
+      bytes_ += static_cast<std::int64_t>(w.bytes - limit_.bytes);
+      limit_.bytes = w.bytes;
+    }
+    if (w.messages > limit_.messages) {
+      messages_ += w.messages - limit_.messages;
+      limit_.messages = w.messages;
+    }
+  }
   // Spends credit for a message of `size` bytes. Precondition: can_send().
   void on_sent(std::uint64_t size) noexcept {
     --messages_;

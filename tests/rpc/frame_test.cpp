@@ -115,7 +115,7 @@ TEST_CASE("frame: malformed headers are rejected with the right reason", "[frame
   SECTION("bad kind (0 and beyond the last)") {
     msg[3] = std::byte{0};
     CHECK(decode_error_of(msg) == frame::decode_error::bad_kind);
-    msg[3] = std::byte{4};
+    msg[3] = std::byte{11};
     CHECK(decode_error_of(msg) == frame::decode_error::bad_kind);
     msg[3] = std::byte{0xFF};
     CHECK(decode_error_of(msg) == frame::decode_error::bad_kind);
@@ -202,5 +202,75 @@ TEST_CASE("frame: kind-specific fields are validated", "[frame]") {
 TEST_CASE("frame: every decode error has a description", "[frame]") {
   for (int e = 0; e <= static_cast<int>(frame::decode_error::length_mismatch); ++e) {
     CHECK(std::strlen(frame::to_string(static_cast<frame::decode_error>(e))) > 0);
+  }
+}
+
+namespace {
+frame::header stream_header(frame::kind k) {
+  frame::header h;
+  h.kind = k;
+  h.call_id = 7;
+  return h;
+}
+}  // namespace
+
+TEST_CASE("frame: stream kinds accept exactly the fields the wire format gives them", "[frame][stream]") {
+  using k = frame::kind;
+  SECTION("stream_open carries a method and a timeout and extras but no payload") {
+    auto h = stream_header(k::stream_open);
+    h.method_id = 99;
+    h.flags = frame::kFlagHasTimeout;
+    h.timeout_us = 1000;
+    h.extras_length = 4;
+    CHECK(decode_error_of(make_message(h, 4, 0)) == frame::decode_error::none);
+    h.payload_length = 1;
+    CHECK(decode_error_of(make_message(h, 4, 1)) == frame::decode_error::bad_field);
+  }
+  SECTION("stream_message carries a payload and extras but no status or method") {
+    auto h = stream_header(k::stream_message);
+    h.payload_length = 10;
+    CHECK(decode_error_of(make_message(h, 0, 10)) == frame::decode_error::none);
+    h.method_id = 1;
+    CHECK(decode_error_of(make_message(h, 0, 10)) == frame::decode_error::bad_field);
+    h.method_id = 0;
+    h.status = status_code::aborted;
+    CHECK(decode_error_of(make_message(h, 0, 10)) == frame::decode_error::bad_status);
+    h.status = status_code::ok;
+    h.flags = frame::kFlagHasTimeout;
+    CHECK(decode_error_of(make_message(h, 0, 10)) == frame::decode_error::bad_flags);
+  }
+  SECTION("half_close is bare") {
+    auto h = stream_header(k::half_close);
+    CHECK(decode_error_of(make_message(h, 0, 0)) == frame::decode_error::none);
+    h.extras_length = 1;
+    CHECK(decode_error_of(make_message(h, 1, 0)) == frame::decode_error::bad_field);
+  }
+  SECTION("trailers and reset carry a status and extras") {
+    for (auto kind : {k::trailers, k::reset}) {
+      auto h = stream_header(kind);
+      h.status = status_code::unauthenticated;
+      h.extras_length = 3;
+      CHECK(decode_error_of(make_message(h, 3, 0)) == frame::decode_error::none);
+      h.payload_length = 2;
+      CHECK(decode_error_of(make_message(h, 3, 2)) == frame::decode_error::bad_field);
+    }
+  }
+  SECTION("window_update and stream_headers carry a window up to 2^48 bytes") {
+    for (auto kind : {k::window_update, k::stream_headers}) {
+      auto h = stream_header(kind);
+      h.method_id = 64;
+      h.timeout_us = std::uint64_t{1} << 48;
+      const auto msg = make_message(h, 0, 0);
+      frame::decode_error err{};
+      const auto v = frame::decode(msg, err);
+      CHECK(err == frame::decode_error::none);
+      CHECK(v.header.method_id == 64);
+      CHECK(v.header.timeout_us == std::uint64_t{1} << 48);
+      h.timeout_us += 1;
+      CHECK(decode_error_of(make_message(h, 0, 0)) == frame::decode_error::bad_field);
+    }
+    auto h = stream_header(k::window_update);
+    h.extras_length = 1;
+    CHECK(decode_error_of(make_message(h, 1, 0)) == frame::decode_error::bad_field);
   }
 }

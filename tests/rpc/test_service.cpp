@@ -1,5 +1,6 @@
 #include "test_service.hpp"
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -64,6 +65,112 @@ boost::asio::awaitable<EchoReply> test_service::do_metadata(server_context& ctx,
   }
   if (req.data() == "flood and fail") ctx.set_status(status_code::aborted, "flooded");
   co_return reply;
+}
+
+void test_service::stream_ended(server_context& ctx, bool finished) {
+  if (ctx.is_cancelled()) ++streams_cancelled;
+  if (finished) ++streams_finished;
+  notify();
+}
+
+namespace {
+void echo_metadata(server_context& ctx) {
+  for (const auto& [key, value] : ctx.client_metadata()) ctx.add_initial_metadata("echo-" + key, value);
+}
+}  // namespace
+
+boost::asio::awaitable<void> test_service::do_ticks(server_context& ctx, const StreamRequest& req,
+                                                    server_writer<EchoReply>& out) {
+  ++streams_started;
+  notify();
+  echo_metadata(ctx);
+  EchoReply reply;
+  std::uint32_t i = 0;
+  try {
+    const auto total = req.sizes_size() > 0 ? static_cast<std::uint32_t>(req.sizes_size()) : req.count();
+    for (; req.forever() || i < total; ++i) {
+      const std::uint32_t size = req.sizes_size() > 0 ? req.sizes(static_cast<int>(i)) : req.size();
+      reply.set_data(std::string(size, static_cast<char>('a' + i % 26)));
+      co_await out.async_write(reply, boost::asio::use_awaitable);
+      ++ticks_written;
+      notify();
+    }
+  } catch (const boost::system::system_error&) {
+    stream_ended(ctx, false);
+    throw;
+  }
+  ctx.add_trailing_metadata("count", std::to_string(i));
+  if (req.status() != 0) ctx.set_status(static_cast<status_code>(req.status()), req.status_message());
+  stream_ended(ctx, true);
+}
+
+boost::asio::awaitable<EchoReply> test_service::do_sum(server_context& ctx, server_reader<EchoRequest>& in) {
+  ++streams_started;
+  notify();
+  echo_metadata(ctx);
+  EchoRequest req;
+  std::size_t total = 0, n = 0;
+  for (;;) {
+    auto [ec] = co_await in.async_read(req, boost::asio::as_tuple(boost::asio::use_awaitable));
+    if (is_end_of_stream(ec)) break;
+    if (ec) {
+      stream_ended(ctx, false);
+      throw boost::system::system_error(ec);
+    }
+    total += req.data().size();
+    ++n;
+  }
+  ctx.add_trailing_metadata("count", std::to_string(n));
+  stream_ended(ctx, true);
+  EchoReply reply;
+  reply.set_data(std::to_string(total));
+  co_return reply;
+}
+
+boost::asio::awaitable<void> test_service::do_chat(server_context& ctx,
+                                                   server_reader_writer<EchoRequest, EchoReply>& io) {
+  ++streams_started;
+  notify();
+  echo_metadata(ctx);
+  EchoRequest req;
+  EchoReply reply;
+  std::size_t n = 0;
+  for (;;) {
+    auto [ec] = co_await io.async_read(req, boost::asio::as_tuple(boost::asio::use_awaitable));
+    if (is_end_of_stream(ec)) break;
+    if (ec) {
+      stream_ended(ctx, false);
+      throw boost::system::system_error(ec);
+    }
+    if (req.data() == "fail") {
+      stream_ended(ctx, true);
+      throw status_error(status_code::aborted, "chat failed as asked");
+    }
+    reply.set_data(req.data());
+    auto [wec] = co_await io.async_write(reply, boost::asio::as_tuple(boost::asio::use_awaitable));
+    if (wec) {
+      stream_ended(ctx, false);
+      throw boost::system::system_error(wec);
+    }
+    ++n;
+  }
+  ctx.add_trailing_metadata("count", std::to_string(n));
+  stream_ended(ctx, true);
+}
+
+std::unique_ptr<server_stream_call> test_service::new_stream_call(std::size_t index) {
+  switch (index) {
+    case 5:
+      return std::make_unique<server_streaming_call<test_service, StreamRequest, EchoReply>>(
+          *this, &test_service::do_ticks);
+    case 6:
+      return std::make_unique<client_streaming_call<test_service, EchoRequest, EchoReply>>(
+          *this, &test_service::do_sum);
+    case 7:
+      return std::make_unique<bidi_streaming_call<test_service, EchoRequest, EchoReply>>(
+          *this, &test_service::do_chat);
+    default: return nullptr;
+  }
 }
 
 std::unique_ptr<server_call> test_service::new_call(std::size_t index) {

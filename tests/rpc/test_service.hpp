@@ -26,11 +26,22 @@ class test_service final : public rdmarpc::service {
   static constexpr method_descriptor fail{"/rdmarpc.test.Test/Fail", method_id("/rdmarpc.test.Test/Fail")};
   static constexpr method_descriptor meta{"/rdmarpc.test.Test/Metadata",
                                           method_id("/rdmarpc.test.Test/Metadata")};
+  // Ticks: server streaming (StreamRequest -> EchoReply x count); Sum: client streaming (EchoRequest
+  // x n -> EchoReply with the total size as text); Chat: bidi, echoes each message back (data
+  // "fail" ends it ABORTED). Each echoes client metadata as initial metadata and sets trailing
+  // metadata "count" = messages it read or wrote.
+  static constexpr method_descriptor ticks{"/rdmarpc.test.Test/Ticks", method_id("/rdmarpc.test.Test/Ticks"),
+                                           rpc_kind::server_streaming};
+  static constexpr method_descriptor sum{"/rdmarpc.test.Test/Sum", method_id("/rdmarpc.test.Test/Sum"),
+                                         rpc_kind::client_streaming};
+  static constexpr method_descriptor chat{"/rdmarpc.test.Test/Chat", method_id("/rdmarpc.test.Test/Chat"),
+                                          rpc_kind::bidi_streaming};
   static constexpr method_descriptor unknown{"/rdmarpc.test.Test/Nope", method_id("/rdmarpc.test.Test/Nope")};
 
   std::string_view full_name() const noexcept override { return "rdmarpc.test.Test"; }
   std::span<const method_descriptor> methods() const noexcept override { return methods_; }
   std::unique_ptr<server_call> new_call(std::size_t index) override;
+  std::unique_ptr<server_stream_call> new_stream_call(std::size_t index) override;
 
   // Observations, readable from any thread.
   std::atomic<int> sleeps_started{0};
@@ -38,6 +49,10 @@ class test_service final : public rdmarpc::service {
   std::atomic<int> sleeps_finished{0};
   std::atomic<int> concurrent{0};
   std::atomic<int> max_concurrent{0};
+  std::atomic<int> streams_started{0};
+  std::atomic<int> streams_cancelled{0};  // a stream handler saw its stream end under it
+  std::atomic<int> streams_finished{0};
+  std::atomic<int> ticks_written{0};  // Ticks messages whose write completed
 
   // Waits (bounded) until pred() holds; pred reads the atomics above.
   template <typename Pred>
@@ -56,8 +71,14 @@ class test_service final : public rdmarpc::service {
   boost::asio::awaitable<EchoReply> do_throw(server_context& ctx, const EchoRequest& req);
   boost::asio::awaitable<EchoReply> do_fail(server_context& ctx, const EchoRequest& req);
   boost::asio::awaitable<EchoReply> do_metadata(server_context& ctx, const EchoRequest& req);
+  boost::asio::awaitable<void> do_ticks(server_context& ctx, const StreamRequest& req,
+                                        server_writer<EchoReply>& out);
+  boost::asio::awaitable<EchoReply> do_sum(server_context& ctx, server_reader<EchoRequest>& in);
+  boost::asio::awaitable<void> do_chat(server_context& ctx, server_reader_writer<EchoRequest, EchoReply>& io);
+  void stream_ended(server_context& ctx, bool finished);
 
-  static constexpr std::array<method_descriptor, 5> methods_{echo, sleep, throws, fail, meta};
+  static constexpr std::array<method_descriptor, 8> methods_{echo, sleep, throws, fail,
+                                                             meta, ticks, sum,    chat};
   std::mutex mutex_;
   std::condition_variable cv_;
 };

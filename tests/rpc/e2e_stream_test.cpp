@@ -1,0 +1,360 @@
+// End-to-end streaming cases (gRPC's interop behaviours for streams), run over every target the
+// binary lists (loopback and tcp on the host, rdma in the Soft-RoCE VM). Each client runs as a
+// coroutine on the client's io thread; every wait is bounded.
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
+#include <catch2/catch.hpp>
+#include <numeric>
+#include <vector>
+
+#include "e2e_harness.hpp"
+#include "rpc/stream.hpp"
+
+using namespace rdmarpc;
+using namespace rdmarpc::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr auto tuple_awaitable = boost::asio::as_tuple(boost::asio::use_awaitable);
+
+template <typename T>
+T run_client(e2e_harness& h, boost::asio::awaitable<T> body) {
+  auto fut = boost::asio::co_spawn(h.client_executor(), std::move(body), boost::asio::use_future);
+  REQUIRE(fut.wait_for(60s) == std::future_status::ready);
+  return fut.get();
+}
+
+struct stream_outcome {
+  std::vector<std::size_t> sizes;  // of the messages read
+  boost::system::error_code end;   // what ended the reads (eof, or the stream's error)
+  status_code status = status_code::unknown;
+  std::string message;
+  metadata initial, trailing;
+};
+
+template <typename Stream>
+boost::asio::awaitable<void> read_all(Stream& s, stream_outcome& out) {
+  EchoReply reply;
+  for (;;) {
+    auto [ec] = co_await s.async_read(reply, tuple_awaitable);
+    if (ec) {
+      out.end = ec;
+      break;
+    }
+    out.sizes.push_back(reply.data().size());
+  }
+}
+
+template <typename Stream>
+boost::asio::awaitable<void> finish(Stream& s, client_context& ctx, stream_outcome& out) {
+  auto [ec] = co_await s.async_finish(tuple_awaitable);
+  out.status = to_status_code(ec);
+  out.message = ctx.status_message();
+  out.initial = ctx.server_initial_metadata();
+  out.trailing = ctx.server_trailing_metadata();
+}
+
+boost::asio::awaitable<stream_outcome> ticks(std::shared_ptr<channel> ch, StreamRequest req) {
+  client_context ctx;
+  ctx.add_metadata("who", "ticks");
+  client_stream<StreamRequest, EchoReply> s(ch->start_stream(test_service::ticks, &ctx, &req));
+  stream_outcome out;
+  co_await read_all(s, out);
+  co_await finish(s, ctx, out);
+  co_return out;
+}
+
+boost::asio::awaitable<stream_outcome> sum(std::shared_ptr<channel> ch, std::vector<std::size_t> sizes) {
+  client_context ctx;
+  ctx.add_metadata("who", "sum");
+  client_stream<EchoRequest, EchoReply> s(ch->start_stream(test_service::sum, &ctx, nullptr));
+  stream_outcome out;
+  EchoRequest req;
+  for (std::size_t n : sizes) {
+    req.set_data(std::string(n, 'x'));
+    auto [ec] = co_await s.async_write(req, tuple_awaitable);
+    if (ec) co_return out;
+  }
+  auto [ec] = co_await s.async_writes_done(tuple_awaitable);
+  if (ec) co_return out;
+  EchoReply reply;
+  auto [rec] = co_await s.async_read(reply, tuple_awaitable);
+  if (!rec) out.sizes.push_back(std::stoul(reply.data()));
+  co_await read_all(s, out);
+  co_await finish(s, ctx, out);
+  co_return out;
+}
+
+// Writes each of `messages` and reads its echo before the next (ping-pong); then writes done.
+boost::asio::awaitable<stream_outcome> ping_pong(std::shared_ptr<channel> ch,
+                                                 std::vector<std::string> messages) {
+  client_context ctx;
+  ctx.add_metadata("who", "chat");
+  client_stream<EchoRequest, EchoReply> s(ch->start_stream(test_service::chat, &ctx, nullptr));
+  stream_outcome out;
+  EchoRequest req;
+  EchoReply reply;
+  for (const auto& m : messages) {
+    req.set_data(m);
+    auto [wec] = co_await s.async_write(req, tuple_awaitable);
+    if (wec) break;
+    auto [rec] = co_await s.async_read(reply, tuple_awaitable);
+    if (rec) {
+      out.end = rec;
+      break;
+    }
+    out.sizes.push_back(reply.data() == m ? m.size() : std::size_t{999999});
+  }
+  if (!out.end) {
+    auto [ec] = co_await s.async_writes_done(tuple_awaitable);
+    (void)ec;
+    co_await read_all(s, out);
+  }
+  co_await finish(s, ctx, out);
+  co_return out;
+}
+
+std::string value_of(const metadata& md, const std::string& key) {
+  for (const auto& [k, v] : md)
+    if (k == key) return v;
+  return "<none>";
+}
+
+}  // namespace
+
+TEST_CASE("e2e stream: server streaming sends every message then OK with metadata", "[e2e][stream]") {
+  const auto target = GENERATE(from_range(e2e_targets()));
+  CAPTURE(target);
+  e2e_harness h(target);
+  auto ch = h.make_channel();
+  StreamRequest req;
+  for (std::uint32_t n : {31415u, 9u, 2653u, 58979u}) req.add_sizes(n);
+  const auto out = run_client(h, ticks(ch, req));
+  CHECK(out.sizes == std::vector<std::size_t>{31415, 9, 2653, 58979});
+  CHECK(is_end_of_stream(out.end));
+  CHECK(out.status == status_code::ok);
+  CHECK(value_of(out.initial, "echo-who") == "ticks");
+  CHECK(value_of(out.trailing, "count") == "4");
+}
+
+TEST_CASE("e2e stream: client streaming sums every message into one reply", "[e2e][stream]") {
+  const auto target = GENERATE(from_range(e2e_targets()));
+  CAPTURE(target);
+  e2e_harness h(target);
+  auto ch = h.make_channel();
+  const auto out = run_client(h, sum(ch, {27182, 8, 1828, 45904}));
+  REQUIRE(out.sizes.size() == 1);
+  CHECK(out.sizes[0] == 74922);
+  CHECK(is_end_of_stream(out.end));
+  CHECK(out.status == status_code::ok);
+  CHECK(value_of(out.initial, "echo-who") == "sum");
+  CHECK(value_of(out.trailing, "count") == "4");
+}
+
+TEST_CASE("e2e stream: bidi ping pong and an empty stream", "[e2e][stream]") {
+  const auto target = GENERATE(from_range(e2e_targets()));
+  CAPTURE(target);
+  e2e_harness h(target);
+  auto ch = h.make_channel();
+  const auto out = run_client(h, ping_pong(ch, {std::string(31415, 'a'), std::string(9, 'b'),
+                                                std::string(2653, 'c'), std::string(58979, 'd')}));
+  CHECK(out.sizes == std::vector<std::size_t>{31415, 9, 2653, 58979});
+  CHECK(is_end_of_stream(out.end));
+  CHECK(out.status == status_code::ok);
+  CHECK(value_of(out.trailing, "count") == "4");
+  CHECK(value_of(out.initial, "echo-who") == "chat");
+
+  const auto empty = run_client(h, ping_pong(ch, {}));
+  CHECK(empty.sizes.empty());
+  CHECK(is_end_of_stream(empty.end));
+  CHECK(empty.status == status_code::ok);
+  CHECK(value_of(empty.trailing, "count") == "0");
+}
+
+TEST_CASE("e2e stream: a handler's status and non-ASCII message reach the client", "[e2e][stream]") {
+  const auto target = GENERATE(from_range(e2e_targets()));
+  CAPTURE(target);
+  e2e_harness h(target);
+  auto ch = h.make_channel();
+  StreamRequest req;
+  req.set_count(2);
+  req.set_size(10);
+  req.set_status(static_cast<std::uint32_t>(status_code::aborted));
+  req.set_status_message("t\xc3\xa9st \xe2\x9c\x93 \xf0\x9f\x98\x80");
+  const auto out = run_client(h, ticks(ch, req));
+  CHECK(out.sizes.size() == 2);
+  CHECK(is_end_of_stream(out.end));
+  CHECK(out.status == status_code::aborted);
+  CHECK(out.message == req.status_message());
+
+  const auto failed = run_client(h, ping_pong(ch, {"one", "fail", "never"}));
+  CHECK(failed.sizes.size() == 1);
+  CHECK(failed.status == status_code::aborted);
+  CHECK(failed.message == "chat failed as asked");
+}
+
+TEST_CASE("e2e stream: cancel after begin and after the first response", "[e2e][stream]") {
+  const auto target = GENERATE(from_range(e2e_targets()));
+  CAPTURE(target);
+  e2e_harness h(target);
+  auto ch = h.make_channel();
+  auto& svc = h.service();
+
+  struct cancel_result {
+    status_code finish = status_code::unknown;
+    boost::system::error_code read;
+  };
+  // Opens a client stream, optionally exchanges one message, cancels, and sees how it ends.
+  auto cancel_case = [](std::shared_ptr<channel> ch,
+                        bool exchange_first) -> boost::asio::awaitable<cancel_result> {
+    client_context ctx;
+    client_stream<EchoRequest, EchoReply> s(ch->start_stream(test_service::chat, &ctx, nullptr));
+    cancel_result r;
+    if (exchange_first) {
+      EchoRequest req;
+      req.set_data("first");
+      co_await s.async_write(req, tuple_awaitable);
+      EchoReply reply;
+      auto [ec] = co_await s.async_read(reply, tuple_awaitable);
+      if (ec || reply.data() != "first") co_return r;
+    }
+    s.cancel();
+    EchoReply reply;
+    auto [rec] = co_await s.async_read(reply, tuple_awaitable);
+    r.read = rec;
+    auto [fec] = co_await s.async_finish(tuple_awaitable);
+    r.finish = to_status_code(fec);
+    co_return r;
+  };
+  for (bool exchange_first : {false, true}) {
+    CAPTURE(exchange_first);
+    const int cancelled_before = svc.streams_cancelled.load();
+    const int started_before = svc.streams_started.load();
+    const auto r = run_client(h, cancel_case(ch, exchange_first));
+    CHECK(r.finish == status_code::cancelled);
+    CHECK(to_status_code(r.read) == status_code::cancelled);
+    if (exchange_first) {
+      // The handler was running: it sees the cancellation.
+      CHECK(svc.wait_for([&] { return svc.streams_cancelled.load() > cancelled_before; }));
+    } else {
+      // It may or may not have started; if it did, it is cancelled, never left running.
+      svc.wait_for([&] {
+        return svc.streams_started.load() == started_before ||
+               svc.streams_cancelled.load() > cancelled_before;
+      });
+      CHECK(
+          (svc.streams_started.load() == started_before || svc.streams_cancelled.load() > cancelled_before));
+    }
+  }
+}
+
+TEST_CASE("e2e stream: the deadline ends a stream on both sides", "[e2e][stream]") {
+  const auto target = GENERATE(from_range(e2e_targets()));
+  CAPTURE(target);
+  e2e_harness h(target);
+  auto ch = h.make_channel();
+  auto& svc = h.service();
+  auto body = [](std::shared_ptr<channel> ch) -> boost::asio::awaitable<stream_outcome> {
+    client_context ctx;
+    ctx.set_timeout(300ms);
+    StreamRequest req;
+    req.set_forever(true);
+    req.set_size(100);
+    client_stream<StreamRequest, EchoReply> s(ch->start_stream(test_service::ticks, &ctx, &req));
+    stream_outcome out;
+    co_await read_all(s, out);
+    co_await finish(s, ctx, out);
+    co_return out;
+  };
+  const auto out = run_client(h, body(ch));
+  CHECK(to_status_code(out.end) == status_code::deadline_exceeded);
+  CHECK(out.status == status_code::deadline_exceeded);
+  CHECK(svc.wait_for([&] { return svc.streams_cancelled.load() >= 1; }));
+}
+
+TEST_CASE("e2e stream: a reader that stops holds at most its window and stalls nothing else",
+          "[e2e][stream]") {
+  const auto target = GENERATE(from_range(e2e_targets()));
+  CAPTURE(target);
+  e2e_harness h(target);
+  channel_options opts;
+  opts.stream_window = {1u << 20, 8};
+  auto ch = h.make_channel(opts);
+  auto& svc = h.service();
+  client_context ctx;
+  StreamRequest req;
+  req.set_forever(true);
+  req.set_size(1000);
+  auto stalled = std::make_shared<client_stream<StreamRequest, EchoReply>>(
+      ch->start_stream(test_service::ticks, &ctx, &req));
+  // The server fills the window, then its writes wait.
+  REQUIRE(svc.wait_for([&] { return svc.ticks_written.load() >= 8; }));
+  // Other calls and streams on the same connection carry on meanwhile.
+  for (int i = 0; i < 20; ++i) {
+    const auto r = call(*ch, test_service::echo, make_request("still here"));
+    REQUIRE_FALSE(r.ec);
+  }
+  const auto out = run_client(h, ping_pong(ch, {"a", "b"}));
+  CHECK(out.status == status_code::ok);
+  // The window: 8 messages, none read; a ninth write is waiting, not done.
+  CHECK(svc.ticks_written.load() == 8);
+  // Reading one message's worth... then cancel it: the handler ends.
+  stalled->cancel();
+  CHECK(svc.wait_for([&] { return svc.streams_cancelled.load() >= 1; }));
+  boost::asio::post(h.client_executor(), [stalled]() mutable { stalled.reset(); });
+}
+
+TEST_CASE("e2e stream: unknown and unary methods answer UNIMPLEMENTED", "[e2e][stream]") {
+  const auto target = GENERATE(from_range(e2e_targets()));
+  CAPTURE(target);
+  e2e_harness h(target);
+  auto ch = h.make_channel();
+  auto body = [](std::shared_ptr<channel> ch, method_descriptor m) -> boost::asio::awaitable<stream_outcome> {
+    client_context ctx;
+    client_stream<EchoRequest, EchoReply> s(ch->start_stream(m, &ctx, nullptr));
+    stream_outcome out;
+    co_await read_all(s, out);
+    co_await finish(s, ctx, out);
+    co_return out;
+  };
+  const method_descriptor unknown{test_service::unknown.full_name, test_service::unknown.id,
+                                  rpc_kind::bidi_streaming};
+  const method_descriptor unary_as_stream{test_service::echo.full_name, test_service::echo.id,
+                                          rpc_kind::bidi_streaming};
+  for (const auto& m : {unknown, unary_as_stream}) {
+    CAPTURE(m.full_name);
+    const auto out = run_client(h, body(ch, m));
+    CHECK(out.status == status_code::unimplemented);
+    CHECK(to_status_code(out.end) == status_code::unimplemented);
+  }
+  // The connection is fine afterwards.
+  CHECK_FALSE(call(*ch, test_service::echo, make_request("ok")).ec);
+}
+
+TEST_CASE("e2e stream: a server that goes away fails open streams UNAVAILABLE", "[e2e][stream]") {
+  const auto target = GENERATE(from_range(e2e_targets()));
+  CAPTURE(target);
+  e2e_harness h(target);
+  auto ch = h.make_channel();
+  auto body = [](std::shared_ptr<channel> ch) -> boost::asio::awaitable<stream_outcome> {
+    client_context ctx;
+    client_stream<EchoRequest, EchoReply> s(ch->start_stream(test_service::chat, &ctx, nullptr));
+    stream_outcome out;
+    co_await read_all(s, out);  // the server never answers: waits until the connection ends
+    co_await finish(s, ctx, out);
+    co_return out;
+  };
+  auto fut = boost::asio::co_spawn(h.client_executor(), body(ch), boost::asio::use_future);
+  auto& svc = h.service();
+  REQUIRE(svc.wait_for([&] { return svc.streams_started.load() >= 1; }));
+  // Graceful shutdown waits for the stream up to its grace, then closes the connection.
+  CHECK(h.shutdown(200ms));
+  REQUIRE(fut.wait_for(60s) == std::future_status::ready);
+  const auto out = fut.get();
+  CHECK(out.status == status_code::unavailable);
+  CHECK(to_status_code(out.end) == status_code::unavailable);
+  CHECK(svc.wait_for([&] { return svc.streams_cancelled.load() >= 1; }));
+}
