@@ -125,7 +125,8 @@ std::string value_of(const metadata& md, const std::string& key) {
 
 }  // namespace
 
-TEST_CASE("e2e stream: server streaming sends every message then OK with metadata", "[e2e][stream]") {
+TEST_CASE("e2e stream: server streaming sends every message then OK with metadata (interop server_streaming)",
+          "[e2e][stream]") {
   const auto target = GENERATE(from_range(e2e_targets()));
   CAPTURE(target);
   e2e_harness h(target);
@@ -140,7 +141,8 @@ TEST_CASE("e2e stream: server streaming sends every message then OK with metadat
   CHECK(value_of(out.trailing, "count") == "4");
 }
 
-TEST_CASE("e2e stream: client streaming sums every message into one reply", "[e2e][stream]") {
+TEST_CASE("e2e stream: client streaming sums every message into one reply (interop client_streaming)",
+          "[e2e][stream]") {
   const auto target = GENERATE(from_range(e2e_targets()));
   CAPTURE(target);
   e2e_harness h(target);
@@ -154,7 +156,10 @@ TEST_CASE("e2e stream: client streaming sums every message into one reply", "[e2
   CHECK(value_of(out.trailing, "count") == "4");
 }
 
-TEST_CASE("e2e stream: bidi ping pong and an empty stream", "[e2e][stream]") {
+TEST_CASE(
+    "e2e stream: bidi ping pong and an empty stream with metadata (interop ping_pong and empty_stream and "
+    "custom_metadata)",
+    "[e2e][stream]") {
   const auto target = GENERATE(from_range(e2e_targets()));
   CAPTURE(target);
   e2e_harness h(target);
@@ -174,7 +179,9 @@ TEST_CASE("e2e stream: bidi ping pong and an empty stream", "[e2e][stream]") {
   CHECK(value_of(empty.trailing, "count") == "0");
 }
 
-TEST_CASE("e2e stream: a handler's status and non-ASCII message reach the client", "[e2e][stream]") {
+TEST_CASE(
+    "e2e stream: a handler's status and non-ASCII message reach the client (interop status_code_and_message)",
+    "[e2e][stream]") {
   const auto target = GENERATE(from_range(e2e_targets()));
   CAPTURE(target);
   e2e_harness h(target);
@@ -196,7 +203,10 @@ TEST_CASE("e2e stream: a handler's status and non-ASCII message reach the client
   CHECK(failed.message == "chat failed as asked");
 }
 
-TEST_CASE("e2e stream: cancel after begin and after the first response", "[e2e][stream]") {
+TEST_CASE(
+    "e2e stream: cancel after begin and after the first response (interop cancel_after_begin and "
+    "cancel_after_first_response)",
+    "[e2e][stream]") {
   const auto target = GENERATE(from_range(e2e_targets()));
   CAPTURE(target);
   e2e_harness h(target);
@@ -251,7 +261,8 @@ TEST_CASE("e2e stream: cancel after begin and after the first response", "[e2e][
   }
 }
 
-TEST_CASE("e2e stream: the deadline ends a stream on both sides", "[e2e][stream]") {
+TEST_CASE("e2e stream: the deadline ends a stream on both sides (interop timeout_on_sleeping_server)",
+          "[e2e][stream]") {
   const auto target = GENERATE(from_range(e2e_targets()));
   CAPTURE(target);
   e2e_harness h(target);
@@ -307,7 +318,8 @@ TEST_CASE("e2e stream: a reader that stops holds at most its window and stalls n
   boost::asio::post(h.client_executor(), [stalled]() mutable { stalled.reset(); });
 }
 
-TEST_CASE("e2e stream: unknown and unary methods answer UNIMPLEMENTED", "[e2e][stream]") {
+TEST_CASE("e2e stream: unknown and unary methods answer UNIMPLEMENTED (interop unimplemented_method)",
+          "[e2e][stream]") {
   const auto target = GENERATE(from_range(e2e_targets()));
   CAPTURE(target);
   e2e_harness h(target);
@@ -357,4 +369,42 @@ TEST_CASE("e2e stream: a server that goes away fails open streams UNAVAILABLE", 
   CHECK(out.status == status_code::unavailable);
   CHECK(to_status_code(out.end) == status_code::unavailable);
   CHECK(svc.wait_for([&] { return svc.streams_cancelled.load() >= 1; }));
+}
+
+TEST_CASE("e2e interop: empty_unary and large_unary", "[e2e][interop]") {
+  const auto target = GENERATE(from_range(e2e_targets()));
+  CAPTURE(target);
+  e2e_harness h(target);
+  auto ch = h.make_channel();
+  const auto empty = call(*ch, test_service::echo, EchoRequest{});
+  REQUIRE_FALSE(empty.ec);
+  CHECK(empty.reply.ByteSizeLong() == 0);
+  auto req = make_request(std::string(271828, 'q'));
+  req.set_reply_size(314159);
+  const auto large = call(*ch, test_service::echo, req);
+  REQUIRE_FALSE(large.ec);
+  CHECK(large.reply.data() == std::string(314159, 'r'));
+}
+
+TEST_CASE("e2e interop: unimplemented_service and custom_metadata on a unary call", "[e2e][interop]") {
+  const auto target = GENERATE(from_range(e2e_targets()));
+  CAPTURE(target);
+  e2e_harness h(target);
+  auto ch = h.make_channel();
+  const method_descriptor missing{"/grpc.testing.UnimplementedService/UnimplementedCall",
+                                  method_id("/grpc.testing.UnimplementedService/UnimplementedCall")};
+  client_context ctx;
+  CHECK(to_status_code(call(*ch, missing, EchoRequest{}, &ctx).ec) == status_code::unimplemented);
+  CHECK(ctx.status() == status_code::unimplemented);
+
+  client_context md;
+  md.add_metadata("x-grpc-test-echo-initial", "test_initial_metadata_value");
+  md.add_metadata("x-grpc-test-echo-trailing-bin", std::string("\x0a\x0b\x0a\x0b\x0a\x0b", 6));
+  const auto r = call(*ch, test_service::meta, make_request("unary"), &md);
+  REQUIRE_FALSE(r.ec);
+  CHECK(value_of(md.server_initial_metadata(), "echo-x-grpc-test-echo-initial") ==
+        "test_initial_metadata_value");
+  CHECK(value_of(md.server_initial_metadata(), "echo-x-grpc-test-echo-trailing-bin") ==
+        std::string("\x0a\x0b\x0a\x0b\x0a\x0b", 6));
+  CHECK(value_of(md.server_trailing_metadata(), "count") == "2");
 }

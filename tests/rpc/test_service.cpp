@@ -38,7 +38,7 @@ boost::asio::awaitable<EchoReply> test_service::do_sleep(server_context& ctx, co
 
 boost::asio::awaitable<EchoReply> test_service::do_echo(server_context&, const EchoRequest& req) {
   EchoReply reply;
-  reply.set_data(req.data());
+  reply.set_data(req.reply_size() > 0 ? std::string(req.reply_size(), 'r') : req.data());
   co_return reply;
 }
 
