@@ -88,7 +88,9 @@ auto async_stream_op(std::shared_ptr<stream_io> io, Token&& token) {
 
 // The client's end of a streaming call: writes Write messages, reads Read messages. Made by a
 // generated stub (server streaming: the request was written and writes are done already). Move
-// only; destroying it before the stream finished cancels the stream.
+// only; destroying it before the stream finished cancels the stream. Its client_context must
+// outlive it: destroy (or finish) the stream first, on the channel's thread when the context goes
+// right after (off that thread the cancellation is posted and may still write the context).
 template <typename Write, typename Read>
 class client_stream {
  public:

@@ -514,6 +514,9 @@ void stream_core::do_finish(handler h) {
 }
 
 void stream_core::cancel() noexcept {
+  // On the executor at once: client_stream's destructor relies on it (the stream's context may go
+  // right after, and an ended stream never touches it again).
+  if (on_own_thread()) return reset(status_code::cancelled, "cancelled by the caller");
   try {
     boost::asio::post(ex_, [weak = weak_from_this()] {
       if (auto self = weak.lock()) self->reset(status_code::cancelled, "cancelled by the caller");
