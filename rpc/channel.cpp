@@ -667,6 +667,11 @@ class channel_handle final : public channel {
                         const google::protobuf::MessageLite& request, unary_op_ptr op) override {
     impl_->start_unary_call(method, context, request, std::move(op));
   }
+  // PLACEHOLDER for the codegen branch only: main implements streams in the channel.
+  std::shared_ptr<stream_io> start_stream(const method_descriptor&, client_context*,
+                                          const google::protobuf::MessageLite*) override {
+    return nullptr;
+  }
   void close() override { impl_->close(); }
   channel_stats stats() const override { return impl_->stats(); }
 

@@ -15,6 +15,7 @@
 #include "rpc/client_context.hpp"
 #include "rpc/method.hpp"
 #include "rpc/status.hpp"
+#include "rpc/stream.hpp"
 #include "rpc/unary_op.hpp"
 #include "transport/connection.hpp"
 
@@ -71,6 +72,14 @@ class channel {
   // (CANCELLED, and the server is told to stop).
   virtual void start_unary_call(const method_descriptor& method, client_context* context,
                                 const google::protobuf::MessageLite& request, unary_op_ptr op) = 0;
+
+  // Opens a stream for streaming `method` (rpc/stream.hpp; generated stubs wrap it in a typed
+  // client_stream). `context` (may be null) must stay alive until the stream finished. When
+  // `first_request` is given (server streaming) it is written and the writes are done at once.
+  // Never fails here: an error (not connected, deadline, limits) ends the stream, and its
+  // operations report it.
+  virtual std::shared_ptr<stream_io> start_stream(const method_descriptor& method, client_context* context,
+                                                  const google::protobuf::MessageLite* first_request) = 0;
 
   // Fails every pending call with UNAVAILABLE and closes the connection. Idempotent.
   virtual void close() = 0;

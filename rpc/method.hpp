@@ -16,9 +16,18 @@ constexpr std::uint32_t method_id(std::string_view full_name) noexcept {
   return h;
 }
 
+// How a method's messages flow (the .proto's `stream` keywords).
+enum class rpc_kind : std::uint8_t {
+  unary,             // one request, one reply
+  client_streaming,  // many requests, one reply
+  server_streaming,  // one request, many replies
+  bidi_streaming,    // many of both, in any order
+};
+
 struct method_descriptor {
   std::string_view full_name;  // "/kv.Store/Get"
   std::uint32_t id;            // method_id(full_name)
+  rpc_kind kind = rpc_kind::unary;
 };
 
 }  // namespace rdmarpc

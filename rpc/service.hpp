@@ -13,6 +13,7 @@
 #include "rpc/method.hpp"
 #include "rpc/server_call.hpp"
 #include "rpc/server_context.hpp"
+#include "rpc/server_stream_call.hpp"
 
 namespace rdmarpc {
 
@@ -27,6 +28,9 @@ class service {
   // request into it (INVALID_ARGUMENT when that fails), runs it and sends its reply; it keeps a
   // few per connection and method for reuse, so this is called rarely in steady state.
   virtual std::unique_ptr<server_call> new_call(std::size_t index) = 0;
+  // The same for a streaming method (methods()[index].kind != unary); null for any other index.
+  // One per stream (not reused).
+  virtual std::unique_ptr<server_stream_call> new_stream_call(std::size_t /*index*/) { return nullptr; }
 };
 
 }  // namespace rdmarpc

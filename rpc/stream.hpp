@@ -1,0 +1,183 @@
+#pragma once
+// Streaming calls as user code sees them: rdmarpc::client_stream on the client, server_reader,
+// server_writer and server_reader_writer in a server's coroutine handler. Each is a typed front of
+// stream_io, the untyped stream the channel or the server's connection implements (a test may
+// implement its own, e.g. behind a fake client Interface). Layer: rpc.
+//
+// Every operation takes a completion token (callback, use_awaitable, as_tuple, use_future,
+// deferred) with the signature void(error_code):
+//   - async_write(msg): done once msg is on its way (serialized and handed to the transport, or
+//     queued within the stream's window); msg may be reused as soon as the operation has started.
+//   - async_read(msg): msg holds the next message. End of stream is boost::asio::error::eof
+//     (rdmarpc::is_end_of_stream): on the client the server finished the stream (call
+//     async_finish for its status), on the server the client called writes_done. A stream that
+//     broke (reset, cancelled, deadline, connection lost) fails with its status instead.
+//   - async_writes_done (client): no more messages from this side (half-close).
+//   - async_finish (client): the stream's final status (OK = success), once the server finished it
+//     or it broke; client_context::status_message() and server_trailing_metadata() are set then.
+// Errors other than eof are in rdmarpc::status_category(). At most one read and one write
+// (async_write or async_writes_done) may be outstanding at a time, as on an Asio stream; another
+// fails FAILED_PRECONDITION. A terminal or partial cancellation of any operation (its handler's
+// associated cancellation slot) cancels the whole stream, as cancel() does: both sides see
+// CANCELLED. Handlers run on their associated executor (default: the channel's or connection's).
+
+#include <google/protobuf/message_lite.h>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/system/error_code.hpp>
+#include <memory>
+#include <utility>
+
+namespace rdmarpc {
+
+// True for the result that ends a read loop normally.
+inline bool is_end_of_stream(const boost::system::error_code& ec) noexcept {
+  return ec == boost::asio::error::eof;
+}
+
+// One end of a stream, untyped. Every member may be called from any thread; completions run on the
+// handler's associated executor, never inside the call that started the operation.
+class stream_io {
+ public:
+  using signature = void(boost::system::error_code);
+  using handler = boost::asio::any_completion_handler<signature>;
+
+  virtual ~stream_io() = default;
+
+  // `message` is serialized before write returns.
+  virtual void write(const google::protobuf::MessageLite& message, handler h) = 0;
+  // `message` must stay valid until h runs; it is parsed into on the stream's executor.
+  virtual void read(google::protobuf::MessageLite& message, handler h) = 0;
+  // Client only (a server's stream ends when its handler returns): FAILED_PRECONDITION there.
+  virtual void writes_done(handler h) = 0;
+  virtual void finish(handler h) = 0;
+  // Ends the stream with CANCELLED on both sides (no-op once it ended).
+  virtual void cancel() noexcept = 0;
+};
+
+namespace detail {
+
+template <typename Token>
+auto async_stream_write(std::shared_ptr<stream_io> io, const google::protobuf::MessageLite& message,
+                        Token&& token) {
+  return boost::asio::async_initiate<Token, stream_io::signature>(
+      [io = std::move(io)](auto handler, const google::protobuf::MessageLite* m) {
+        io->write(*m, stream_io::handler(std::move(handler)));
+      },
+      token, &message);
+}
+
+template <typename Token>
+auto async_stream_read(std::shared_ptr<stream_io> io, google::protobuf::MessageLite& message, Token&& token) {
+  return boost::asio::async_initiate<Token, stream_io::signature>(
+      [io = std::move(io)](auto handler, google::protobuf::MessageLite* m) {
+        io->read(*m, stream_io::handler(std::move(handler)));
+      },
+      token, &message);
+}
+
+template <void (stream_io::*Op)(stream_io::handler), typename Token>
+auto async_stream_op(std::shared_ptr<stream_io> io, Token&& token) {
+  return boost::asio::async_initiate<Token, stream_io::signature>(
+      [io = std::move(io)](auto handler) { ((*io).*Op)(stream_io::handler(std::move(handler))); }, token);
+}
+
+}  // namespace detail
+
+// The client's end of a streaming call: writes Write messages, reads Read messages. Made by a
+// generated stub (server streaming: the request was written and writes are done already). Move
+// only; destroying it before the stream finished cancels the stream.
+template <typename Write, typename Read>
+class client_stream {
+ public:
+  client_stream() noexcept = default;
+  explicit client_stream(std::shared_ptr<stream_io> io) noexcept : io_(std::move(io)) {}
+  client_stream(client_stream&&) noexcept = default;
+  client_stream& operator=(client_stream&& other) noexcept {
+    if (this != &other) {
+      if (io_) io_->cancel();
+      io_ = std::move(other.io_);
+    }
+    return *this;
+  }
+  ~client_stream() {
+    if (io_) io_->cancel();
+  }
+
+  template <typename Token>
+  auto async_write(const Write& message, Token&& token) {
+    return detail::async_stream_write(io_, message, std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto async_read(Read& message, Token&& token) {
+    return detail::async_stream_read(io_, message, std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto async_writes_done(Token&& token) {
+    return detail::async_stream_op<&stream_io::writes_done>(io_, std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto async_finish(Token&& token) {
+    return detail::async_stream_op<&stream_io::finish>(io_, std::forward<Token>(token));
+  }
+  void cancel() noexcept {
+    if (io_) io_->cancel();
+  }
+
+  const std::shared_ptr<stream_io>& io() const noexcept { return io_; }
+
+ private:
+  std::shared_ptr<stream_io> io_;
+};
+
+// A server handler's view of a client-streaming call's requests.
+template <typename Read>
+class server_reader {
+ public:
+  explicit server_reader(std::shared_ptr<stream_io> io) noexcept : io_(std::move(io)) {}
+  template <typename Token>
+  auto async_read(Read& message, Token&& token) {
+    return detail::async_stream_read(io_, message, std::forward<Token>(token));
+  }
+
+ private:
+  std::shared_ptr<stream_io> io_;
+};
+
+// A server handler's view of a server-streaming call's replies. The stream ends (trailers with the
+// handler's status) when the handler returns; initial metadata set on the server_context before
+// the first write go with it.
+template <typename Write>
+class server_writer {
+ public:
+  explicit server_writer(std::shared_ptr<stream_io> io) noexcept : io_(std::move(io)) {}
+  template <typename Token>
+  auto async_write(const Write& message, Token&& token) {
+    return detail::async_stream_write(io_, message, std::forward<Token>(token));
+  }
+
+ private:
+  std::shared_ptr<stream_io> io_;
+};
+
+// Both, for a bidirectional-streaming call.
+template <typename Read, typename Write>
+class server_reader_writer {
+ public:
+  explicit server_reader_writer(std::shared_ptr<stream_io> io) noexcept : io_(std::move(io)) {}
+  template <typename Token>
+  auto async_read(Read& message, Token&& token) {
+    return detail::async_stream_read(io_, message, std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto async_write(const Write& message, Token&& token) {
+    return detail::async_stream_write(io_, message, std::forward<Token>(token));
+  }
+
+ private:
+  std::shared_ptr<stream_io> io_;
+};
+
+}  // namespace rdmarpc
