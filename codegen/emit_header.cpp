@@ -1,6 +1,6 @@
 // Prints foo.rdmarpc.pb.h: per service a holder class with method descriptors, the client
 // Interface, the Stub and the abstract Service and CallbackService (see notes/GENERATED_API.md for the
-// contract).
+// contract). Unary and streaming methods differ in their client function, do_* and handler.
 
 #include "emit.hpp"
 #include "template.hpp"
@@ -12,18 +12,34 @@ std::string signature_of(const method_model& m) {
   return "void(::boost::system::error_code, " + m.response_type + ")";
 }
 
+const char* kind_name(method_kind kind) {
+  switch (kind) {
+    case method_kind::unary: return "unary";
+    case method_kind::client_streaming: return "client_streaming";
+    case method_kind::server_streaming: return "server_streaming";
+    case method_kind::bidi_streaming: return "bidi_streaming";
+  }
+  return "unary";
+}
+
 vars method_vars(const service_model& s, const method_model& m) {
   return {
       {"class", s.class_name},
       {"proto_name", m.proto_name},
       {"full_name", cpp_string_literal(m.full_name)},
+      {"kind", kind_name(m.kind)},
       {"handler", m.names.handler},
       {"async", m.names.async_name},
+      {"stream", m.names.stream_name},
       {"do", m.names.do_name},
       {"descriptor", m.names.descriptor},
       {"request", m.request_type},
       {"response", m.response_type},
       {"signature", signature_of(m)},
+      {"client_stream", "::rdmarpc::client_stream<" + m.request_type + ", " + m.response_type + ">"},
+      // The client functions and handlers of an rpc with `option deprecated = true;`.
+      {"deprecated", m.deprecated ? "[[deprecated]] " : ""},
+      {"deprecated_note", m.deprecated ? " (deprecated)" : ""},
   };
 }
 
@@ -35,7 +51,7 @@ void print_descriptors(code_writer& p, const service_model& s) {
   for (const method_model& m : s.methods) {
     p.print(method_vars(s, m),
             "  static constexpr ::rdmarpc::method_descriptor $descriptor${$full_name$, "
-            "::rdmarpc::method_id($full_name$)};\n");
+            "::rdmarpc::method_id($full_name$), ::rdmarpc::rpc_kind::$kind$};\n");
   }
   std::string list;
   for (const method_model& m : s.methods) {
@@ -43,9 +59,96 @@ void print_descriptors(code_writer& p, const service_model& s) {
     list += m.names.descriptor;
   }
   p.print({{"count", std::to_string(s.methods.size())}, {"list", list}},
-          "  // In declaration order; Service::methods() and new_call() index into it.\n"
+          "  // In declaration order; Service::methods(), new_call() and new_stream_call() index into it.\n"
           "  static constexpr ::std::array<::rdmarpc::method_descriptor, $count$> "
           "method_descriptors{{$list$}};\n");
+}
+
+void print_client_function(code_writer& p, const service_model& s, const method_model& m) {
+  switch (m.kind) {
+    case method_kind::unary:
+      p.print(method_vars(s, m),
+              "\n"
+              "    // rpc $proto_name$$deprecated_note$\n"
+              "    template <typename CompletionToken>\n"
+              "    $deprecated$auto $async$(const $request$& request, CompletionToken&& token) {\n"
+              "      return ::boost::asio::async_initiate<CompletionToken, $signature$>(\n"
+              "          [this](auto handler, const $request$* req) {\n"
+              "            this->$do$(nullptr, *req, "
+              "::boost::asio::any_completion_handler<$signature$>(::std::move(handler)));\n"
+              "          },\n"
+              "          token, &request);\n"
+              "    }\n"
+              "    template <typename CompletionToken>\n"
+              "    $deprecated$auto $async$(::rdmarpc::client_context& context, const $request$& request, "
+              "CompletionToken&& token) {\n"
+              "      return ::boost::asio::async_initiate<CompletionToken, $signature$>(\n"
+              "          [this](auto handler, ::rdmarpc::client_context* ctx, const $request$* req) {\n"
+              "            this->$do$(ctx, *req, "
+              "::boost::asio::any_completion_handler<$signature$>(::std::move(handler)));\n"
+              "          },\n"
+              "          token, &context, &request);\n"
+              "    }\n");
+      return;
+    case method_kind::server_streaming:
+      p.print(
+          method_vars(s, m),
+          "\n"
+          "    // rpc $proto_name$, server streaming$deprecated_note$: `request` is sent and the writes are\n"
+          "    // done at once; read the replies until end of stream, then async_finish.\n"
+          "    $deprecated$$client_stream$ $stream$(const $request$& request) {\n"
+          "      return $client_stream$(this->$do$(nullptr, request));\n"
+          "    }\n"
+          "    $deprecated$$client_stream$ $stream$(::rdmarpc::client_context& context, "
+          "const $request$& request) {\n"
+          "      return $client_stream$(this->$do$(&context, request));\n"
+          "    }\n");
+      return;
+    case method_kind::client_streaming:
+    case method_kind::bidi_streaming:
+      p.print(
+          method_vars(s, m),
+          m.kind == method_kind::client_streaming
+              ? "\n"
+                "    // rpc $proto_name$, client streaming$deprecated_note$: write requests, "
+                "async_writes_done,\n"
+                "    // then async_read the one reply and async_finish.\n"
+              : "\n"
+                "    // rpc $proto_name$, bidirectional streaming$deprecated_note$: reads and writes in any\n"
+                "    // order; async_writes_done, read until end of stream, then async_finish.\n");
+      p.print(method_vars(s, m),
+              "    $deprecated$$client_stream$ $stream$() { return $client_stream$(this->$do$(nullptr)); }\n"
+              "    $deprecated$$client_stream$ $stream$(::rdmarpc::client_context& context) {\n"
+              "      return $client_stream$(this->$do$(&context));\n"
+              "    }\n");
+      return;
+  }
+}
+
+// The protected virtual behind a client function: pure in Interface, an override in Stub.
+void print_do_function(code_writer& p, const service_model& s, const method_model& m, bool pure) {
+  vars v = method_vars(s, m);
+  v["virtual"] = pure ? "virtual " : "";
+  v["tail"] = pure ? "= 0" : "override";
+  switch (m.kind) {
+    case method_kind::unary:
+      p.print(v,
+              "    $virtual$void $do$(::rdmarpc::client_context* context, const $request$& request,\n"
+              "        ::boost::asio::any_completion_handler<$signature$> handler) $tail$;\n");
+      return;
+    case method_kind::server_streaming:
+      p.print(
+          v,
+          "    $virtual$::std::shared_ptr<::rdmarpc::stream_io> $do$(::rdmarpc::client_context* context,\n"
+          "        const $request$& request) $tail$;\n");
+      return;
+    case method_kind::client_streaming:
+    case method_kind::bidi_streaming:
+      p.print(v,
+              "    $virtual$::std::shared_ptr<::rdmarpc::stream_io> $do$(::rdmarpc::client_context* context) "
+              "$tail$;\n");
+      return;
+  }
 }
 
 void print_interface(code_writer& p, const service_model& s) {
@@ -56,49 +159,31 @@ void print_interface(code_writer& p, const service_model& s) {
       "  // Each async_* function has the completion signature void(error_code, Reply), so a callback,\n"
       "  // use_future, use_awaitable, as_tuple(use_awaitable) or deferred all work; errors are in\n"
       "  // rdmarpc::status_category(). `request` (and `context`) must stay valid until the operation\n"
-      "  // has started (for deferred: until it is launched), `context` until it completes.\n"
+      "  // has started (for deferred: until it is launched), `context` until it completes.\n");
+  if (s.has_streaming()) {
+    p.print(
+        "  // A streaming rpc's function opens the stream at once and returns its rdmarpc::client_stream\n"
+        "  // (rpc/stream.hpp: every operation takes any completion token). `request` is serialized\n"
+        "  // before it returns; `context` must stay valid until the stream finished. It never fails\n"
+        "  // itself: errors end the stream, and its operations report them.\n");
+  }
+  p.print(
       "  class Interface {\n"
       "   public:\n"
       "    virtual ~Interface() = default;\n");
-  for (const method_model& m : s.methods) {
-    p.print(method_vars(s, m),
-            "\n"
-            "    // rpc $proto_name$\n"
-            "    template <typename CompletionToken>\n"
-            "    auto $async$(const $request$& request, CompletionToken&& token) {\n"
-            "      return ::boost::asio::async_initiate<CompletionToken, $signature$>(\n"
-            "          [this](auto handler, const $request$* req) {\n"
-            "            this->$do$(nullptr, *req, "
-            "::boost::asio::any_completion_handler<$signature$>(::std::move(handler)));\n"
-            "          },\n"
-            "          token, &request);\n"
-            "    }\n"
-            "    template <typename CompletionToken>\n"
-            "    auto $async$(::rdmarpc::client_context& context, const $request$& request, "
-            "CompletionToken&& token) {\n"
-            "      return ::boost::asio::async_initiate<CompletionToken, $signature$>(\n"
-            "          [this](auto handler, ::rdmarpc::client_context* ctx, const $request$* req) {\n"
-            "            this->$do$(ctx, *req, "
-            "::boost::asio::any_completion_handler<$signature$>(::std::move(handler)));\n"
-            "          },\n"
-            "          token, &context, &request);\n"
-            "    }\n");
-  }
+  for (const method_model& m : s.methods) print_client_function(p, s, m);
   if (!s.methods.empty()) {
     p.print("\n   protected:\n");
   }
-  for (const method_model& m : s.methods) {
-    p.print(method_vars(s, m),
-            "    virtual void $do$(::rdmarpc::client_context* context, const $request$& request,\n"
-            "        ::boost::asio::any_completion_handler<$signature$> handler) = 0;\n");
-  }
+  for (const method_model& m : s.methods) print_do_function(p, s, m, true);
   p.print("  };\n");
 }
 
 void print_stub(code_writer& p, const service_model& s) {
   p.print(
       "\n"
-      "  // The real client: each call goes through rdmarpc::async_unary_call on the channel.\n"
+      "  // The real client: each call goes through rdmarpc::async_unary_call on the channel, each\n"
+      "  // stream through channel::start_stream.\n"
       "  // Threading: as the channel's (calls may start from any thread).\n"
       "  class Stub final : public Interface {\n"
       "   public:\n"
@@ -109,28 +194,69 @@ void print_stub(code_writer& p, const service_model& s) {
       "\n"
       "   private:\n");
   if (s.methods.empty()) p.print("    // (the service has no methods)\n");
-  for (const method_model& m : s.methods) {
-    p.print(method_vars(s, m),
-            "    void $do$(::rdmarpc::client_context* context, const $request$& request,\n"
-            "        ::boost::asio::any_completion_handler<$signature$> handler) override;\n");
-  }
+  for (const method_model& m : s.methods) print_do_function(p, s, m, false);
   p.print(
       "\n"
       "    ::std::shared_ptr<::rdmarpc::channel> channel_;\n"
       "  };\n");
 }
 
+// A streaming handler: the same coroutine in Service and CallbackService.
+void print_stream_handler(code_writer& p, const service_model& s, const method_model& m) {
+  switch (m.kind) {
+    case method_kind::unary: return;
+    case method_kind::server_streaming:
+      p.print(
+          method_vars(s, m),
+          "    // rpc $proto_name$, server streaming$deprecated_note$: write the replies; the stream ends\n"
+          "    // when the coroutine returns.\n"
+          "    $deprecated$virtual ::boost::asio::awaitable<void> $handler$(::rdmarpc::server_context& "
+          "context,\n"
+          "        const $request$& request, ::rdmarpc::server_writer<$response$>& writer) = 0;\n");
+      return;
+    case method_kind::client_streaming:
+      p.print(
+          method_vars(s, m),
+          "    // rpc $proto_name$, client streaming$deprecated_note$: read requests until end of stream;\n"
+          "    // the returned reply is sent.\n"
+          "    $deprecated$virtual ::boost::asio::awaitable<$response$> $handler$(::rdmarpc::server_context& "
+          "context,\n"
+          "        ::rdmarpc::server_reader<$request$>& reader) = 0;\n");
+      return;
+    case method_kind::bidi_streaming:
+      p.print(
+          method_vars(s, m),
+          "    // rpc $proto_name$, bidirectional streaming$deprecated_note$: read until end of stream and\n"
+          "    // write in any order; the stream ends when the coroutine returns.\n"
+          "    $deprecated$virtual ::boost::asio::awaitable<void> $handler$(::rdmarpc::server_context& "
+          "context,\n"
+          "        ::rdmarpc::server_reader_writer<$request$, $response$>& stream) = 0;\n");
+      return;
+  }
+}
+
 // One server base: `intro` is its comment and class line, `handler` the declaration printed per
-// method (with method_vars).
+// unary method (with method_vars).
 void print_server_base(code_writer& p, const service_model& s, const char* intro, const char* handler) {
   p.print(intro);
-  for (const method_model& m : s.methods) p.print(method_vars(s, m), handler);
+  for (const method_model& m : s.methods) {
+    if (m.streaming()) {
+      print_stream_handler(p, s, m);
+    } else {
+      p.print(method_vars(s, m), handler);
+    }
+  }
   p.print(
       "\n"
       "    ::std::string_view full_name() const noexcept override;\n"
       "    ::std::span<const ::rdmarpc::method_descriptor> methods() const noexcept override;\n"
-      "    ::std::unique_ptr<::rdmarpc::server_call> new_call(::std::size_t index) override;\n"
-      "  };\n");
+      "    ::std::unique_ptr<::rdmarpc::server_call> new_call(::std::size_t index) override;\n");
+  if (s.has_streaming()) {
+    p.print(
+        "    ::std::unique_ptr<::rdmarpc::server_stream_call> new_stream_call(::std::size_t index) "
+        "override;\n");
+  }
+  p.print("  };\n");
 }
 
 void print_service(code_writer& p, const service_model& s) {
@@ -143,8 +269,9 @@ void print_service(code_writer& p, const service_model& s) {
       "  // answers INTERNAL. Each call runs as a coroutine (co_spawn); CallbackService is cheaper.\n"
       "  class Service : public ::rdmarpc::service {\n"
       "   public:\n",
-      "    // rpc $proto_name$\n"
-      "    virtual ::boost::asio::awaitable<$response$> $handler$(::rdmarpc::server_context& context,\n"
+      "    // rpc $proto_name$$deprecated_note$\n"
+      "    $deprecated$virtual ::boost::asio::awaitable<$response$> $handler$(::rdmarpc::server_context& "
+      "context,\n"
       "        const $request$& request) = 0;\n");
 }
 
@@ -157,11 +284,12 @@ void print_callback_service(code_writer& p, const service_model& s) {
       "  // scheduler hop; or later, from any thread). Errors: context.set_status() then done(); an\n"
       "  // exception escaping the handler answers INTERNAL (status_error: its status); dropping\n"
       "  // `done` without invoking it answers INTERNAL. After done(), context, request and reply\n"
-      "  // must not be touched. Cancellation: context.is_cancelled().\n"
+      "  // must not be touched. Cancellation: context.is_cancelled(). Streaming handlers are\n"
+      "  // coroutines as in Service (a stream outlives one callback anyway).\n"
       "  class CallbackService : public ::rdmarpc::service {\n"
       "   public:\n",
-      "    // rpc $proto_name$\n"
-      "    virtual void $handler$(::rdmarpc::server_context& context, const $request$& request,\n"
+      "    // rpc $proto_name$$deprecated_note$\n"
+      "    $deprecated$virtual void $handler$(::rdmarpc::server_context& context, const $request$& request,\n"
       "        $response$& reply, ::rdmarpc::server_done done) = 0;\n");
 }
 
@@ -192,7 +320,9 @@ std::string emit_header(const file_model& file) {
     return p.take();
   }
   p.print(
+      "#include \"rpc/channel.hpp\"\n"
       "#include \"rpc/service.hpp\"\n"
+      "#include \"rpc/stream.hpp\"\n"
       "#include \"rpc/unary_call.hpp\"\n"
       "\n"
       "#include <boost/asio/any_completion_handler.hpp>\n"

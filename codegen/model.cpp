@@ -3,8 +3,8 @@
 #include "model.hpp"
 
 #include <google/protobuf/descriptor.h>
+#include <google/protobuf/descriptor.pb.h>
 
-#include <map>
 #include <set>
 
 namespace rdmarpc::codegen {
@@ -22,91 +22,140 @@ std::string relative_name(const pb::FileDescriptor& file, const std::string& ful
   return file.package().empty() ? full_name : full_name.substr(file.package().size() + 1);
 }
 
-void collect_type_names(const pb::FileDescriptor& file, const pb::Descriptor& message,
+void collect_enum_names(const pb::FileDescriptor& file, const pb::EnumDescriptor& e,
                         std::set<std::string>& names) {
-  names.insert(protobuf_class_name(relative_name(file, message.full_name())));
-  for (int i = 0; i < message.nested_type_count(); ++i)
-    collect_type_names(file, *message.nested_type(i), names);
-  for (int i = 0; i < message.enum_type_count(); ++i) {
-    names.insert(protobuf_class_name(relative_name(file, message.enum_type(i)->full_name())));
+  const std::string type = protobuf_class_name(relative_name(file, e.full_name()));
+  names.insert(type);
+  for (const char* helper : {"_IsValid", "_descriptor", "_Name", "_Parse", "_MIN", "_MAX", "_ARRAYSIZE"}) {
+    names.insert(type + helper);
+  }
+  // A top-level enum's values live in the namespace as they are; a nested one's as Outer_VALUE.
+  const std::string prefix =
+      e.containing_type() == nullptr
+          ? std::string()
+          : protobuf_class_name(relative_name(file, e.containing_type()->full_name())) + "_";
+  for (int i = 0; i < e.value_count(); ++i) names.insert(prefix + e.value(i)->name());
+  if (!prefix.empty()) {
+    for (const char* limit : {"_MIN", "_MAX", "_ARRAYSIZE"}) names.insert(prefix + e.name() + limit);
   }
 }
 
-// Every C++ class name protoc's C++ generator puts in this file's namespace.
-std::set<std::string> protobuf_type_names(const pb::FileDescriptor& file) {
+void collect_type_names(const pb::FileDescriptor& file, const pb::Descriptor& message,
+                        std::set<std::string>& names) {
+  const std::string type = protobuf_class_name(relative_name(file, message.full_name()));
+  names.insert(type);
+  names.insert(type + "DefaultTypeInternal");
+  names.insert(type + "_DoNotUse");  // a map field's entry class
+  for (int i = 0; i < message.nested_type_count(); ++i)
+    collect_type_names(file, *message.nested_type(i), names);
+  for (int i = 0; i < message.enum_type_count(); ++i) collect_enum_names(file, *message.enum_type(i), names);
+}
+
+// Every name protoc's C++ generator declares in this file's namespace that a service class could
+// clash with: classes, enum values and helpers, top-level extensions (custom options). In the
+// global namespace also the namespaces the generated code names (::std, ::boost, ...).
+std::set<std::string> namespace_names(const pb::FileDescriptor& file) {
   std::set<std::string> names;
   for (int i = 0; i < file.message_type_count(); ++i) collect_type_names(file, *file.message_type(i), names);
-  for (int i = 0; i < file.enum_type_count(); ++i) {
-    names.insert(protobuf_class_name(relative_name(file, file.enum_type(i)->full_name())));
+  for (int i = 0; i < file.enum_type_count(); ++i) collect_enum_names(file, *file.enum_type(i), names);
+  for (int i = 0; i < file.extension_count(); ++i) names.insert(file.extension(i)->name());
+  if (file.package().empty()) {
+    names.insert({"std", "boost", "rdmarpc", "google"});
+    for (int i = 0; i < file.dependency_count(); ++i) {
+      const std::string& package = file.dependency(i)->package();
+      if (!package.empty()) names.insert(package.substr(0, package.find('.')));
+    }
   }
   return names;
 }
 
-const char* streaming_kind(const pb::MethodDescriptor& method) {
-  if (method.client_streaming() && method.server_streaming()) return "bidirectional streaming";
-  if (method.client_streaming()) return "client streaming";
-  return "server streaming";
+method_kind kind_of(const pb::MethodDescriptor& method) {
+  if (method.client_streaming() && method.server_streaming()) return method_kind::bidi_streaming;
+  if (method.client_streaming()) return method_kind::client_streaming;
+  if (method.server_streaming()) return method_kind::server_streaming;
+  return method_kind::unary;
 }
 
-bool build_service(const pb::ServiceDescriptor& service, const std::string& package, service_model& out,
-                   std::string& error) {
-  out.class_name = service_class_name(service.name());
+// The C++ names taken in each scope of one generated service class, so a later method's names can
+// avoid them.
+struct service_scopes {
+  std::set<std::string> handlers;          // Service and CallbackService
+  std::set<std::string> client_functions;  // Interface (and the Stub deriving from it)
+  std::set<std::string> descriptors;       // the service class itself
+
+  bool clash(const method_names& names, bool streaming) const {
+    return handlers.count(names.handler) != 0 ||
+           client_functions.count(streaming ? names.stream_name : names.async_name) != 0 ||
+           client_functions.count(names.do_name) != 0 || descriptors.count(names.descriptor) != 0;
+  }
+  void take(const method_model& m) {
+    handlers.insert(m.names.handler);
+    client_functions.insert(m.client_function());
+    client_functions.insert(m.names.do_name);
+    descriptors.insert(m.names.descriptor);
+  }
+};
+
+void build_service(const pb::ServiceDescriptor& service, const std::string& package,
+                   const std::string& class_name, service_model& out) {
+  out.class_name = class_name;
   out.full_name = codegen::service_full_name(package, service.name());
-  // Generated C++ name -> the rpc that took it, per scope: handlers live in Service, async_/do_
-  // functions in Interface, descriptors in the service class (so get_method may be both the
-  // handler of rpc GetMethod and the descriptor of rpc Get).
-  std::map<std::string, std::string> handlers, client_functions, descriptors;
+  service_scopes scopes;
+  scopes.client_functions = {"channel", "channel_"};  // the Stub's own members
+  // A class cannot have a member of its own name (a service `get_method` with an rpc Get).
+  scopes.descriptors = {class_name, "service_full_name", "method_descriptors"};
   for (int i = 0; i < service.method_count(); ++i) {
     const pb::MethodDescriptor& method = *service.method(i);
-    if (method.client_streaming() || method.server_streaming()) {
-      error = "streaming RPCs are not supported yet (method " + method.full_name() + " is " +
-              streaming_kind(method) + "; only unary methods can be generated)";
-      return false;
-    }
     method_model m;
     m.proto_name = method.name();
+    m.kind = kind_of(method);
+    m.deprecated = method.options().deprecated();
     m.full_name = method_full_name(package, service.name(), method.name());
-    m.names = make_method_names(method.name());
+    std::string snake = to_snake_case(method.name());
+    if (snake.empty()) snake = "rpc";  // rpc _ (all underscores)
+    const std::string base = first_free_name(snake, [&](const std::string& candidate) {
+      return scopes.clash(make_method_names(candidate), m.streaming());
+    });
+    m.names = make_method_names(base);
     m.request_type = qualified_class_name(*method.input_type());
     m.response_type = qualified_class_name(*method.output_type());
     m.request_proto_name = method.input_type()->full_name();
-    for (auto [used, name] :
-         {std::pair{&handlers, &m.names.handler}, std::pair{&client_functions, &m.names.async_name},
-          std::pair{&descriptors, &m.names.descriptor}}) {
-      auto [it, inserted] = used->emplace(*name, method.name());
-      if (!inserted) {
-        error = "methods " + it->second + " and " + method.name() + " of service " + service.full_name() +
-                " both map to the C++ name '" + *name + "'; rename one of them";
-        return false;
-      }
-    }
+    scopes.take(m);
     out.methods.push_back(std::move(m));
   }
-  return true;
 }
 
 }  // namespace
 
-bool build_file_model(const pb::FileDescriptor& file, file_model& out, std::string& error) {
+bool service_model::has_unary() const noexcept {
+  for (const method_model& m : methods) {
+    if (!m.streaming()) return true;
+  }
+  return false;
+}
+
+bool service_model::has_streaming() const noexcept {
+  for (const method_model& m : methods) {
+    if (m.streaming()) return true;
+  }
+  return false;
+}
+
+bool build_file_model(const pb::FileDescriptor& file, file_model& out, std::string& /*error*/) {
   out.proto_name = file.name();
   out.base_name = strip_proto_suffix(file.name());
   out.cpp_namespace = cpp_namespace(file.package());
-  const std::set<std::string> type_names = protobuf_type_names(file);
-  std::map<std::string, std::string> classes;  // C++ class name -> service
+  // Names in the file's namespace: protoc's, then each service class as it is made.
+  std::set<std::string> taken = namespace_names(file);
   for (int i = 0; i < file.service_count(); ++i) {
+    const pb::ServiceDescriptor& service = *file.service(i);
+    const std::string class_name =
+        first_free_name(service_class_name(service.name()), [&](const std::string& name) {
+          return taken.count(name) != 0 || name == "service_full_name" || name == "method_descriptors";
+        });
+    taken.insert(class_name);
     service_model s;
-    if (!build_service(*file.service(i), file.package(), s, error)) return false;
-    if (type_names.count(s.class_name) != 0) {
-      error = "service " + file.service(i)->full_name() + " would generate the C++ class '" + s.class_name +
-              "', which protoc's C++ generator already uses for a message or enum";
-      return false;
-    }
-    auto [it, inserted] = classes.emplace(s.class_name, file.service(i)->name());
-    if (!inserted) {
-      error = "services " + it->second + " and " + file.service(i)->name() + " both map to the C++ class '" +
-              s.class_name + "'";
-      return false;
-    }
+    build_service(service, file.package(), class_name, s);
     out.services.push_back(std::move(s));
   }
   return true;

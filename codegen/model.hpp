@@ -1,6 +1,6 @@
 #pragma once
 // The plugin's view of one .proto file: its services and methods with every C++ name resolved.
-// Layer: codegen. build_file_model validates (streaming, name collisions); the emitters only print.
+// Layer: codegen. build_file_model resolves every name (and name clashes); the emitters only print.
 // Threading: plain values.
 
 #include <string>
@@ -14,19 +14,33 @@ class FileDescriptor;
 
 namespace rdmarpc::codegen {
 
+// The .proto's `stream` keywords; mirrors rdmarpc::rpc_kind (codegen does not link the runtime).
+enum class method_kind { unary, client_streaming, server_streaming, bidi_streaming };
+
 struct method_model {
-  std::string proto_name;          // "Get"
-  std::string full_name;           // "/kv.Store/Get": what method_id() hashes
-  method_names names;              // handler, async_/do_ functions, descriptor
-  std::string request_type;        // "::kv::GetRequest" (fully qualified C++ class)
-  std::string response_type;       // "::kv::GetReply"
+  std::string proto_name;  // "Get"
+  method_kind kind = method_kind::unary;
+  bool deprecated = false;    // option deprecated = true: client functions and handlers get [[deprecated]]
+  std::string full_name;      // "/kv.Store/Get": what method_id() hashes
+  method_names names;         // handler, async_/do_ functions, descriptor
+  std::string request_type;   // "::kv::GetRequest" (fully qualified C++ class)
+  std::string response_type;  // "::kv::GetReply"
   std::string request_proto_name;  // "kv.GetRequest", for error messages
+
+  bool streaming() const noexcept { return kind != method_kind::unary; }
+  // The Interface's public function: async_get (unary) or watch (streaming).
+  const std::string& client_function() const noexcept {
+    return streaming() ? names.stream_name : names.async_name;
+  }
 };
 
 struct service_model {
   std::string class_name;  // "Store"
   std::string full_name;   // "kv.Store"
   std::vector<method_model> methods;
+
+  bool has_unary() const noexcept;
+  bool has_streaming() const noexcept;
 };
 
 struct file_model {
@@ -40,8 +54,9 @@ struct file_model {
   std::string protobuf_header_name() const { return base_name + ".pb.h"; }
 };
 
-// Fills `out` from `file`. On a file the plugin cannot handle (a streaming method, two methods
-// mapping to one C++ name, ...) returns false with a message for protoc in `error`.
+// Fills `out` from `file`. Every file protoc accepts gets a model: C++ names that would clash (two
+// methods mapping to one name, a service named like a message) are made unique with first_free_name
+// in declaration order. `error` is for what the plugin still cannot handle (nothing today).
 bool build_file_model(const google::protobuf::FileDescriptor& file, file_model& out, std::string& error);
 
 }  // namespace rdmarpc::codegen

@@ -198,13 +198,14 @@ method_names make_method_names(std::string_view proto_method_name) {
   method_names names;
   // Members of rdmarpc::service (and the base's injected class name) that a handler would hide.
   // ("dispatch" was one before new_call replaced it; still escaped so generated names stay stable.)
-  constexpr std::array<std::string_view, 5> kServiceMembers = {"full_name", "methods", "new_call", "dispatch",
-                                                               "service"};
+  constexpr std::array<std::string_view, 6> kServiceMembers = {"full_name",       "methods",  "new_call",
+                                                               "new_stream_call", "dispatch", "service"};
   names.handler = escape_identifier(snake);
   if (std::find(kServiceMembers.begin(), kServiceMembers.end(), snake) != kServiceMembers.end()) {
     names.handler.push_back('_');
   }
   names.async_name = "async_" + snake;
+  names.stream_name = escape_identifier(snake);
   names.do_name = "do_" + snake;
   names.descriptor = snake + "_method";
   return names;

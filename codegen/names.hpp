@@ -24,14 +24,29 @@ bool is_reserved_macro_name(std::string_view name) noexcept;
 std::string escape_identifier(std::string_view name);
 
 // The C++ names generated for one rpc method. For rpc Delete: handler "delete_" (a keyword),
-// async_name "async_delete", do_name "do_delete", descriptor "delete_method".
+// async_name "async_delete", stream_name "delete_", do_name "do_delete", descriptor
+// "delete_method". A unary method uses async_name on the client, a streaming one stream_name.
 struct method_names {
-  std::string handler;     // Service's pure virtual coroutine
-  std::string async_name;  // Interface's completion-token front
-  std::string do_name;     // Interface's protected virtual, overridden by Stub and fakes
-  std::string descriptor;  // the static constexpr method_descriptor
+  std::string handler;      // Service's pure virtual coroutine
+  std::string async_name;   // Interface's completion-token front (unary)
+  std::string stream_name;  // Interface's function opening a client_stream (streaming)
+  std::string do_name;      // Interface's protected virtual, overridden by Stub and fakes
+  std::string descriptor;   // the static constexpr method_descriptor
 };
 method_names make_method_names(std::string_view proto_method_name);
+
+// `name` if `taken(name)` is false, else the first free of name_2, name_3, ... (no "__" even when
+// name ends with '_'). How the plugin resolves two proto names mapping to one C++ name: the first
+// declared keeps it, so adding a method never renames an existing one's functions.
+template <typename Taken>
+std::string first_free_name(const std::string& name, Taken&& taken) {
+  if (!taken(name)) return name;
+  const std::string stem = !name.empty() && name.back() == '_' ? name : name + "_";
+  for (int n = 2;; ++n) {
+    std::string candidate = stem + std::to_string(n);
+    if (!taken(candidate)) return candidate;
+  }
+}
 
 // A generated service class name: the proto name, escaped like any identifier, and with a
 // trailing underscore when it equals one of its nested classes (Interface, Stub, Service).

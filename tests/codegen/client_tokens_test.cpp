@@ -1,22 +1,31 @@
 // Compile-only checks: every generated client method of the test protos, both overloads (with and
-// without client_context), instantiated with each completion token kind. The static_asserts pin
-// what each token turns the call into; nothing here runs a call.
+// without client_context), instantiated with each completion token kind; the same for every
+// operation of client_stream, server_reader, server_writer and server_reader_writer, and the
+// streaming functions of generated Interfaces. The static_asserts pin what each token turns the
+// call into; one test case then runs each token against a fake stream_io (no network).
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/deferred.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 #include <catch2/catch.hpp>
 #include <future>
+#include <thread>
 #include <tuple>
 #include <type_traits>
 
 #include "a/b/c/deep.rdmarpc.pb.h"
+#include "fake_stream_io.hpp"
 #include "keywords.rdmarpc.pb.h"
 #include "legacy.rdmarpc.pb.h"
+#include "legacy_streams.rdmarpc.pb.h"
 #include "multi.rdmarpc.pb.h"
 #include "no_package.rdmarpc.pb.h"
 #include "optional_fields.rdmarpc.pb.h"
+#include "streams.rdmarpc.pb.h"
 #include "uses_import.rdmarpc.pb.h"
 #include "well_known.rdmarpc.pb.h"
 
@@ -110,6 +119,77 @@ static_assert(a::b::c::Deep::method_descriptors[1].full_name == "/a.b.c.Deep/Pin
 static_assert(multi::Nothing::method_descriptors.empty());
 static_assert(multi::Negator::service_full_name == "multi.Negator");
 
+// Streams: `expr(token)` is one stream operation; every one has the signature void(error_code).
+#define RDMARPC_CHECK_STREAM_TOKENS(expr)                                                    \
+  static_assert(std::is_void_v<decltype(expr([](error_code) {}))>);                          \
+  static_assert(std::is_same_v<decltype(expr(asio::use_awaitable)), asio::awaitable<void>>); \
+  static_assert(std::is_same_v<decltype(expr(asio::as_tuple(asio::use_awaitable))),          \
+                               asio::awaitable<std::tuple<error_code>>>);                    \
+  static_assert(std::is_same_v<decltype(expr(asio::use_future)), std::future<void>>);        \
+  static_assert(asio::is_deferred<decltype(expr(asio::deferred))>::value)
+
+template <typename T>
+T& lvalue();  // declval as an lvalue, for operations that take Message&
+
+#define RDMARPC_CLIENT_WRITE(token)                                              \
+  lvalue<rdmarpc::client_stream<streams::Item, streams::Summary>>().async_write( \
+      std::declval<const streams::Item&>(), token)
+#define RDMARPC_CLIENT_READ(token)                                                                         \
+  lvalue<rdmarpc::client_stream<streams::Item, streams::Summary>>().async_read(lvalue<streams::Summary>(), \
+                                                                               token)
+#define RDMARPC_CLIENT_WRITES_DONE(token) \
+  lvalue<rdmarpc::client_stream<streams::Item, streams::Summary>>().async_writes_done(token)
+#define RDMARPC_CLIENT_FINISH(token) \
+  lvalue<rdmarpc::client_stream<streams::Item, streams::Summary>>().async_finish(token)
+#define RDMARPC_READER_READ(token) \
+  lvalue<rdmarpc::server_reader<streams::Item>>().async_read(lvalue<streams::Item>(), token)
+#define RDMARPC_WRITER_WRITE(token) \
+  lvalue<rdmarpc::server_writer<streams::Item>>().async_write(std::declval<const streams::Item&>(), token)
+#define RDMARPC_READER_WRITER_READ(token)                                              \
+  lvalue<rdmarpc::server_reader_writer<streams::Item, streams::Summary>>().async_read( \
+      lvalue<streams::Item>(), token)
+#define RDMARPC_READER_WRITER_WRITE(token)                                              \
+  lvalue<rdmarpc::server_reader_writer<streams::Item, streams::Summary>>().async_write( \
+      std::declval<const streams::Summary&>(), token)
+
+RDMARPC_CHECK_STREAM_TOKENS(RDMARPC_CLIENT_WRITE);
+RDMARPC_CHECK_STREAM_TOKENS(RDMARPC_CLIENT_READ);
+RDMARPC_CHECK_STREAM_TOKENS(RDMARPC_CLIENT_WRITES_DONE);
+RDMARPC_CHECK_STREAM_TOKENS(RDMARPC_CLIENT_FINISH);
+RDMARPC_CHECK_STREAM_TOKENS(RDMARPC_READER_READ);
+RDMARPC_CHECK_STREAM_TOKENS(RDMARPC_WRITER_WRITE);
+RDMARPC_CHECK_STREAM_TOKENS(RDMARPC_READER_WRITER_READ);
+RDMARPC_CHECK_STREAM_TOKENS(RDMARPC_READER_WRITER_WRITE);
+
+// The streaming functions of generated Interfaces (and Stubs): both overloads, typed streams.
+#define RDMARPC_CHECK_SERVER_STREAM(Client, fn, Request, Reply)                                \
+  static_assert(std::is_same_v<decltype(lvalue<Client>().fn(std::declval<const Request&>())),  \
+                               rdmarpc::client_stream<Request, Reply>>);                       \
+  static_assert(std::is_same_v<decltype(lvalue<Client>().fn(lvalue<rdmarpc::client_context>(), \
+                                                            std::declval<const Request&>())),  \
+                               rdmarpc::client_stream<Request, Reply>>)
+#define RDMARPC_CHECK_CLIENT_STREAM(Client, fn, Request, Reply)                                           \
+  static_assert(std::is_same_v<decltype(lvalue<Client>().fn()), rdmarpc::client_stream<Request, Reply>>); \
+  static_assert(std::is_same_v<decltype(lvalue<Client>().fn(lvalue<rdmarpc::client_context>())),          \
+                               rdmarpc::client_stream<Request, Reply>>)
+
+RDMARPC_CHECK_TOKENS(streams::Events::Interface, async_get, streams::Item, streams::Item);
+RDMARPC_CHECK_SERVER_STREAM(streams::Events::Interface, watch, streams::Item, streams::Item);
+RDMARPC_CHECK_CLIENT_STREAM(streams::Events::Interface, upload, streams::Item, streams::Summary);
+RDMARPC_CHECK_CLIENT_STREAM(streams::Events::Interface, chat, streams::Item, streams::Summary);
+RDMARPC_CHECK_SERVER_STREAM(streams::Events::Stub, watch, streams::Item, streams::Item);
+RDMARPC_CHECK_CLIENT_STREAM(streams::Events::Stub, chat, streams::Item, streams::Summary);
+RDMARPC_CHECK_SERVER_STREAM(streams::StreamsOnly::Interface, tail, streams::Summary, streams::Item);
+RDMARPC_CHECK_CLIENT_STREAM(streams::StreamsOnly::Interface, sink, streams::Item, streams::Summary);
+RDMARPC_CHECK_TOKENS(legacy_streams::Transfer::Interface, async_stat, legacy_streams::Chunk,
+                     legacy_streams::Chunk);
+RDMARPC_CHECK_SERVER_STREAM(legacy_streams::Transfer::Interface, download, legacy_streams::Chunk,
+                            legacy_streams::Chunk);
+RDMARPC_CHECK_CLIENT_STREAM(legacy_streams::Transfer::Interface, upload, legacy_streams::Chunk,
+                            legacy_streams::Chunk);
+RDMARPC_CHECK_CLIENT_STREAM(legacy_streams::Transfer::Interface, sync, legacy_streams::Chunk,
+                            legacy_streams::Chunk);
+
 }  // namespace
 
 TEST_CASE("generated descriptors are usable at run time too") {
@@ -120,4 +200,86 @@ TEST_CASE("generated descriptors are usable at run time too") {
   CHECK(kw::Collide::get_method.full_name == "/kw.Collide/Get");
   CHECK(kw::Collide::get_method_method.full_name == "/kw.Collide/GetMethod");
   CHECK(kw::Collide::get_method.id != kw::Collide::get_method_method.id);
+}
+
+TEST_CASE("every completion token kind runs every stream operation against a fake stream_io") {
+  asio::io_context io;
+  auto fake = std::make_shared<codegen_test::fake_stream_io>(io.get_executor());
+  rdmarpc::client_stream<streams::Item, streams::Summary> client(fake);
+  rdmarpc::server_reader<streams::Item> reader(fake);
+  rdmarpc::server_writer<streams::Item> writer(fake);
+  rdmarpc::server_reader_writer<streams::Item, streams::Summary> reader_writer(fake);
+  streams::Item item;
+  streams::Summary summary;
+  int completed = 0;
+  auto count = [&](error_code ec) {
+    CHECK_FALSE(ec);
+    ++completed;
+  };
+
+  SECTION("callback") {
+    client.async_write(item, count);
+    client.async_writes_done(count);
+    client.async_finish(count);
+    writer.async_write(item, count);
+    reader_writer.async_write(summary, count);
+    client.async_read(summary, [&](error_code ec) {
+      CHECK(rdmarpc::is_end_of_stream(ec));
+      ++completed;
+    });
+    CHECK(completed == 0);
+    io.run_for(std::chrono::seconds(10));
+    CHECK(completed == 6);
+  }
+  SECTION("deferred starts nothing until launched") {
+    auto op = client.async_writes_done(asio::deferred);
+    auto read = reader.async_read(item, asio::deferred);
+    CHECK(fake->writes_done_calls == 0);
+    std::move(op)(count);
+    std::move(read)([&](error_code ec) { completed += rdmarpc::is_end_of_stream(ec) ? 1 : 0; });
+    CHECK(fake->writes_done_calls == 1);
+    io.run_for(std::chrono::seconds(10));
+    CHECK(completed == 2);
+  }
+  SECTION("use_awaitable throws end of stream - as_tuple does not") {
+    fake->push_inbound(summary);
+    bool threw = false;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          co_await client.async_write(item, asio::use_awaitable);
+          co_await client.async_read(summary, asio::use_awaitable);
+          co_await writer.async_write(item, asio::use_awaitable);
+          co_await reader_writer.async_write(summary, asio::use_awaitable);
+          auto [eof] = co_await reader_writer.async_read(item, asio::as_tuple(asio::use_awaitable));
+          CHECK(rdmarpc::is_end_of_stream(eof));
+          auto [done] = co_await client.async_writes_done(asio::as_tuple(asio::use_awaitable));
+          CHECK_FALSE(done);
+          try {
+            co_await reader.async_read(item, asio::use_awaitable);
+          } catch (const boost::system::system_error& e) {
+            threw = rdmarpc::is_end_of_stream(e.code());
+          }
+          co_await client.async_finish(asio::use_awaitable);
+        },
+        asio::detached);
+    io.run_for(std::chrono::seconds(10));
+    CHECK(threw);
+    CHECK(fake->written.size() == 3);
+    CHECK(fake->finish_calls == 1);
+  }
+  SECTION("use_future, completed by an io_context on another thread") {
+    auto work = asio::make_work_guard(io);
+    std::thread runner([&io] { io.run_for(std::chrono::seconds(10)); });
+    client.async_write(item, asio::use_future).get();
+    client.async_writes_done(asio::use_future).get();
+    writer.async_write(item, asio::use_future).get();
+    reader_writer.async_write(summary, asio::use_future).get();
+    CHECK_THROWS_AS(reader_writer.async_read(item, asio::use_future).get(), boost::system::system_error);
+    client.async_finish(asio::use_future).get();
+    work.reset();
+    io.stop();
+    runner.join();
+    CHECK(fake->written.size() == 3);
+  }
 }

@@ -39,3 +39,37 @@ TEST_CASE("a file without services gets a stamped header that only includes its 
   CHECK(header.find("declares no services") != std::string::npos);
   CHECK(header.find("class ") == std::string::npos);
 }
+
+TEST_CASE(
+    "deprecated rpcs mark their client functions and handlers - the generated code silences its own uses") {
+  const std::string header = read_generated("deprecated.rdmarpc.pb.h");
+  for (const char* declaration :
+       {"[[deprecated]] auto async_find_old(const ::old::Request& request",
+        "[[deprecated]] ::rdmarpc::client_stream<::old::Request, ::old::Request> follow(const "
+        "::old::Request& request)",
+        "[[deprecated]] ::rdmarpc::client_stream<::old::Request, ::old::Request> collect()",
+        "[[deprecated]] ::rdmarpc::client_stream<::old::Request, ::old::Request> "
+        "converse(::rdmarpc::client_context&",
+        "[[deprecated]] virtual ::boost::asio::awaitable<::old::Request> find_old(",
+        "[[deprecated]] virtual void find_old(",
+        "[[deprecated]] virtual ::boost::asio::awaitable<void> follow(",
+        "[[deprecated]] virtual ::boost::asio::awaitable<::old::Request> collect(",
+        "[[deprecated]] virtual ::boost::asio::awaitable<void> converse("}) {
+    INFO(declaration);
+    CHECK(header.find(declaration) != std::string::npos);
+  }
+  // Not deprecated: Find, Explicit (deprecated = false), the do_* functions fakes override.
+  CHECK(header.find("[[deprecated]] auto async_find(") == std::string::npos);
+  CHECK(header.find("[[deprecated]] auto async_explicit(") == std::string::npos);
+  CHECK(header.find("[[deprecated]] virtual void do_") == std::string::npos);
+
+  // The .cc names each deprecated handler once per server base, inside a push/ignored/pop.
+  const std::string source = read_generated("deprecated.rdmarpc.pb.cc");
+  std::size_t pushes = 0;
+  for (std::size_t at = source.find("#pragma GCC diagnostic ignored \"-Wdeprecated-declarations\"");
+       at != std::string::npos;
+       at = source.find("#pragma GCC diagnostic ignored \"-Wdeprecated-declarations\"", at + 1)) {
+    ++pushes;
+  }
+  CHECK(pushes == 2 * 5);  // Archive's 4 and Retired's Echo, in Service and CallbackService
+}

@@ -3,6 +3,8 @@
 #include "names.hpp"
 
 #include <catch2/catch.hpp>
+#include <set>
+#include <string>
 
 using namespace rdmarpc::codegen;
 
@@ -65,10 +67,27 @@ TEST_CASE("make_method_names escapes handlers that would hide rdmarpc::service m
   CHECK(make_method_names("Methods").handler == "methods_");
   CHECK(make_method_names("FullName").handler == "full_name_");
   CHECK(make_method_names("Service").handler == "service_");
+  CHECK(make_method_names("NewStreamCall").handler == "new_stream_call_");
   CHECK(make_method_names("Dispatch").async_name == "async_dispatch");
   // Not members of the base: left alone.
   CHECK(make_method_names("Method").handler == "method");
   CHECK(make_method_names("Channel").handler == "channel");
+}
+
+TEST_CASE("stream_name is the escaped snake name") {
+  CHECK(make_method_names("Watch").stream_name == "watch");
+  CHECK(make_method_names("Delete").stream_name == "delete_");
+  CHECK(make_method_names("Assert").stream_name == "assert_");
+  CHECK(make_method_names("NewCall").stream_name == "new_call");  // not a member of the Interface
+}
+
+TEST_CASE("first_free_name keeps a free name and numbers a taken one") {
+  const std::set<std::string> taken = {"watch", "watch_2", "get_", "x"};
+  auto is_taken = [&](const std::string& name) { return taken.count(name) != 0; };
+  CHECK(first_free_name("free", is_taken) == "free");
+  CHECK(first_free_name("watch", is_taken) == "watch_3");
+  CHECK(first_free_name("get_", is_taken) == "get_2");  // never "get__2"
+  CHECK(first_free_name("x", is_taken) == "x_2");
 }
 
 TEST_CASE("service_class_name escapes keywords and the nested class names") {

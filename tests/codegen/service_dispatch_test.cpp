@@ -1,5 +1,6 @@
-// The generated Service::new_call, used directly as the server uses it (no server, no network):
-// request parsing, handler selection by index (with escaped names), the reply, the statuses.
+// The generated Service::new_call and new_stream_call, used directly as the server uses them (no
+// server, no network): request parsing, handler selection by index (with escaped names), the
+// reply, the statuses; stream calls run on a fake stream_io.
 
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/io_context.hpp>
@@ -8,6 +9,7 @@
 #include <span>
 #include <string>
 
+#include "fake_stream_io.hpp"
 #include "test_services.hpp"
 
 namespace {
@@ -241,4 +243,124 @@ TEST_CASE("a generated CallbackService runs its callback handler") {
   const outcome empty = run_dispatch(bare, 0, bytes_of(::HelloRequest{}));
   CHECK(empty.status == status_code::invalid_argument);
   CHECK_FALSE(bare.new_call(1));
+}
+
+// Streaming methods: new_stream_call gives the call template of the method's kind, new_call null
+// (and the other way round for unary methods); the call runs its handler on a fake stream.
+
+namespace {
+
+template <typename Call, typename Service>
+bool stream_call_is(Service& service, std::size_t index) {
+  auto call = service.new_stream_call(index);
+  return call != nullptr && dynamic_cast<Call*>(call.get()) != nullptr;
+}
+
+// Runs a stream call as the server would: start it on `stream`, run until `done`.
+outcome run_stream_call(rdmarpc::server_stream_call& call, std::shared_ptr<fake_stream_io> stream,
+                        asio::io_context& io) {
+  rdmarpc::server_context context(io.get_executor(), "/test/Stream", "test-peer",
+                                  rdmarpc::server_context::clock::time_point::max(), {});
+  auto target = std::make_shared<done_target>();
+  asio::cancellation_signal cancel;
+  call.start(context, std::move(stream), rdmarpc::server_done(target, 7), cancel.slot());
+  io.run_for(std::chrono::seconds(10));
+  REQUIRE(target->done);
+  if (target->failure) std::rethrow_exception(target->failure);
+  return {context.status(), context.status_message(), {}};
+}
+
+streams::Item item(std::int64_t id, const std::string& text) {
+  streams::Item i;
+  i.set_id(id);
+  i.set_text(text);
+  return i;
+}
+
+}  // namespace
+
+TEST_CASE("descriptors carry the rpc kind") {
+  using rdmarpc::rpc_kind;
+  static_assert(streams::Events::get_method.kind == rpc_kind::unary);
+  static_assert(streams::Events::watch_method.kind == rpc_kind::server_streaming);
+  static_assert(streams::Events::upload_method.kind == rpc_kind::client_streaming);
+  static_assert(streams::Events::chat_method.kind == rpc_kind::bidi_streaming);
+  events_impl events;
+  REQUIRE(events.methods().size() == 4);
+  CHECK(events.methods()[1].kind == rpc_kind::server_streaming);
+  CHECK(events.methods()[3].full_name == "/streams.Events/Chat");
+}
+
+TEST_CASE("new_stream_call makes the call object of each streaming kind - new_call only unary ones") {
+  using streams::Item;
+  using streams::Summary;
+  events_impl events;
+  using S = streams::Events::Service;
+  CHECK(events.new_call(0) != nullptr);
+  CHECK(events.new_stream_call(0) == nullptr);
+  CHECK(stream_call_is<rdmarpc::server_streaming_call<S, Item, Item>>(events, 1));
+  CHECK(stream_call_is<rdmarpc::client_streaming_call<S, Item, Summary>>(events, 2));
+  CHECK(stream_call_is<rdmarpc::bidi_streaming_call<S, Item, Summary>>(events, 3));
+  for (std::size_t i = 1; i < 4; ++i) CHECK(events.new_call(i) == nullptr);
+  CHECK(events.new_call(4) == nullptr);
+  CHECK(events.new_stream_call(4) == nullptr);
+
+  events_callback_impl callback;
+  using C = streams::Events::CallbackService;
+  CHECK(callback.new_call(0) != nullptr);
+  CHECK(callback.new_stream_call(0) == nullptr);
+  CHECK(stream_call_is<rdmarpc::server_streaming_call<C, Item, Item>>(callback, 1));
+  CHECK(stream_call_is<rdmarpc::client_streaming_call<C, Item, Summary>>(callback, 2));
+  CHECK(stream_call_is<rdmarpc::bidi_streaming_call<C, Item, Summary>>(callback, 3));
+  CHECK(callback.new_call(1) == nullptr);
+
+  streams_only_impl only;
+  CHECK(only.new_call(0) == nullptr);
+  CHECK(only.new_call(1) == nullptr);
+  CHECK(
+      stream_call_is<rdmarpc::server_streaming_call<streams::StreamsOnly::Service, Summary, Item>>(only, 0));
+  CHECK(
+      stream_call_is<rdmarpc::client_streaming_call<streams::StreamsOnly::Service, Item, Summary>>(only, 1));
+}
+
+TEST_CASE("a unary-only service keeps the base's null new_stream_call") {
+  adder_impl adder;
+  CHECK(adder.new_stream_call(0) == nullptr);
+}
+
+TEST_CASE("stream calls run the generated handlers on a fake stream") {
+  asio::io_context io;
+  auto stream = std::make_shared<fake_stream_io>(io.get_executor());
+
+  SECTION("server streaming: one request - the handler's writes") {
+    events_impl events;
+    stream->push_inbound(item(3, "w"));
+    auto call = events.new_stream_call(1);
+    REQUIRE(call);
+    CHECK(run_stream_call(*call, stream, io).status == status_code::ok);
+    REQUIRE(stream->written.size() == 3);
+    CHECK(parse<streams::Item>(stream->written[2]).id() == 2);
+    CHECK(parse<streams::Item>(stream->written[2]).text() == "w");
+  }
+  SECTION("client streaming: the requests - one reply") {
+    events_callback_impl events;
+    for (const char* text : {"a", "b", "c"}) stream->push_inbound(item(0, text));
+    auto call = events.new_stream_call(2);
+    REQUIRE(call);
+    CHECK(run_stream_call(*call, stream, io).status == status_code::ok);
+    REQUIRE(stream->written.size() == 1);
+    const auto summary = parse<streams::Summary>(stream->written[0]);
+    CHECK(summary.count() == 3);
+    CHECK(summary.last() == "c");
+  }
+  SECTION("bidirectional: a reply per request") {
+    events_impl events;
+    for (const char* text : {"x", "y"}) stream->push_inbound(item(0, text));
+    auto call = events.new_stream_call(3);
+    REQUIRE(call);
+    CHECK(run_stream_call(*call, stream, io).status == status_code::ok);
+    REQUIRE(stream->written.size() == 2);
+    CHECK(parse<streams::Summary>(stream->written[1]).count() == 2);
+    CHECK(parse<streams::Summary>(stream->written[1]).last() == "y");
+  }
 }

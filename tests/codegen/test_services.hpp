@@ -3,6 +3,10 @@
 // round-trip tests. Each answers something derived from its request, so a test can tell that
 // the right handler ran with the right data. Layer: tests. Threading: handlers keep no state.
 
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/system/system_error.hpp>
+
 #include "a/b/c/deep.rdmarpc.pb.h"
 #include "keywords.rdmarpc.pb.h"
 #include "legacy.rdmarpc.pb.h"
@@ -10,6 +14,7 @@
 #include "no_package.rdmarpc.pb.h"
 #include "optional_fields.rdmarpc.pb.h"
 #include "rpc/status.hpp"
+#include "streams.rdmarpc.pb.h"
 #include "uses_import.rdmarpc.pb.h"
 #include "well_known.rdmarpc.pb.h"
 
@@ -182,6 +187,75 @@ class search_impl final : public legacy_api::v1::Search::Service {
     legacy_api::v1::Result result;
     for (int i = 0; i < request.limit(); ++i) result.add_lines(request.text() + std::to_string(i));
     co_return result;
+  }
+};
+
+// All four kinds. Get echoes; Watch writes request.id() items; Upload counts what it reads; Chat
+// answers each item with the running count.
+template <typename Base>
+class events_impl_base : public Base {
+  asio::awaitable<void> watch(server_context&, const streams::Item& request,
+                              rdmarpc::server_writer<streams::Item>& writer) override {
+    for (std::int64_t i = 0; i < request.id(); ++i) {
+      streams::Item item;
+      item.set_id(i);
+      item.set_text(request.text());
+      co_await writer.async_write(item, asio::use_awaitable);
+    }
+  }
+  asio::awaitable<streams::Summary> upload(server_context&,
+                                           rdmarpc::server_reader<streams::Item>& reader) override {
+    streams::Summary summary;
+    streams::Item item;
+    while (true) {
+      auto [ec] = co_await reader.async_read(item, asio::as_tuple(asio::use_awaitable));
+      if (rdmarpc::is_end_of_stream(ec)) break;
+      if (ec) throw boost::system::system_error(ec);
+      summary.set_count(summary.count() + 1);
+      summary.set_last(item.text());
+    }
+    co_return summary;
+  }
+  asio::awaitable<void> chat(
+      server_context&, rdmarpc::server_reader_writer<streams::Item, streams::Summary>& stream) override {
+    streams::Summary summary;
+    streams::Item item;
+    while (true) {
+      auto [ec] = co_await stream.async_read(item, asio::as_tuple(asio::use_awaitable));
+      if (rdmarpc::is_end_of_stream(ec)) co_return;
+      if (ec) throw boost::system::system_error(ec);
+      summary.set_count(summary.count() + 1);
+      summary.set_last(item.text());
+      co_await stream.async_write(summary, asio::use_awaitable);
+    }
+  }
+};
+
+class events_impl final : public events_impl_base<streams::Events::Service> {
+  asio::awaitable<streams::Item> get(server_context&, const streams::Item& request) override {
+    streams::Item reply = request;
+    reply.set_text("got " + request.text());
+    co_return reply;
+  }
+};
+
+// CallbackService: Get is a callback, the streams are the same coroutines.
+class events_callback_impl final : public events_impl_base<streams::Events::CallbackService> {
+  void get(server_context&, const streams::Item& request, streams::Item& reply,
+           rdmarpc::server_done done) override {
+    reply = request;
+    reply.set_text("cb " + request.text());
+    done();
+  }
+};
+
+class streams_only_impl final : public streams::StreamsOnly::Service {
+  asio::awaitable<void> tail(server_context&, const streams::Summary&,
+                             rdmarpc::server_writer<streams::Item>&) override {
+    co_return;
+  }
+  asio::awaitable<streams::Summary> sink(server_context&, rdmarpc::server_reader<streams::Item>&) override {
+    co_return streams::Summary{};
   }
 };
 
