@@ -83,6 +83,9 @@ class session {
     co_await erase(c, status_code::ok);
     co_await erase(d, status_code::ok);
     co_await scan(prefix_, end, 10, status_code::ok, none);
+
+    section("a watch sees a bulk put live (streaming calls)");
+    co_await watch_bulk_put();
   }
 
  private:
@@ -220,6 +223,69 @@ class session {
           return std::to_string(r.entries_size()) + " entries [" + keys + "]" +
                  (r.next_key().empty() ? "" : " more from " + shown(r.next_key()));
         });
+  }
+
+  // Watch (server streaming) on ~/bulk/, then PutMany (client streaming) of three keys: the watch
+  // prints each put as it arrives, then is cancelled.
+  asio::awaitable<void> watch_bulk_put() {
+    const std::vector<std::string> keys{key("bulk/one"), key("bulk/two"), key("bulk/three")};
+    rdmarpc::client_context watch_context;
+    kv::WatchRequest watch_request;
+    watch_request.set_prefix(key("bulk/"));
+    auto start = clock_type::now();
+    auto watch = store_.watch(watch_context, watch_request);
+    kv::WatchEvent event;
+    auto [wec] = co_await watch.async_read(event, kAwait);
+    line(!wec && event.kind() == kv::WatchEvent::WATCHING, "Watch " + shown(key("bulk/")) + " (stream)",
+         start, wec, "watching");
+
+    rdmarpc::client_context put_context;
+    put_context.set_timeout(kCallTimeout);
+    start = clock_type::now();
+    auto bulk = store_.put_many(put_context);
+    kv::PutRequest put;
+    error_code ec;
+    for (const auto& k : keys) {
+      put.set_key(k);
+      put.set_value("value of " + k.substr(prefix_.size()));
+      std::tie(ec) = co_await bulk.async_write(put, kAwait);
+      if (ec) break;
+    }
+    if (!ec) std::tie(ec) = co_await bulk.async_writes_done(kAwait);
+    kv::PutManyReply reply;
+    if (!ec) std::tie(ec) = co_await bulk.async_read(reply, kAwait);
+    auto [fec] = co_await bulk.async_finish(kAwait);
+    if (!ec) ec = fec;
+    line(!ec && reply.count() == keys.size(), "PutMany 3 keys under " + shown(key("bulk/")) + " (stream)",
+         start, ec, std::to_string(reply.count()) + " puts");
+
+    for (const auto& k : keys) {
+      start = clock_type::now();
+      auto [rec] = co_await watch.async_read(event, kAwait);
+      line(!rec && event.kind() == kv::WatchEvent::PUT && event.entry().key() == k, "  watch event", start,
+           rec,
+           "put " + shown(event.entry().key()) + " = " + shown(event.entry().value()) + " (version " +
+               std::to_string(event.entry().version()) + ")");
+    }
+    start = clock_type::now();
+    watch.cancel();
+    auto [cec] = co_await watch.async_finish(kAwait);
+    line(rdmarpc::to_status_code(cec) == status_code::cancelled, "Watch cancelled by the client", start, cec,
+         "finished CANCELLED, as asked");
+    for (const auto& k : keys) co_await erase(k, status_code::ok);
+  }
+
+  // One printed line for a streaming step: `ok` is whether it went as expected.
+  void line(bool ok, const std::string& what, clock_type::time_point start, error_code ec,
+            const std::string& detail) {
+    const auto micros =
+        std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now() - start).count();
+    ++calls_;
+    if (!ok) ++unexpected_;
+    std::printf("  [%s] %-44s -> %-20s %7lld us  %s\n", ok ? " ok " : "FAIL", what.c_str(),
+                std::string(rdmarpc::to_string(rdmarpc::to_status_code(ec))).c_str(),
+                static_cast<long long>(micros), detail.c_str());
+    std::fflush(stdout);
   }
 
   // Keys and values as printed: without the session prefix, long ones shortened.

@@ -53,6 +53,7 @@ PutReply memory_store::put(const PutRequest& request) {
   item& target = it == items_.end() ? items_[request.key()] : it->second;
   target.value = request.value();
   target.version = current + 1;
+  notify(WatchEvent::PUT, request.key(), target.value, target.version);
   PutReply reply;
   reply.set_version(target.version);
   return reply;
@@ -65,6 +66,7 @@ DeleteReply memory_store::erase(const DeleteRequest& request) {
   if (it == items_.end()) throw status_error(status_code::not_found, "no key '" + request.key() + "'");
   DeleteReply reply;
   reply.set_version(it->second.version);
+  notify(WatchEvent::DELETE, request.key(), {}, it->second.version);
   items_.erase(it);
   return reply;
 }
@@ -94,6 +96,31 @@ ScanReply memory_store::scan(const ScanRequest& request) const {
     entry->set_version(it->second.version);
   }
   return reply;
+}
+
+std::uint64_t memory_store::watch(std::string prefix, watch_callback on_change) {
+  std::lock_guard lock(mutex_);
+  const std::uint64_t id = next_watcher_++;
+  watchers_.emplace(id, watcher{std::move(prefix), std::move(on_change)});
+  return id;
+}
+
+void memory_store::unwatch(std::uint64_t id) {
+  std::lock_guard lock(mutex_);
+  watchers_.erase(id);
+}
+
+void memory_store::notify(WatchEvent::Kind kind, const std::string& key, const std::string& value,
+                          std::uint64_t version) const {
+  if (watchers_.empty()) return;
+  WatchEvent event;
+  event.set_kind(kind);
+  event.mutable_entry()->set_key(key);
+  event.mutable_entry()->set_value(value);
+  event.mutable_entry()->set_version(version);
+  for (const auto& [id, w] : watchers_) {
+    if (key.starts_with(w.prefix)) w.on_change(event);
+  }
 }
 
 std::size_t memory_store::size() const {

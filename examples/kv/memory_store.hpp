@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -31,7 +32,21 @@ class memory_store {
 
   std::size_t size() const;
 
+  // Calls `on_change` with every put and delete of a key starting with `prefix`, in the order the
+  // store applies them, until unwatch(id). It runs under the store's lock on the changing thread:
+  // it must be quick and must not call back into the store (post the event somewhere).
+  using watch_callback = std::function<void(const WatchEvent&)>;
+  std::uint64_t watch(std::string prefix, watch_callback on_change);
+  void unwatch(std::uint64_t id);
+
  private:
+  struct watcher {
+    std::string prefix;
+    watch_callback on_change;
+  };
+  void notify(WatchEvent::Kind kind, const std::string& key, const std::string& value,
+              std::uint64_t version) const;  // under mutex_
+
   struct item {
     std::string value;
     std::uint64_t version = 0;
@@ -42,6 +57,8 @@ class memory_store {
   store_limits limits_;
   mutable std::mutex mutex_;
   std::map<std::string, item, std::less<>> items_;
+  std::map<std::uint64_t, watcher> watchers_;
+  std::uint64_t next_watcher_ = 1;
 };
 
 }  // namespace kv

@@ -3,6 +3,8 @@
 #include "memory_store.hpp"
 
 #include <catch2/catch.hpp>
+#include <string>
+#include <vector>
 
 #include "rpc/status.hpp"
 
@@ -103,4 +105,26 @@ TEST_CASE("scan pages through a range") {
   scan.set_start_key("z");
   scan.set_end_key("a");
   CHECK(status_of([&] { store.scan(scan); }) == status_code::invalid_argument);
+}
+
+TEST_CASE("watchers see puts and deletes under their prefix in order until they unwatch") {
+  kv::memory_store store;
+  std::vector<std::string> seen;
+  const auto id = store.watch("fruit/", [&](const kv::WatchEvent& e) {
+    seen.push_back((e.kind() == kv::WatchEvent::PUT ? "put " : "delete ") + e.entry().key() + "@" +
+                   std::to_string(e.entry().version()) + "=" + e.entry().value());
+  });
+  store.put(put_request("fruit/apple", "red"));
+  store.put(put_request("veg/leek", "green"));  // not under the prefix
+  store.put(put_request("fruit/apple", "green"));
+  kv::DeleteRequest del;
+  del.set_key("fruit/apple");
+  store.erase(del);
+  CHECK(status_of([&] { store.put(put_request("fruit/huge", std::string(100 * 1024, 'x'))); }) ==
+        status_code::resource_exhausted);  // a failed put is no event
+  store.unwatch(id);
+  store.put(put_request("fruit/fig", "purple"));
+  const std::vector<std::string> expected{"put fruit/apple@1=red", "put fruit/apple@2=green",
+                                          "delete fruit/apple@2="};
+  CHECK(seen == expected);
 }
