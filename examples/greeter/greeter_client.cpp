@@ -1,5 +1,6 @@
 // greeter_client: the README's walkthrough client (examples/greeter). Calls SayHello twice on the
-// URI given (default rdma://10.0.0.1:7471), once with a callback and once from a coroutine.
+// URI given (default rdma://10.0.0.1:7471), once with a callback and once from a coroutine, and
+// reads the server-streaming SayHellos.
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -16,7 +17,7 @@ int main(int argc, char* argv[]) {
   greeter::v1::Greeter::Stub greeter(channel);
   greeter::v1::HelloRequest request;
   request.set_name("ada");
-  int pending = 2, failed = 0;  // an open channel keeps io.run() busy: close it after the last call
+  int pending = 3, failed = 0;  // an open channel keeps io.run() busy: close it after the last call
   auto done = [&](bool ok) {
     failed += ok ? 0 : 1;
     if (--pending == 0) channel->close();
@@ -42,6 +43,22 @@ int main(int argc, char* argv[]) {
         else
           std::cout << "coroutine: " << reply.text() << "\n";
         done(!ec);
+      },
+      boost::asio::detached);
+
+  // server streaming: read until the end of the stream, then its status
+  boost::asio::co_spawn(
+      io,
+      [&]() -> boost::asio::awaitable<void> {
+        auto stream = greeter.say_hellos(request);  // the request is sent; keep `stream` to read
+        greeter::v1::HelloReply reply;
+        for (;;) {
+          auto [ec] = co_await stream.async_read(reply, boost::asio::as_tuple(boost::asio::use_awaitable));
+          if (ec) break;  // rdmarpc::is_end_of_stream(ec) when the server finished
+          std::cout << "stream:    " << reply.text() << "\n";
+        }
+        auto [status] = co_await stream.async_finish(boost::asio::as_tuple(boost::asio::use_awaitable));
+        done(!status);
       },
       boost::asio::detached);
   io.run();
