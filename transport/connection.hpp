@@ -56,7 +56,6 @@ struct connection_options {
   // adaptive: how long to keep polling after the last completion before sleeping. Long enough to
   // catch the reply of a call just sent on real NICs (a few us) and in the Soft-RoCE VM (tens).
   std::chrono::microseconds adaptive_spin{100};
-  bool disable_credits = false;  // TEST ONLY: send without flow control to prove RNR detection
 
   // tcp only ------------------------------------------------------------------------------
   // SO_SNDBUF and SO_RCVBUF of the socket; 0 keeps the kernel's (auto-tuned, up to megabytes).

@@ -179,7 +179,7 @@ enum class policy {
   correct,                 // credit_window used as specified (updates whenever no data can go out)
   updates_on_empty_queue,  // the original header wording: updates only when the send queue is empty
   no_credit_updates,       // credits only ever piggyback on data
-  no_flow_control,         // send whenever there is data (what disable_credits does)
+  no_flow_control,         // send whenever there is data (send_without_credits_for_testing)
 };
 
 struct sim_message {

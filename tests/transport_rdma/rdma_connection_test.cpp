@@ -2,6 +2,8 @@
 // close from either side, a credit-stall blast (and the same blast without credits hitting RNR),
 // and 100 concurrent connections. Runs inside the Soft-RoCE VM (label rdma).
 
+#include "transport/rdma/rdma_connection.hpp"
+
 #include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -225,9 +227,10 @@ TEST_CASE("rdma blast of 10^6 messages to a stalling receiver: in order, no RNR,
 
 TEST_CASE("rdma blast with credits disabled overruns the receiver and fails with RNR") {
   boost::asio::io_context io;
-  transport::connection_options no_credits;
-  no_credits.disable_credits = true;
-  auto p = connect_pair(io, 7505, no_credits, {});
+  auto p = connect_pair(io, 7505);
+  auto raw = std::dynamic_pointer_cast<transport::rdma::rdma_connection>(p.client);
+  REQUIRE(raw);
+  raw->send_without_credits_for_testing();
   std::deque<transport::received_message> held;  // never released: the ring empties
   p.server_rec->on_each = [&](transport::received_message& m) { held.push_back(std::move(m)); };
   p.server->start(p.server_rec);

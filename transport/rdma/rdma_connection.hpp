@@ -57,6 +57,11 @@ class rdma_connection final : public connection,
   const connection_stats& stats() const noexcept override { return stats_; }
   std::string remote_address() const override { return remote_address_; }
 
+  // TEST ONLY, on purpose not reachable through connection.hpp, connect.hpp or any option: send
+  // without waiting for the peer's credits (and stop checking its announcements, which no longer
+  // add up), to prove an overrun shows up as an RNR error. Call before sending.
+  void send_without_credits_for_testing() noexcept { send_without_credits_ = true; }
+
   void release_message(std::uint64_t token) noexcept override;
 
  protected:
@@ -127,6 +132,7 @@ class rdma_connection final : public connection,
 
   boost::asio::any_io_executor ex_;
   connection_options options_;
+  bool send_without_credits_ = false;  // see send_without_credits_for_testing
   wire::handshake peer_;
   std::unique_ptr<qp_resources> resources_;
   connection_stats stats_;
