@@ -330,6 +330,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
 
   // On ex_: the stream joins the channel (and is connected, or waits for the connection).
   void register_stream(const std::shared_ptr<stream_core>& core, bool serialized) {
+    if (core->ended()) return;  // cancelled before it got here (its end was reported)
     if (!serialized)
       return core->fail(status_code::invalid_argument, "cannot serialize request (missing required fields?)");
     if (closed_) return core->fail(status_code::unavailable, "channel closed");
@@ -338,6 +339,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     if (calls_.contains(core->id()) || streams_.contains(core->id()))
       return core->fail(status_code::resource_exhausted, "call id space exhausted");
     streams_.emplace(core->id(), core);
+    core->arm_deadline();
     if (conn_) return core->attach(conn_);
     unattached_streams_.push_back(core);
     if (connecting_) return;
@@ -394,7 +396,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     if (c->deadline <= clock::now())
       return complete(std::move(c), status_code::deadline_exceeded, "deadline exceeded");
     // Bound on everything the channel holds (sent or waiting, connected or not): back-pressure.
-    if (calls_.size() >= options_.max_in_flight + options_.max_queued_calls)
+    if (calls_.size() + streams_.size() >= options_.max_in_flight + options_.max_queued_calls)
       return complete(std::move(c), status_code::resource_exhausted, "too many calls waiting on the channel");
     if (calls_.contains(id))
       return complete(std::move(c), status_code::resource_exhausted, "call id space exhausted");

@@ -65,7 +65,7 @@ constexpr kind_rules rules_of(kind k) noexcept {
     case kind::trailers: return {false, true, false, false, true, false};
     case kind::reset: return {false, true, false, false, true, false};
     case kind::window_update: return {false, false, false, true, false, false};
-    case kind::stream_headers: return {false, false, false, true, true, false};
+    case kind::stream_headers: return {false, false, false, true, false, false};
   }
   return {};
 }

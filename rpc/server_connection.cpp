@@ -317,7 +317,7 @@ class connection_impl final : public server_connection,
     metadata md;
     if (!extras::decode_request(v.extras, md)) return violation("request extras do not parse");
     if (server_->shutting_down()) return refuse(id, status_code::unavailable, "server shutting down");
-    if (calls_.size() >= server_->options().max_in_flight_per_connection)
+    if (calls_.size() + streams_.size() >= server_->options().max_in_flight_per_connection)
       return refuse(id, status_code::resource_exhausted, "too many calls in flight on this connection");
     const method_entry* m = server_->methods().find(v.header.method_id);
     if (m == nullptr)

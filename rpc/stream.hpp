@@ -24,11 +24,17 @@
 #include <google/protobuf/message_lite.h>
 
 #include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/append.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/error.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/system/error_code.hpp>
 #include <memory>
 #include <utility>
+
+#include "rpc/status.hpp"
 
 namespace rdmarpc {
 
@@ -55,16 +61,44 @@ class stream_io {
   virtual void finish(handler h) = 0;
   // Ends the stream with CANCELLED on both sides (no-op once it ended).
   virtual void cancel() noexcept = 0;
+  // The user's stream object is gone: cancel it, and never touch its client_context again (from
+  // the moment this returns, whatever thread it is called on). Default: cancel().
+  virtual void release() noexcept { cancel(); }
 };
 
 namespace detail {
+
+// Installed in an operation's cancellation slot by the initiating function, on the caller's thread
+// (Asio's rule: slots are used on the handler's executor); the completion clears it there too.
+struct cancel_stream_on_signal {
+  std::weak_ptr<stream_io> stream;
+  void operator()(boost::asio::cancellation_type type) const {
+    if (type == boost::asio::cancellation_type::none) return;
+    if (auto s = stream.lock()) s->cancel();
+  }
+};
+
+// Connects `handler`'s cancellation slot to the stream; false (handler completed with
+// FAILED_PRECONDITION) for an empty stream object (default-constructed or moved from).
+template <typename Handler>
+bool prepare(const std::shared_ptr<stream_io>& io, Handler& handler) {
+  if (!io) {
+    auto ex = boost::asio::get_associated_executor(handler);
+    boost::asio::post(
+        ex, boost::asio::append(std::move(handler), make_error_code(status_code::failed_precondition)));
+    return false;
+  }
+  auto slot = boost::asio::get_associated_cancellation_slot(handler);
+  if (slot.is_connected()) slot.template emplace<cancel_stream_on_signal>(io);
+  return true;
+}
 
 template <typename Token>
 auto async_stream_write(std::shared_ptr<stream_io> io, const google::protobuf::MessageLite& message,
                         Token&& token) {
   return boost::asio::async_initiate<Token, stream_io::signature>(
       [io = std::move(io)](auto handler, const google::protobuf::MessageLite* m) {
-        io->write(*m, stream_io::handler(std::move(handler)));
+        if (prepare(io, handler)) io->write(*m, stream_io::handler(std::move(handler)));
       },
       token, &message);
 }
@@ -73,7 +107,7 @@ template <typename Token>
 auto async_stream_read(std::shared_ptr<stream_io> io, google::protobuf::MessageLite& message, Token&& token) {
   return boost::asio::async_initiate<Token, stream_io::signature>(
       [io = std::move(io)](auto handler, google::protobuf::MessageLite* m) {
-        io->read(*m, stream_io::handler(std::move(handler)));
+        if (prepare(io, handler)) io->read(*m, stream_io::handler(std::move(handler)));
       },
       token, &message);
 }
@@ -81,7 +115,10 @@ auto async_stream_read(std::shared_ptr<stream_io> io, google::protobuf::MessageL
 template <void (stream_io::*Op)(stream_io::handler), typename Token>
 auto async_stream_op(std::shared_ptr<stream_io> io, Token&& token) {
   return boost::asio::async_initiate<Token, stream_io::signature>(
-      [io = std::move(io)](auto handler) { ((*io).*Op)(stream_io::handler(std::move(handler))); }, token);
+      [io = std::move(io)](auto handler) {
+        if (prepare(io, handler)) ((*io).*Op)(stream_io::handler(std::move(handler)));
+      },
+      token);
 }
 
 }  // namespace detail
@@ -89,8 +126,9 @@ auto async_stream_op(std::shared_ptr<stream_io> io, Token&& token) {
 // The client's end of a streaming call: writes Write messages, reads Read messages. Made by a
 // generated stub (server streaming: the request was written and writes are done already). Move
 // only; destroying it before the stream finished cancels the stream. Its client_context must
-// outlive it: destroy (or finish) the stream first, on the channel's thread when the context goes
-// right after (off that thread the cancellation is posted and may still write the context).
+// outlive it (destroy the stream first; from then on the stream never touches the context, on
+// any thread). An empty client_stream (default-constructed, moved from) fails every operation
+// FAILED_PRECONDITION.
 template <typename Write, typename Read>
 class client_stream {
  public:
@@ -99,13 +137,13 @@ class client_stream {
   client_stream(client_stream&&) noexcept = default;
   client_stream& operator=(client_stream&& other) noexcept {
     if (this != &other) {
-      if (io_) io_->cancel();
+      if (io_) io_->release();
       io_ = std::move(other.io_);
     }
     return *this;
   }
   ~client_stream() {
-    if (io_) io_->cancel();
+    if (io_) io_->release();
   }
 
   template <typename Token>

@@ -2,8 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include <boost/asio/append.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/execution/outstanding_work.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/prefer.hpp>
@@ -53,21 +53,12 @@ void stream_core::run_here(F&& f) {
 void stream_core::open(const method_descriptor& method, client_context* context, clock::time_point deadline,
                        std::string first_request, bool has_first_request) {
   client_ctx_ = context;
-  frame::header h;
-  std::uint8_t flags = 0;
-  std::uint64_t timeout = 0;
-  if (deadline != clock::time_point::max()) {
-    const auto us = std::chrono::ceil<std::chrono::microseconds>(deadline - clock::now()).count();
-    if (us > 0 && static_cast<std::uint64_t>(us) <= frame::kMaxTimeoutUs) {
-      flags = frame::kFlagHasTimeout;
-      timeout = static_cast<std::uint64_t>(us);
-    }
-  }
+  deadline_ = deadline;
   const stream_window_size window = receive_window_.window();
   const std::string ex =
       extras::encode_request(context != nullptr ? context->request_metadata() : metadata{}, &window);
   out_frame open;
-  open.bytes = encode(frame::kind::stream_open, ex, {}, status_code::ok, method.id, timeout, flags);
+  open.bytes = encode(frame::kind::stream_open, ex, {}, status_code::ok, method.id);  // timeout: when sent
   open.is_open = true;
   ordered_.push_back(std::move(open));
   if (has_first_request) {
@@ -81,28 +72,53 @@ void stream_core::open(const method_descriptor& method, client_context* context,
     hc.bytes = encode(frame::kind::half_close, {}, {});
     ordered_.push_back(std::move(hc));
   }
-  if (deadline != clock::time_point::max()) {
-    deadline_timer_.emplace(ex_, deadline);
-    deadline_timer_->async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
-      if (ec) return;
-      if (auto self = weak.lock()) self->reset(status_code::deadline_exceeded, "deadline exceeded");
-    });
+}
+
+void stream_core::arm_deadline() {
+  if (deadline_ == clock::time_point::max() || deadline_timer_ || ended_) return;
+  deadline_timer_.emplace(ex_, deadline_);
+  deadline_timer_->async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+    if (ec) return;
+    if (auto self = weak.lock()) self->on_deadline();
+  });
+}
+
+void stream_core::on_deadline() {
+  if (!ended_) return reset(status_code::deadline_exceeded, "deadline exceeded");
+  abandon_flush(status_code::deadline_exceeded);  // ended here, still sending: stop
+}
+
+// The stream ended here but frames of it still wait (for the peer's window or send room): the
+// peer reset it or the deadline passed, so they never go; the peer hears a reset if it may care.
+void stream_core::abandon_flush(status_code code) {
+  if (ordered_.empty() && control_.empty()) return;
+  ordered_.clear();
+  control_.clear();
+  if (write_h_) complete(write_h_, make_error_code(code));
+  if (conn_ && (server_ctx_ != nullptr || open_sent_) && code != status_code::cancelled) {
+    out_frame f;
+    f.bytes = encode(frame::kind::reset, {}, {}, code);
+    control_.push_back(std::move(f));
   }
+  pump();
+}
+
+void stream_core::release() noexcept {
+  {
+    const std::lock_guard lock(context_mutex_);
+    client_ctx_ = nullptr;
+  }
+  cancel();
 }
 
 void stream_core::accept(const server_context* context, clock::time_point deadline) {
   server_ctx_ = context;
+  deadline_ = deadline;
   const stream_window_size w = receive_window_.window();
   out_frame headers;
   headers.bytes = encode(frame::kind::stream_headers, {}, {}, status_code::ok, w.messages, w.bytes);
   ordered_.push_back(std::move(headers));
-  if (deadline != clock::time_point::max()) {
-    deadline_timer_.emplace(ex_, deadline);
-    deadline_timer_->async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
-      if (ec) return;
-      if (auto self = weak.lock()) self->reset(status_code::deadline_exceeded, "deadline exceeded");
-    });
-  }
+  arm_deadline();
 }
 
 void stream_core::attach(std::shared_ptr<transport::connection> conn) {
@@ -118,9 +134,12 @@ void stream_core::on_frame(const frame::view& v, transport::received_message& me
     case k::stream_message: return on_message(v, message);
     case k::half_close: verdict = state_.on_peer_half_close(); break;
     case k::trailers: verdict = state_.on_peer_trailers(); break;
-    case k::reset: verdict = state_.on_peer_reset(); break;
+    case k::reset:
+      if (ended_) return abandon_flush(status_code::cancelled);  // our trailers may still wait: drop them
+      verdict = state_.on_peer_reset();
+      break;
     case k::window_update:
-      if (ended_) return;
+      if (ended_ && ordered_.empty()) return;  // nothing of ours waits for it any more
       if (!send_window_.on_granted({v.header.timeout_us, v.header.method_id})) {
         return reset(status_code::internal, "flow control violation: window grant beyond the window");
       }
@@ -198,14 +217,18 @@ bool stream_core::take_server_metadata(std::span<const std::byte> ex, std::strin
   const auto fields = extras::count_fields(ex);
   if (!fields || *fields > max_metadata_entries_ + 1 || ex.size() > max_metadata_bytes_) return false;
   std::string why;
-  metadata* initial = nullptr;
-  metadata* trailing = nullptr;
-  if (client_ctx_ != nullptr) {
-    if (!initial_metadata_done_) initial = &client_ctx_->mutable_server_initial_metadata();
-    if (!initial_only) trailing = &client_ctx_->mutable_server_trailing_metadata();
-  }
-  if (!extras::decode_response(ex, why, initial, trailing)) return false;
+  metadata initial, trailing;
+  if (!extras::decode_response(ex, why, &initial, &trailing)) return false;
   if (status_message != nullptr) *status_message = std::move(why);
+  const std::lock_guard lock(context_mutex_);  // release() may drop the context from any thread
+  if (client_ctx_ != nullptr) {
+    auto& to_initial = client_ctx_->mutable_server_initial_metadata();
+    if (!initial_metadata_done_) to_initial.insert(to_initial.end(), initial.begin(), initial.end());
+    if (!initial_only) {
+      auto& to_trailing = client_ctx_->mutable_server_trailing_metadata();
+      to_trailing.insert(to_trailing.end(), trailing.begin(), trailing.end());
+    }
+  }
   return true;
 }
 
@@ -262,6 +285,7 @@ void stream_core::fail(status_code code, std::string message) {
   conn_.reset();
   control_.clear();
   ordered_.clear();
+  if (write_h_) complete(write_h_, make_error_code(ended_ ? code : write_error()));
   if (!ended_) {
     (void)state_.write_reset();
     end(code, std::move(message), false);
@@ -274,15 +298,25 @@ void stream_core::end(status_code code, std::string message, bool clean) {
   clean_end_ = clean;
   final_code_ = code;
   final_message_ = std::move(message);
-  if (deadline_timer_) deadline_timer_->cancel();
   if (!clean) inbox_.clear();
-  if (client_ctx_ != nullptr) client_ctx_->set_result(code, final_message_);
-  if (write_h_) complete(write_h_, make_error_code(write_error()));
+  {
+    const std::lock_guard lock(context_mutex_);
+    if (client_ctx_ != nullptr) client_ctx_->set_result(code, final_message_);
+  }
+  // A write whose message still waits to go (behind our trailers) completes when it goes.
+  if (write_h_ && !write_queued()) complete(write_h_, make_error_code(write_error()));
   if (read_h_ && inbox_.empty()) {
     complete(read_h_, clean ? boost::system::error_code(boost::asio::error::eof) : error_of(code));
   }
   if (finish_h_) complete(finish_h_, error_of(code));
   maybe_done();
+}
+
+bool stream_core::write_queued() const noexcept {
+  for (const auto& f : ordered_) {
+    if (f.completes_write) return true;
+  }
+  return false;
 }
 
 status_code stream_core::write_error() const noexcept {
@@ -294,6 +328,7 @@ void stream_core::maybe_done() {
   if (!ended_ || owner_told_) return;
   if (conn_ && (!control_.empty() || !ordered_.empty())) return;  // still flushing
   owner_told_ = true;
+  if (deadline_timer_) deadline_timer_->cancel();
   conn_.reset();
   if (auto o = owner_.lock()) o->stream_ended(id_, final_code_);
 }
@@ -337,6 +372,9 @@ void stream_core::pump() {
   while (conn_ && !reserving_) {
     auto* q = next_frame_queue();
     if (q == nullptr) break;
+    if (q->front().is_open && !stamp_timeout(q->front())) {
+      return reset(status_code::deadline_exceeded, "deadline exceeded before the stream was opened");
+    }
     const std::size_t size = q->front().bytes.size();
     boost::system::error_code ec;
     auto r = conn_->try_reserve(size, ec);
@@ -358,6 +396,22 @@ void stream_core::pump() {
   maybe_done();
 }
 
+// Writes the time left until the deadline into a stream_open about to go; false when none is left.
+bool stream_core::stamp_timeout(out_frame& open) const {
+  if (deadline_ == clock::time_point::max()) return true;
+  const auto us = std::chrono::ceil<std::chrono::microseconds>(deadline_ - clock::now()).count();
+  if (us <= 0) return false;
+  frame::decode_error err{};
+  auto* bytes = reinterpret_cast<std::byte*>(open.bytes.data());
+  frame::header h = frame::decode(std::span<const std::byte>(bytes, open.bytes.size()), err).header;
+  if (static_cast<std::uint64_t>(us) <= frame::kMaxTimeoutUs) {
+    h.flags |= frame::kFlagHasTimeout;
+    h.timeout_us = static_cast<std::uint64_t>(us);
+  }
+  frame::encode_header(h, std::span<std::byte, frame::kHeaderSize>(bytes, frame::kHeaderSize));
+  return true;
+}
+
 void stream_core::wait_for_room(std::size_t bytes) {
   reserving_ = true;
   conn_->async_reserve(bytes, [self = shared_from_this(), conn = conn_.get()](boost::system::error_code ec,
@@ -377,6 +431,10 @@ void stream_core::wait_for_room(std::size_t bytes) {
 void stream_core::send_front(std::deque<out_frame>& q, transport::send_reservation r) {
   out_frame f = std::move(q.front());
   q.pop_front();
+  if (f.is_open && !stamp_timeout(f)) {
+    r.cancel();
+    return reset(status_code::deadline_exceeded, "deadline exceeded before the stream was opened");
+  }
   std::memcpy(r.data().data(), f.bytes.data(), f.bytes.size());
   r.commit(f.bytes.size());
   if (f.is_open) open_sent_ = true;
@@ -528,19 +586,9 @@ void stream_core::cancel() noexcept {
 
 // --- handlers -----------------------------------------------------------------------------
 
-namespace {
-struct cancel_stream {
-  std::weak_ptr<stream_core> stream;
-  void operator()(boost::asio::cancellation_type type) const {
-    if (type == boost::asio::cancellation_type::none) return;
-    if (auto s = stream.lock()) s->cancel();
-  }
-};
-}  // namespace
-
+// The handler's cancellation slot was connected to the stream by the initiating function (on the
+// caller's thread, rpc/stream.hpp); it is cleared by the completion, on the handler's executor.
 void stream_core::store(std::optional<handler>& slot, handler h) {
-  auto cs = boost::asio::get_associated_cancellation_slot(h);
-  if (cs.is_connected()) cs.template emplace<cancel_stream>(weak_from_this());
   slot.emplace(std::move(h));
   update_work();
 }
@@ -549,10 +597,13 @@ void stream_core::complete(std::optional<handler>& slot, boost::system::error_co
   if (!slot) return;
   handler h(std::move(*slot));
   slot.reset();
-  auto cs = boost::asio::get_associated_cancellation_slot(h);
-  if (cs.is_connected()) cs.clear();
   update_work();
-  boost::asio::post(ex_, boost::asio::append(std::move(h), ec));
+  auto target = boost::asio::get_associated_executor(h, ex_);
+  boost::asio::post(ex_, boost::asio::bind_executor(std::move(target), [h = std::move(h), ec]() mutable {
+                      auto cs = boost::asio::get_associated_cancellation_slot(h);
+                      if (cs.is_connected()) cs.clear();
+                      std::move(h)(ec);
+                    }));
 }
 
 void stream_core::update_work() {

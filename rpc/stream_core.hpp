@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -70,6 +71,8 @@ class stream_core final : public stream_io, public std::enable_shared_from_this<
   // Server: the handler's context (initial metadata go with the first message or the trailers)
   // and stream_headers with our window, queued first.
   void accept(const server_context* context, clock::time_point deadline);
+  // Client, on the executor once the channel registered the stream: starts the deadline timer.
+  void arm_deadline();
   // Frames flow from now on (client: once connected).
   void attach(std::shared_ptr<transport::connection> conn);
   // A frame for this stream. `message` may be released (its payload was consumed).
@@ -89,6 +92,7 @@ class stream_core final : public stream_io, public std::enable_shared_from_this<
   void writes_done(handler h) override;
   void finish(handler h) override;
   void cancel() noexcept override;
+  void release() noexcept override;
 
  private:
   struct out_frame {
@@ -123,6 +127,10 @@ class stream_core final : public stream_io, public std::enable_shared_from_this<
   void deliver(google::protobuf::MessageLite& out, std::span<const std::byte> bytes);
   void consumed(std::size_t bytes);
   void end(status_code code, std::string message, bool clean);
+  void on_deadline();
+  void abandon_flush(status_code code);
+  bool write_queued() const noexcept;
+  bool stamp_timeout(out_frame& open) const;
   void maybe_done();
   status_code write_error() const noexcept;
 
@@ -148,7 +156,9 @@ class stream_core final : public stream_io, public std::enable_shared_from_this<
   bool headers_received_ = false;
   std::deque<std::string> inbox_;  // received, not yet read
 
+  std::mutex context_mutex_;  // guards client_ctx_ (release() may come from any thread)
   client_context* client_ctx_ = nullptr;
+  clock::time_point deadline_ = clock::time_point::max();
   const server_context* server_ctx_ = nullptr;
   std::optional<boost::asio::steady_timer> deadline_timer_;
 

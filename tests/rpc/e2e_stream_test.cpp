@@ -93,6 +93,7 @@ boost::asio::awaitable<stream_outcome> ping_pong(std::shared_ptr<channel> ch,
                                                  std::vector<std::string> messages) {
   client_context ctx;
   ctx.add_metadata("who", "chat");
+  ctx.add_metadata("x-grpc-test-echo-initial", "test_initial_metadata_value");
   client_stream<EchoRequest, EchoReply> s(ch->start_stream(test_service::chat, &ctx, nullptr));
   stream_outcome out;
   EchoRequest req;
@@ -171,6 +172,7 @@ TEST_CASE(
   CHECK(out.status == status_code::ok);
   CHECK(value_of(out.trailing, "count") == "4");
   CHECK(value_of(out.initial, "echo-who") == "chat");
+  CHECK(value_of(out.initial, "echo-x-grpc-test-echo-initial") == "test_initial_metadata_value");
 
   const auto empty = run_client(h, ping_pong(ch, {}));
   CHECK(empty.sizes.empty());
@@ -218,10 +220,12 @@ TEST_CASE(
     boost::system::error_code read;
   };
   // Opens a client stream, optionally exchanges one message, cancels, and sees how it ends.
+  // cancel_after_begin on a client-streaming call (Sum), cancel_after_first_response on bidi (Chat).
   auto cancel_case = [](std::shared_ptr<channel> ch,
                         bool exchange_first) -> boost::asio::awaitable<cancel_result> {
     client_context ctx;
-    client_stream<EchoRequest, EchoReply> s(ch->start_stream(test_service::chat, &ctx, nullptr));
+    client_stream<EchoRequest, EchoReply> s(
+        ch->start_stream(exchange_first ? test_service::chat : test_service::sum, &ctx, nullptr));
     cancel_result r;
     if (exchange_first) {
       EchoRequest req;

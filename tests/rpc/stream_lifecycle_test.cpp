@@ -1,0 +1,275 @@
+// Stream lifecycle corners over loopback: a handler that returns while its last write waits for
+// the client's window still delivers it and OK; streams whose deadline passed before they were
+// registered (started off the channel's thread) leave the channel; an empty client_stream fails
+// its operations; a server breaking the stream rules (beyond the window, extras on a later message,
+// a second stream_headers, an unknown id) is answered as docs/wire-format.md says.
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <catch2/catch.hpp>
+#include <future>
+#include <optional>
+
+#include "e2e_harness.hpp"
+#include "rpc/channel.hpp"
+#include "rpc/extras.hpp"
+#include "rpc/frame.hpp"
+#include "rpc/server.hpp"
+#include "rpc/stream.hpp"
+#include "test_service.hpp"
+#include "tests/transport/connection_contract.hpp"
+#include "transport/loopback/loopback_transport.hpp"
+
+using namespace rdmarpc;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr auto tuple_awaitable = boost::asio::as_tuple(boost::asio::use_awaitable);
+
+// A server-streaming method whose handler writes "one", starts writing "two" with a callback
+// and returns without waiting for it.
+class burst_service final : public service {
+ public:
+  static constexpr method_descriptor burst{"/lifecycle.B/Burst", method_id("/lifecycle.B/Burst"),
+                                           rpc_kind::server_streaming};
+  std::string_view full_name() const noexcept override { return "lifecycle.B"; }
+  std::span<const method_descriptor> methods() const noexcept override { return methods_; }
+  std::unique_ptr<server_call> new_call(std::size_t) override { return nullptr; }
+  std::unique_ptr<server_stream_call> new_stream_call(std::size_t) override {
+    return std::make_unique<server_streaming_call<burst_service, test::StreamRequest, test::EchoReply>>(
+        *this, &burst_service::do_burst);
+  }
+  std::optional<boost::system::error_code> second_write;
+
+ private:
+  boost::asio::awaitable<void> do_burst(server_context&, const test::StreamRequest&,
+                                        server_writer<test::EchoReply>& out) {
+    test::EchoReply r;
+    r.set_data("one");
+    co_await out.async_write(r, boost::asio::use_awaitable);
+    r.set_data("two");
+    out.async_write(r, [this](boost::system::error_code ec) { second_write = ec; });
+  }
+  static constexpr std::array<method_descriptor, 1> methods_{burst};
+};
+
+struct read_result {
+  std::vector<std::string> got;
+  boost::system::error_code end, finish;
+  bool done = false;
+};
+
+// Opens a server-streaming call, reads every message (unless `read` is false) and finishes.
+boost::asio::awaitable<void> read_stream(std::shared_ptr<channel> ch, method_descriptor m, read_result& res,
+                                         std::chrono::milliseconds timeout, bool read = true) {
+  client_context ctx;
+  ctx.set_timeout(timeout);
+  test::StreamRequest req;
+  client_stream<test::StreamRequest, test::EchoReply> s(ch->start_stream(m, &ctx, &req));
+  test::EchoReply reply;
+  while (read) {
+    auto [ec] = co_await s.async_read(reply, tuple_awaitable);
+    if (ec) {
+      res.end = ec;
+      break;
+    }
+    res.got.push_back(reply.data());
+  }
+  auto [fec] = co_await s.async_finish(tuple_awaitable);
+  res.finish = fec;
+  res.done = true;
+}
+
+}  // namespace
+
+TEST_CASE("stream lifecycle: a write still waiting for the window when the handler returns is delivered",
+          "[stream]") {
+  boost::asio::io_context io{1};
+  burst_service svc;
+  std::optional<server> srv;
+  srv.emplace(io.get_executor());
+  srv->add_service(svc);
+  auto [client_end, server_end] =
+      transport::loopback::make_loopback_pair(io.get_executor(), io.get_executor());
+  srv->serve(server_end);
+  channel_options opts;
+  opts.stream_window = {1u << 20, 1};  // one message at a time: "two" waits for the grant
+  auto ch = channel::create(client_end, opts);
+  read_result res;
+  boost::asio::co_spawn(io, read_stream(ch, burst_service::burst, res, 30s), boost::asio::detached);
+  REQUIRE(test::run_until(
+      io, [&] { return res.done && svc.second_write.has_value(); }, 30s));
+  CHECK(res.got == std::vector<std::string>{"one", "two"});
+  CHECK(is_end_of_stream(res.end));
+  CHECK(to_status_code(res.finish) == status_code::ok);
+  CHECK_FALSE(*svc.second_write);
+  ch.reset();
+  srv.reset();
+  io.restart();
+  io.run_for(1s);
+}
+
+TEST_CASE("stream lifecycle: streams whose deadline passed before registration leave the channel",
+          "[stream]") {
+  test::e2e_harness h("loopback");
+  channel_options opts;
+  opts.max_in_flight = 1;
+  opts.max_queued_calls = 0;
+  auto ch = h.make_channel(opts);
+  auto finish_one = [&](client_context& ctx) {
+    client_stream<test::EchoRequest, test::EchoReply> s(
+        ch->start_stream(test::test_service::chat, &ctx, nullptr));
+    auto p = std::make_shared<std::promise<boost::system::error_code>>();
+    auto f = p->get_future();
+    s.async_finish([p](boost::system::error_code ec) { p->set_value(ec); });
+    REQUIRE(f.wait_for(10s) == std::future_status::ready);
+    return to_status_code(f.get());
+  };
+  for (int i = 0; i < 200; ++i) {
+    client_context ctx;
+    ctx.set_deadline(std::chrono::steady_clock::now() - 1ms);
+    REQUIRE(finish_one(ctx) == status_code::deadline_exceeded);
+  }
+  // Nothing stayed behind: a stream with no deadline still gets the channel's one slot.
+  client_context ctx;
+  ctx.set_timeout(200ms);
+  CHECK(finish_one(ctx) == status_code::deadline_exceeded);  // Chat waits for our writes; we sent none
+}
+
+TEST_CASE("stream lifecycle: an empty client_stream fails every operation FAILED_PRECONDITION", "[stream]") {
+  boost::asio::io_context io{1};
+  client_stream<test::EchoRequest, test::EchoReply> empty;
+  std::vector<status_code> seen;
+  test::EchoRequest req;
+  test::EchoReply reply;
+  auto record = [&](boost::system::error_code ec) { seen.push_back(to_status_code(ec)); };
+  empty.async_write(req, boost::asio::bind_executor(io, record));
+  empty.async_read(reply, boost::asio::bind_executor(io, record));
+  empty.async_writes_done(boost::asio::bind_executor(io, record));
+  empty.async_finish(boost::asio::bind_executor(io, record));
+  REQUIRE(test::run_until(
+      io, [&] { return seen.size() == 4; }, 10s));
+  for (auto code : seen) CHECK(code == status_code::failed_precondition);
+}
+
+namespace {
+
+// A channel talking to a raw server end that writes frames by hand.
+struct raw_server {
+  boost::asio::io_context io{1};
+  std::shared_ptr<transport::connection> server_end;
+  std::shared_ptr<test::recording_handler> seen = std::make_shared<test::recording_handler>();
+  std::shared_ptr<channel> ch;
+
+  raw_server() {
+    auto [c, s] = transport::loopback::make_loopback_pair(io.get_executor(), io.get_executor());
+    server_end = s;
+    server_end->start(seen);
+    channel_options opts;
+    opts.stream_window = {1u << 20, 4};
+    ch = channel::create(c, opts);
+  }
+  ~raw_server() {
+    ch.reset();
+    io.restart();
+    io.run_for(1s);
+  }
+  void send(frame::kind k, std::uint32_t id, std::string_view ex = {}, std::string_view payload = {},
+            std::uint32_t method = 0, std::uint64_t timeout = 0) {
+    frame::header h;
+    h.kind = k;
+    h.call_id = id;
+    h.method_id = method;
+    h.timeout_us = timeout;
+    h.extras_length = static_cast<std::uint32_t>(ex.size());
+    h.payload_length = static_cast<std::uint32_t>(payload.size());
+    std::string bytes(frame::kHeaderSize, '\0');
+    frame::encode_header(h, std::span<std::byte, frame::kHeaderSize>(
+                                reinterpret_cast<std::byte*>(bytes.data()), frame::kHeaderSize));
+    bytes.append(ex);
+    bytes.append(payload);
+    REQUIRE_FALSE(server_end->send_copy(boost::asio::buffer(bytes)));
+  }
+  // The id of the first stream_open the channel sent.
+  std::uint32_t opened() {
+    std::uint32_t id = 0;
+    REQUIRE(test::run_until(io, [&] {
+      for (const auto& m : seen->messages) {
+        frame::decode_error err{};
+        const auto v = frame::decode(std::span<const std::byte>(m.data(), m.size()), err);
+        if (err == frame::decode_error::none && v.header.kind == frame::kind::stream_open) {
+          id = v.header.call_id;
+          return true;
+        }
+      }
+      return false;
+    }));
+    return id;
+  }
+  bool sent_reset(std::uint32_t id) {
+    return test::run_until(
+        io,
+        [&] {
+          for (const auto& m : seen->messages) {
+            frame::decode_error err{};
+            const auto v = frame::decode(std::span<const std::byte>(m.data(), m.size()), err);
+            if (err == frame::decode_error::none && v.header.kind == frame::kind::reset &&
+                v.header.call_id == id)
+              return true;
+          }
+          return false;
+        },
+        10s);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("stream violation from a server: beyond the window, late extras, second headers reset the stream",
+          "[stream][violation]") {
+  for (int scenario = 0; scenario < 3; ++scenario) {
+    CAPTURE(scenario);
+    raw_server rs;
+    read_result res;
+    // Scenario 0 reads nothing, so nothing is granted back: the fifth message is beyond the window.
+    boost::asio::co_spawn(rs.io, read_stream(rs.ch, test::test_service::ticks, res, 30s, scenario != 0),
+                          boost::asio::detached);
+    const auto id = rs.opened();
+    test::EchoReply msg;
+    msg.set_data("m");
+    const std::string payload = msg.SerializeAsString();
+    rs.send(frame::kind::stream_headers, id, {}, {}, 64, 1u << 20);
+    if (scenario == 0) {
+      for (int i = 0; i < 5; ++i) rs.send(frame::kind::stream_message, id, {}, payload);
+    } else if (scenario == 1) {
+      rs.send(frame::kind::stream_message, id, {}, payload);
+      rs.send(frame::kind::stream_message, id, extras::encode_response({}, {{"late", "x"}}), payload);
+    } else {
+      rs.send(frame::kind::stream_headers, id, {}, {}, 64, 1u << 20);
+    }
+    REQUIRE(test::run_until(
+        rs.io, [&] { return res.done; }, 30s));
+    CHECK(to_status_code(res.finish) == status_code::internal);
+    CHECK(rs.sent_reset(id));
+    CHECK(rs.seen->close_calls == 0);  // the connection carries on
+  }
+}
+
+TEST_CASE("stream violation from a server: a frame for a stream never opened closes the connection",
+          "[stream][violation]") {
+  raw_server rs;
+  read_result res;
+  boost::asio::co_spawn(rs.io, read_stream(rs.ch, test::test_service::ticks, res, 30s),
+                        boost::asio::detached);
+  const auto id = rs.opened();
+  rs.send(frame::kind::stream_message, id + 1000, {}, "");
+  REQUIRE(test::run_until(
+      rs.io, [&] { return res.done; }, 30s));
+  CHECK(to_status_code(res.finish) == status_code::unavailable);
+  CHECK(test::run_until(
+      rs.io, [&] { return rs.seen->close_calls > 0; }, 10s));
+}
