@@ -405,8 +405,9 @@ TEST_CASE("e2e: shutdown grace expiry cancels handlers and fails their calls UNA
   CHECK(h.service().wait_for([&] { return h.service().sleeps_cancelled.load() == 1; }));
 }
 
-TEST_CASE("e2e: the connection dying fails every pending call UNAVAILABLE - a URI channel reconnects",
-          "[e2e]") {
+TEST_CASE(
+    "e2e: the connection dying fails every pending call and stream UNAVAILABLE - a URI channel reconnects",
+    "[e2e]") {
   const auto target = GENERATE(from_range(e2e_targets()));
   CAPTURE(target);
   if (target == "loopback") {
@@ -444,11 +445,18 @@ TEST_CASE("e2e: the connection dying fails every pending call UNAVAILABLE - a UR
     std::vector<std::future<call_result>> calls;
     for (int i = 0; i < 8; ++i)
       calls.push_back(start_call(*ch, test_service::sleep, make_request("s", 60000)));
+    // An open stream too: it fails UNAVAILABLE with the calls.
+    client_stream<EchoRequest, EchoReply> stream(ch->start_stream(test_service::chat, nullptr, nullptr));
+    auto stream_end = std::make_shared<std::promise<boost::system::error_code>>();
+    auto stream_ended = stream_end->get_future();
+    stream.async_finish([stream_end](boost::system::error_code ec) { stream_end->set_value(ec); });
     // The connection is ordered: once this reply is here, the server has all 8 sleeps running.
     REQUIRE_FALSE(call(*ch, test_service::echo, make_request("barrier")).ec);
     REQUIRE(::kill(child, SIGKILL) == 0);
     int wstatus = 0;
     REQUIRE(::waitpid(child, &wstatus, 0) == child);
+    REQUIRE(stream_ended.wait_for(15s) == std::future_status::ready);
+    CHECK(to_status_code(stream_ended.get()) == status_code::unavailable);
     for (auto& f : calls) {
       REQUIRE(f.wait_for(15s) == std::future_status::ready);
       const auto r = f.get();
