@@ -35,7 +35,6 @@ bench_result echo_client::run_point(std::uint64_t payload, std::uint64_t concurr
   closed_loop loop(load, start);
   out.begin(point_label(result), start);
   std::string first_error;
-  bool stuck = false;
 
   // Issues the next call of `s`; its completion records it and issues the following one. The
   // handler captures two pointers, nothing that allocates.
@@ -53,9 +52,28 @@ bench_result echo_client::run_point(std::uint64_t payload, std::uint64_t concurr
     });
   };
 
+  io_.restart();
+  for (auto& s : slots) {
+    if (!loop.may_start()) break;
+    issue(issue, s);
+  }
+  if (!run_io(loop, out)) {
+    // Outstanding handlers reference this frame: the process must not continue past this point
+    // with them queued, so the caller treats this as fatal.
+    throw std::runtime_error("rdmarpc benchmark point made no progress" +
+                             (first_error.empty() ? std::string() : " (first error: " + first_error + ")"));
+  }
+  if (!first_error.empty()) out.note("rdmarpc call failed: " + first_error);
+  fill_from(result, loop, clock::now());
+  out.end(result);
+  return result;
+}
+
+bool echo_client::run_io(const closed_loop& loop, progress& out) {
   // Redraws progress while calls are slow, and gives up on a point that stopped moving.
   boost::asio::steady_timer watchdog(io_);
   bool watchdog_done = false;
+  bool stuck = false;
   auto arm = [&](auto& self) -> void {
     watchdog.expires_after(std::chrono::milliseconds(200));
     watchdog.async_wait([&, &self = self](boost::system::error_code ec) {
@@ -73,26 +91,77 @@ bench_result echo_client::run_point(std::uint64_t payload, std::uint64_t concurr
       self(self);
     });
   };
-
-  io_.restart();
-  for (auto& s : slots) {
-    if (!loop.may_start()) break;
-    issue(issue, s);
-  }
   arm(arm);
   io_.run();
   watchdog.cancel();
-  if (stuck) {
-    // Outstanding handlers reference this frame: the process must not continue past this point
-    // with them queued, so the caller treats this as fatal.
-    throw std::runtime_error("rdmarpc benchmark point made no progress" +
-                             (first_error.empty() ? std::string() : " (first error: " + first_error + ")"));
-  }
+  if (stuck) return false;
   // Let the watchdog's cancellation run now, while its frame still exists. Not poll(): in
   // busy-poll mode the transport always has a handler ready, so poll() would never return.
   io_.restart();
   while (!watchdog_done) io_.run_one();
-  if (!first_error.empty()) out.note("rdmarpc call failed: " + first_error);
+  return true;
+}
+
+bench_result echo_client::run_stream_point(std::uint64_t payload, std::uint64_t streams,
+                                           const load_spec& load, progress& out) {
+  // Each stream sends until cancelled: the point decides when it has seen enough.
+  StreamRequest request;
+  request.set_count(0);
+  request.set_payload_size(static_cast<std::uint32_t>(payload));
+
+  // The context must outlive its stream: declared first, destroyed last.
+  struct stream_slot {
+    rdmarpc::client_context context;
+    rdmarpc::client_stream<StreamRequest, EchoReply> stream;
+    EchoReply message;
+    clock::time_point started;
+  };
+  std::vector<stream_slot> slots(streams);
+
+  auto result = point_result("rdmarpc", transport_, mode_, payload, streams, "server_stream");
+  const auto start = clock::now();
+  closed_loop loop(load, start);
+  out.begin(point_label(result), start);
+  std::string first_error;
+  std::uint64_t open = 0;
+
+  // A stream that stops reading (enough measured, or it broke) is cancelled and finished; the
+  // last one to finish stops the io_context.
+  auto close = [&](stream_slot& s) {
+    s.stream.cancel();
+    s.stream.async_finish([&](boost::system::error_code) {
+      if (--open == 0) io_.stop();
+    });
+  };
+  // Reads the next message of `s`; its completion records it and reads the following one.
+  auto read = [&](auto& self, stream_slot& s) -> void {
+    s.started = clock::now();
+    loop.on_start();
+    s.stream.async_read(s.message, [&, &self = self, sp = &s](boost::system::error_code ec) {
+      const auto now = clock::now();
+      const bool ok = !ec && sp->message.payload().size() == payload;
+      if (!ok && first_error.empty()) {
+        first_error =
+            ec ? (rdmarpc::is_end_of_stream(ec) ? "stream ended early" : ec.message()) : "short message";
+      }
+      loop.on_complete(sp->started, now, ok);
+      out.tick(loop, now);
+      if (ok && loop.may_start()) return self(self, *sp);
+      close(*sp);
+    });
+  };
+
+  io_.restart();
+  for (auto& s : slots) {
+    s.stream = stub_.stream(s.context, request);
+    ++open;
+    read(read, s);
+  }
+  if (!run_io(loop, out)) {
+    throw std::runtime_error("rdmarpc stream point made no progress" +
+                             (first_error.empty() ? std::string() : " (first error: " + first_error + ")"));
+  }
+  if (!first_error.empty()) out.note("rdmarpc stream failed: " + first_error);
   fill_from(result, loop, clock::now());
   out.end(result);
   return result;

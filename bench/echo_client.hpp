@@ -1,7 +1,8 @@
 #pragma once
 // rdmarpc::bench::echo_client: the rdmarpc echo client of the benchmark. Through the generated
 // EchoBench::Stub (what users call) it keeps N calls in flight on one rdmarpc::channel and
-// measures them with closed_loop, exactly like the gRPC baseline's client. Layer: bench.
+// measures them with closed_loop, exactly like the gRPC baseline's client; or (--stream) keeps N
+// server streams (EchoBench.Stream) open and counts the messages they deliver. Layer: bench.
 // Threading: run_point() runs the given io_context on the calling thread until the point is done;
 // nothing else may run that io_context meanwhile.
 
@@ -26,8 +27,17 @@ class echo_client {
   // std::runtime_error when the point makes no progress (server gone).
   bench_result run_point(std::uint64_t payload, std::uint64_t concurrency, const load_spec& load,
                          progress& out);
+  // `streams` server streams of `payload`-byte messages, one read outstanding on each; the
+  // closed_loop counts each message as a call (load.calls: messages). The streams are cancelled
+  // when the point ends. Throws like run_point.
+  bench_result run_stream_point(std::uint64_t payload, std::uint64_t streams, const load_spec& load,
+                                progress& out);
 
  private:
+  // Runs io_ until a handler stops it, redrawing progress every 200 ms; false when the point made
+  // no progress until loop.give_up_at() (handlers still reference the caller's frame then).
+  bool run_io(const closed_loop& loop, progress& out);
+
   boost::asio::io_context& io_;
   std::shared_ptr<rdmarpc::channel> channel_;
   EchoBench::Stub stub_;

@@ -41,19 +41,21 @@ std::string size_label(std::uint64_t bytes) {
 }  // namespace
 
 bench_result point_result(std::string system, std::string transport, std::string mode, std::uint64_t payload,
-                          std::uint64_t concurrency) {
+                          std::uint64_t concurrency, std::string rpc) {
   bench_result r;
   r.system = std::move(system);
   r.transport = std::move(transport);
   r.mode = std::move(mode);
   r.payload = payload;
   r.concurrency = concurrency;
+  r.rpc = std::move(rpc);
   return r;
 }
 
 std::string point_label(const bench_result& r) {
-  return r.system + " " + r.transport + (r.mode == "event" ? "" : " " + r.mode) + " " +
-         std::to_string(r.payload) + " B x" + std::to_string(r.concurrency);
+  return r.system + " " + r.transport + (r.mode == "event" ? "" : " " + r.mode) +
+         (r.rpc == "server_stream" ? " stream" : "") + " " + std::to_string(r.payload) + " B x" +
+         std::to_string(r.concurrency);
 }
 
 void fill_from(bench_result& r, const closed_loop& loop, closed_loop::clock::time_point now) {
@@ -76,6 +78,7 @@ std::string to_json(const bench_result& r) {
   s += "\"system\":" + quoted(r.system);
   s += ",\"transport\":" + quoted(r.transport);
   s += ",\"mode\":" + quoted(r.mode);
+  s += ",\"rpc\":" + quoted(r.rpc);
   s += ",\"payload\":" + std::to_string(r.payload);
   s += ",\"concurrency\":" + std::to_string(r.concurrency);
   s += ",\"calls\":" + std::to_string(r.calls);
@@ -92,14 +95,16 @@ std::string to_json(const bench_result& r) {
 
 void print_table(std::ostream& out, std::span<const bench_result> results) {
   char line[256];
-  std::snprintf(line, sizeof line, "%-8s %-9s %-9s %8s %5s %9s %11s %9s %9s %9s %9s %9s %9s %6s\n", "system",
-                "transport", "mode", "payload", "conc", "calls", "calls/s", "MB/s", "p50 us", "p90 us",
-                "p99 us", "p99.9 us", "max us", "errors");
+  // For a server-streaming point (rpc "stream") calls are messages received.
+  std::snprintf(line, sizeof line, "%-8s %-9s %-9s %-6s %8s %5s %9s %11s %9s %9s %9s %9s %9s %9s %6s\n",
+                "system", "transport", "mode", "rpc", "payload", "conc", "calls", "calls/s", "MB/s", "p50 us",
+                "p90 us", "p99 us", "p99.9 us", "max us", "errors");
   out << line;
   for (const auto& r : results) {
     std::snprintf(line, sizeof line,
-                  "%-8s %-9s %-9s %8s %5llu %9llu %11.0f %9.2f %9.1f %9.1f %9.1f %9.1f %9.1f %6llu\n",
-                  r.system.c_str(), r.transport.c_str(), r.mode.c_str(), size_label(r.payload).c_str(),
+                  "%-8s %-9s %-9s %-6s %8s %5llu %9llu %11.0f %9.2f %9.1f %9.1f %9.1f %9.1f %9.1f %6llu\n",
+                  r.system.c_str(), r.transport.c_str(), r.mode.c_str(),
+                  r.rpc == "server_stream" ? "stream" : r.rpc.c_str(), size_label(r.payload).c_str(),
                   static_cast<unsigned long long>(r.concurrency), static_cast<unsigned long long>(r.calls),
                   r.calls_per_s, r.mb_per_s, r.p50_us, r.p90_us, r.p99_us, r.p999_us, r.max_us,
                   static_cast<unsigned long long>(r.errors));

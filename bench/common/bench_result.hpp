@@ -1,6 +1,7 @@
 #pragma once
 // rdmarpc::bench::bench_result: the numbers of one benchmark point (system, transport, payload,
-// concurrency) and their two outputs, a human-readable table and one JSON object per line.
+// concurrency; unary echo calls or server-streamed messages) and their two outputs, a
+// human-readable table and one JSON object per line.
 // Layer: bench. Threading: plain values and pure functions.
 
 #include <cstdint>
@@ -13,9 +14,13 @@
 namespace rdmarpc::bench {
 
 struct bench_result {
-  std::string system;             // "rdmarpc", "grpc"
-  std::string transport;          // "rdma", "tcp", "loopback"
-  std::string mode;               // "event" (sleeps on the completion fd / socket) or "busy_poll"
+  std::string system;     // "rdmarpc", "grpc"
+  std::string transport;  // "rdma", "tcp", "loopback"
+  std::string mode;       // "event" (sleeps on the completion fd / socket) or "busy_poll"
+  // "unary": echo calls, each moving the payload both ways. "server_stream": `concurrency` server
+  // streams, each delivering messages of `payload` bytes one way; then `calls` counts messages
+  // received and the latency is how long each read waited for its message.
+  std::string rpc = "unary";
   std::uint64_t payload = 0;      // bytes in each request, and again in each reply
   std::uint64_t concurrency = 0;  // calls kept in flight
   std::uint64_t calls = 0;        // measured calls that succeeded
@@ -29,9 +34,10 @@ struct bench_result {
 
 // A point's result before it is measured: what it is, no numbers yet.
 bench_result point_result(std::string system, std::string transport, std::string mode, std::uint64_t payload,
-                          std::uint64_t concurrency);
+                          std::uint64_t concurrency, std::string rpc = "unary");
 
-// The point's progress label: "grpc tcp 64 B x8", with the mode unless it is "event".
+// The point's progress label: "grpc tcp 64 B x8", with the mode unless it is "event" and
+// "stream" for a server-streaming point ("rdmarpc rdma adaptive stream 64 B x1").
 std::string point_label(const bench_result& r);
 
 // Fills the numbers of `r` from a finished closed_loop.

@@ -92,6 +92,9 @@ bool parse_client_flag(arg_reader& args, client_options& options) {
     options.load.warmup_calls = parse_count(args.value());
   } else if (f == "--json") {
     options.json_path = args.value();
+  } else if (f == "--stream") {
+    options.stream = true;
+    args.skip();
   } else if (f == "--quiet") {
     options.progress = false;
     args.skip();
@@ -108,6 +111,9 @@ std::string_view client_flags_help() noexcept {
          "  --calls N            measure exactly N calls per point instead of a duration\n"
          "  --warmup SECONDS     warm-up time per point before measuring (default 0.5)\n"
          "  --warmup-calls N     at least N warm-up calls per point (default 0)\n"
+         "  --stream             server streaming: --concurrency streams, each sending messages of\n"
+         "                       --payload bytes to the client; rates are messages/s (--calls:\n"
+         "                       messages)\n"
          "  --json PATH          append one JSON object per point to PATH\n"
          "  --quiet              no progress on stderr\n";
 }

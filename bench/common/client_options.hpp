@@ -16,6 +16,9 @@ struct client_options {
   std::vector<std::uint64_t> payloads{64, 4096, 65536, 1u << 20};
   std::vector<std::uint64_t> concurrency{1, 8, 64};
   load_spec load;
+  // --stream: server streaming instead of echo calls. Each of `concurrency` streams delivers
+  // messages of `payload` bytes (one way); the load spec's calls are then messages.
+  bool stream = false;
   std::string json_path;  // append one JSON line per point here ("" = none)
   bool progress = true;   // progress on stderr (redrawn in place on a terminal)
 };
@@ -41,7 +44,7 @@ class arg_reader {
 
 // If the reader's current flag is a shared client flag, consumes it into `options` and returns
 // true. Flags: --payload LIST (bytes; K/M suffixes: 64,4K,64K,1M), --concurrency LIST,
-// --duration SECONDS, --calls N, --warmup SECONDS, --warmup-calls N, --json PATH, --quiet.
+// --duration SECONDS, --calls N, --warmup SECONDS, --warmup-calls N, --stream, --json PATH, --quiet.
 // Throws std::invalid_argument on a malformed value.
 bool parse_client_flag(arg_reader& args, client_options& options);
 

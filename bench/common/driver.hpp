@@ -4,6 +4,8 @@
 // the idle measurement's report. Layer: bench. Threading: the thread that drives the client.
 
 #include <chrono>
+#include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,13 +18,26 @@
 namespace rdmarpc::bench {
 
 // Runs options.payloads x options.concurrency with client.run_point(payload, concurrency, load,
-// progress&), appending each point to options.json_path as it finishes.
+// progress&) (with --stream: client.run_stream_point, same arguments, concurrency = streams),
+// appending each point to options.json_path as it finishes. A client without run_stream_point
+// throws std::invalid_argument on --stream.
 template <class Client>
 std::vector<bench_result> run_matrix(Client& client, const client_options& options) {
+  constexpr bool can_stream = requires(Client & c, const load_spec& load, progress& p) {
+    c.run_stream_point(std::uint64_t{}, std::uint64_t{}, load, p);
+  };
+  if (options.stream && !can_stream) throw std::invalid_argument("this client has no --stream mode");
   progress out(options.progress);
   std::vector<bench_result> results;
   for (auto payload : options.payloads) {
     for (auto concurrency : options.concurrency) {
+      if constexpr (can_stream) {
+        if (options.stream) {
+          results.push_back(client.run_stream_point(payload, concurrency, options.load, out));
+          if (!options.json_path.empty()) append_json_line(options.json_path, results.back());
+          continue;
+        }
+      }
       results.push_back(client.run_point(payload, concurrency, options.load, out));
       if (!options.json_path.empty()) append_json_line(options.json_path, results.back());
     }

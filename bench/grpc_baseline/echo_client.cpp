@@ -88,6 +88,91 @@ bench_result echo_client::run_point(std::uint64_t payload, std::uint64_t concurr
   return result;
 }
 
+namespace {
+
+// One server stream of run_stream_point. Its completion-queue tags are its three events, each
+// naming the stream and what completed.
+struct stream_slot {
+  enum class what { started, read, finished };
+  struct event {
+    stream_slot* slot;
+    what kind;
+  };
+  grpc::ClientContext context;
+  std::unique_ptr<grpc::ClientAsyncReader<EchoReply>> reader;
+  EchoReply message;
+  grpc::Status status;
+  clock::time_point started;
+  event started_tag{this, what::started}, read_tag{this, what::read}, finish_tag{this, what::finished};
+};
+
+}  // namespace
+
+bench_result echo_client::run_stream_point(std::uint64_t payload, std::uint64_t streams,
+                                           const load_spec& load, progress& out) {
+  StreamRequest request;
+  request.set_count(0);  // until cancelled: the point decides when it has seen enough
+  request.set_payload_size(static_cast<std::uint32_t>(payload));
+  std::vector<stream_slot> slots(streams);
+
+  auto result = point_result("grpc", "tcp", "event", payload, streams, "server_stream");
+  const auto start = clock::now();
+  closed_loop loop(load, start);
+  out.begin(point_label(result), start);
+
+  auto read = [&](stream_slot& s) {
+    s.started = clock::now();
+    loop.on_start();
+    s.reader->Read(&s.message, &s.read_tag);
+  };
+  auto close = [&](stream_slot& s) {
+    s.context.TryCancel();
+    s.reader->Finish(&s.status, &s.finish_tag);
+  };
+  for (auto& s : slots) s.reader = stub_->AsyncStream(&s.context, request, &cq_, &s.started_tag);
+
+  std::uint64_t open = streams;
+  while (open > 0) {
+    void* tag = nullptr;
+    bool ok = false;
+    const auto next = cq_.AsyncNext(&tag, &ok, to_gpr(clock::now() + std::chrono::milliseconds(200)));
+    const auto now = clock::now();
+    if (next == grpc::CompletionQueue::SHUTDOWN) throw std::runtime_error("gRPC completion queue shut down");
+    if (next == grpc::CompletionQueue::TIMEOUT) {
+      if (now > loop.give_up_at()) throw std::runtime_error("gRPC stream point made no progress");
+      out.tick(loop, now);
+      continue;
+    }
+    const auto& event = *static_cast<stream_slot::event*>(tag);
+    auto& s = *event.slot;
+    if (event.kind == stream_slot::what::finished) {
+      --open;
+      continue;
+    }
+    if (event.kind == stream_slot::what::started) {
+      if (!ok) {
+        out.note("grpc stream did not start");
+        close(s);
+        continue;
+      }
+      read(s);
+      continue;
+    }
+    const bool good = ok && s.message.payload().size() == payload;
+    if (!good && loop.errors() == 0) out.note(ok ? "grpc stream: short message" : "grpc stream ended early");
+    loop.on_complete(s.started, now, good);
+    out.tick(loop, now);
+    if (good && loop.may_start()) {
+      read(s);
+    } else {
+      close(s);
+    }
+  }
+  fill_from(result, loop, clock::now());
+  out.end(result);
+  return result;
+}
+
 void echo_client::idle(std::chrono::nanoseconds duration) {
   const auto until = clock::now() + duration;
   void* tag = nullptr;

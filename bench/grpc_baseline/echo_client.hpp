@@ -22,6 +22,11 @@ class echo_client {
   bool wait_connected(std::chrono::seconds timeout);  // the channel's WaitForConnected
   bench_result run_point(std::uint64_t payload, std::uint64_t concurrency, const load_spec& load,
                          progress& out);
+  // `streams` server streams (Stream, count 0) read with one Read outstanding each, as gRPC's qps
+  // benchmark client does for STREAMING_FROM_SERVER; each message counts as a call. The streams are
+  // cancelled (TryCancel) and finished when the point ends.
+  bench_result run_stream_point(std::uint64_t payload, std::uint64_t streams, const load_spec& load,
+                                progress& out);
   void idle(std::chrono::nanoseconds duration);  // polls the completion queue
 
  private:

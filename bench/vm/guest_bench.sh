@@ -1,8 +1,9 @@
 #!/bin/bash
 # bench/vm/guest_bench.sh: runs INSIDE the Soft-RoCE VM (started by bench/compare through
 # tools/rxe-vm/run-in-vm.sh). Runs the raw-verbs baselines (perftest over rdma_cm), rdmarpc over
-# rdma:// and tcp://, the gRPC baseline over TCP, and the idle-cost probes, all on one rxe0 in one
-# VM boot, and leaves raw results in /out for bench/make_report.py:
+# rdma:// and tcp://, the gRPC baseline over TCP, server streaming (rdmarpc over rdma:// and
+# tcp://, gRPC over TCP), and the idle-cost probes, all on one rxe0 in one VM boot, and leaves raw
+# results in /out for bench/make_report.py:
 #   /out/perftest/<test>-<size>.txt   perftest client output (ib_send_lat[_e], ib_send_bw)
 #   /out/echo.jsonl                   one JSON object per rdmarpc / gRPC point and idle probe
 #   /out/log/*.log                    server logs, for post-mortems
@@ -17,7 +18,8 @@ DURATION=${BENCH_DURATION:-1.5}
 WARMUP=${BENCH_WARMUP:-0.3}
 IDLE_SECONDS=${BENCH_IDLE_SECONDS:-5}
 PERFTEST_DELAY=${BENCH_PERFTEST_DELAY:-2}
-PARTS=" ${BENCH_PARTS:-perftest ucx rdma busy adaptive tcp grpc capnp idle} "  # a subset, for debugging one part
+STREAM_CONC=${BENCH_STREAM_CONCURRENCY:-1,8}
+PARTS=" ${BENCH_PARTS:-perftest ucx rdma busy adaptive tcp grpc capnp stream idle} "  # a subset, for debugging one part
 part() { [[ $PARTS == *" $1 "* ]]; }
 OUT=/out
 mkdir -p $OUT/perftest $OUT/ucx $OUT/log
@@ -176,6 +178,21 @@ elif [ -x "$BIN/capnp_echo_bench" ]; then
     "$BIN/capnp_echo_bench" client --target $IP:7476 "${common[@]}"
 else
   step "capnp_echo_bench not built: no Cap'n Proto baseline"
+fi
+
+# Server streaming, 64 B: STREAM_CONC streams, each one write outstanding on the server and one
+# read on the client; every message counts as a call. Over rxe in adaptive mode (the library
+# default, as the 64-in-flight rate row) next to ib_send_bw's messages/s; over tcp next to gRPC's
+# streaming.
+stream_common=(--stream --payload 64 --concurrency "$STREAM_CONC" --duration "$DURATION" --warmup "$WARMUP"
+               --json $OUT/echo.jsonl)
+part stream && CLIENT_TIMEOUT=60 echo_pair rdmarpc-rdma-stream "$BIN/rdmarpc_echo_bench" server --adaptive \
+  --listen rdma://$IP:7477 -- "$BIN/rdmarpc_echo_bench" client --adaptive --target rdma://$IP:7477 "${stream_common[@]}"
+part stream && CLIENT_TIMEOUT=60 echo_pair rdmarpc-tcp-stream "$BIN/rdmarpc_echo_bench" server --listen tcp://$IP:7478 -- \
+  "$BIN/rdmarpc_echo_bench" client --target tcp://$IP:7478 "${stream_common[@]}"
+if part stream && [ -x "$BIN/grpc_echo_bench" ]; then
+  CLIENT_TIMEOUT=60 echo_pair grpc-tcp-stream "$BIN/grpc_echo_bench" server --listen $IP:7479 -- \
+    "$BIN/grpc_echo_bench" client --target $IP:7479 "${stream_common[@]}"
 fi
 
 part idle || { step "done"; exit 0; }

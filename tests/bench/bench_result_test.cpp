@@ -85,3 +85,25 @@ TEST_CASE("client flags parse in both --flag value and --flag=value forms", "[op
   arg_reader bad_args(3, const_cast<char**>(bad), 1);
   REQUIRE_THROWS_AS(parse_client_flag(bad_args, o), std::invalid_argument);
 }
+
+TEST_CASE("a server-streaming point says so in its JSON, its label and the table", "[result]") {
+  const auto unary = point_result("rdmarpc", "tcp", "event", 64, 1);
+  REQUIRE(to_json(unary).find("\"rpc\":\"unary\"") != std::string::npos);
+  REQUIRE(point_label(unary) == "rdmarpc tcp 64 B x1");
+  const auto stream = point_result("rdmarpc", "rdma", "adaptive", 64, 1, "server_stream");
+  REQUIRE(to_json(stream).find("\"rpc\":\"server_stream\"") != std::string::npos);
+  REQUIRE(point_label(stream) == "rdmarpc rdma adaptive stream 64 B x1");
+  std::ostringstream out;
+  print_table(out, std::span(&stream, 1));
+  REQUIRE(out.str().find(" stream ") != std::string::npos);
+}
+
+TEST_CASE("--stream selects server streaming", "[options]") {
+  const char* argv[] = {"prog", "--stream", "--payload", "64"};
+  arg_reader args(4, const_cast<char**>(argv), 1);
+  client_options o;
+  REQUIRE_FALSE(o.stream);
+  while (!args.done()) REQUIRE(parse_client_flag(args, o));
+  REQUIRE(o.stream);
+  REQUIRE(o.payloads == std::vector<std::uint64_t>{64});
+}
