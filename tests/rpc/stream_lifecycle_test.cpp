@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "e2e_harness.hpp"
+#include "raw_frames.hpp"
 #include "rpc/channel.hpp"
 #include "rpc/extras.hpp"
 #include "rpc/frame.hpp"
@@ -185,47 +186,49 @@ struct raw_server {
     h.call_id = id;
     h.method_id = method;
     h.timeout_us = timeout;
-    h.extras_length = static_cast<std::uint32_t>(ex.size());
-    h.payload_length = static_cast<std::uint32_t>(payload.size());
-    std::string bytes(frame::kHeaderSize, '\0');
-    frame::encode_header(h, std::span<std::byte, frame::kHeaderSize>(
-                                reinterpret_cast<std::byte*>(bytes.data()), frame::kHeaderSize));
-    bytes.append(ex);
-    bytes.append(payload);
-    REQUIRE_FALSE(server_end->send_copy(boost::asio::buffer(bytes)));
+    REQUIRE_FALSE(server_end->send_copy(boost::asio::buffer(test::encode_frame(h, ex, payload))));
   }
   // The id of the first stream_open the channel sent.
   std::uint32_t opened() {
-    std::uint32_t id = 0;
+    std::optional<frame::header> open;
     REQUIRE(test::run_until(io, [&] {
-      for (const auto& m : seen->messages) {
-        frame::decode_error err{};
-        const auto v = frame::decode(std::span<const std::byte>(m.data(), m.size()), err);
-        if (err == frame::decode_error::none && v.header.kind == frame::kind::stream_open) {
-          id = v.header.call_id;
-          return true;
-        }
-      }
-      return false;
+      open = test::find_frame(seen->messages, frame::kind::stream_open);
+      return open.has_value();
     }));
-    return id;
+    return open->call_id;
   }
   bool sent_reset(std::uint32_t id) {
     return test::run_until(
-        io,
-        [&] {
-          for (const auto& m : seen->messages) {
-            frame::decode_error err{};
-            const auto v = frame::decode(std::span<const std::byte>(m.data(), m.size()), err);
-            if (err == frame::decode_error::none && v.header.kind == frame::kind::reset &&
-                v.header.call_id == id)
-              return true;
-          }
-          return false;
-        },
-        10s);
+        io, [&] { return test::find_frame(seen->messages, frame::kind::reset, id).has_value(); }, 10s);
   }
 };
+const auto v = frame::decode(std::span<const std::byte>(m.data(), m.size()), err);
+if (err == frame::decode_error::none && v.header.kind == frame::kind::stream_open) {
+  id = v.header.call_id;
+  return true;
+}
+}
+return false;
+}));
+return id;
+}
+bool sent_reset(std::uint32_t id) {
+  return test::run_until(
+      io,
+      [&] {
+        for (const auto& m : seen->messages) {
+          frame::decode_error err{};
+          const auto v = frame::decode(std::span<const std::byte>(m.data(), m.size()), err);
+          if (err == frame::decode_error::none && v.header.kind == frame::kind::reset &&
+              v.header.call_id == id)
+            return true;
+        }
+        return false;
+      },
+      10s);
+}
+}
+;
 
 }  // namespace
 

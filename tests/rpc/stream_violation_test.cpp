@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "raw_frames.hpp"
 #include "rpc/channel.hpp"
 #include "rpc/extras.hpp"
 #include "rpc/frame.hpp"
@@ -27,15 +28,8 @@ struct raw_client {
   std::shared_ptr<transport::connection> conn;
   std::shared_ptr<test::recording_handler> seen = std::make_shared<test::recording_handler>();
 
-  void send(frame::header h, std::string_view ex = {}, std::string_view payload = {}) {
-    h.extras_length = static_cast<std::uint32_t>(ex.size());
-    h.payload_length = static_cast<std::uint32_t>(payload.size());
-    std::string bytes(frame::kHeaderSize, '\0');
-    frame::encode_header(h, std::span<std::byte, frame::kHeaderSize>(
-                                reinterpret_cast<std::byte*>(bytes.data()), frame::kHeaderSize));
-    bytes.append(ex);
-    bytes.append(payload);
-    REQUIRE_FALSE(conn->send_copy(boost::asio::buffer(bytes)));
+  void send(const frame::header& h, std::string_view ex = {}, std::string_view payload = {}) {
+    REQUIRE_FALSE(conn->send_copy(boost::asio::buffer(test::encode_frame(h, ex, payload))));
   }
   void open(std::uint32_t id, const method_descriptor& m, stream_window_size window) {
     frame::header h;
@@ -71,19 +65,24 @@ struct raw_client {
   std::optional<frame::header> wait_for(frame::kind kind, std::uint32_t id) {
     std::optional<frame::header> found;
     test::run_until(io, [&] {
-      for (const auto& m : seen->messages) {
-        frame::decode_error err{};
-        const auto v = frame::decode(std::span<const std::byte>(m.data(), m.size()), err);
-        if (err == frame::decode_error::none && v.header.kind == kind && v.header.call_id == id) {
-          found = v.header;
-          return true;
-        }
-      }
-      return seen->close_calls > 0;
+      found = test::find_frame(seen->messages, kind, id);
+      return found.has_value() || seen->close_calls > 0;
     });
     return found;
   }
 };
+const auto v = frame::decode(std::span<const std::byte>(m.data(), m.size()), err);
+if (err == frame::decode_error::none && v.header.kind == kind && v.header.call_id == id) {
+  found = v.header;
+  return true;
+}
+}
+return seen->close_calls > 0;
+});
+return found;
+}
+}
+;
 
 struct fixture {
   boost::asio::io_context io{1};
