@@ -3,12 +3,14 @@
 # (scripts/check-format.sh), builds build/ with warnings as errors, runs the host tests, boots
 # the Soft-RoCE VM once for the stock tool checks and the `rdma`-labelled suite on rxe0, then
 # builds build-asan/ with ASan+UBSan and runs the host tests and (in a second VM boot) the rdma
-# suite there. Prints a summary table and, on the last line,
+# suite there, then builds build-tsan/ with ThreadSanitizer and runs the host tests there (channels
+# are used from several threads, servers run several io_contexts). Prints a summary table and, on the last line,
 # "N passed, N failed". Exit 0 only when every stage passed and the rdma suite really ran (no
 # skipped rdma tests, count > 0).
 #
 # Environment:
 #   RDMARPC_SKIP_ASAN=1       skip the ASan+UBSan stage (quick local runs; ignored when CI=true)
+#   RDMARPC_SKIP_TSAN=1       skip the ThreadSanitizer stage (the same)
 #   RDMARPC_VM_TIMEOUT=SEC    limit of the VM run (default 2400)
 #   RDMARPC_BUILD_LOCK=FILE   run builds, ctest and the VM under `flock FILE` (shared machines)
 #   RXE_VM_CACHE, RXE_VM_*    passed on to tools/rxe-vm/run-in-vm.sh (cache: build/rxe-vm-cache)
@@ -17,6 +19,7 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=$ROOT/build
 ASAN_BUILD=$ROOT/build-asan
+TSAN_BUILD=$ROOT/build-tsan
 RESULTS=$BUILD/test-results
 VM_TIMEOUT=${RDMARPC_VM_TIMEOUT:-2400}
 T0=$SECONDS
@@ -170,6 +173,21 @@ if run_stage "install dependencies" bash "$ROOT/scripts/install-deps.sh"; then
       rdma_in_vm "$ASAN_BUILD" "rdma suite in the VM (rxe0, ASan+UBSan)" rdma-asan.xml \
         --env "ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}" \
         --env "UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" --env RDMA_SUITE_RTT=0
+    fi
+  fi
+
+  if [[ ${RDMARPC_SKIP_TSAN:-0} == 1 && ${CI:-} != true ]]; then
+    banner "ThreadSanitizer stage skipped (RDMARPC_SKIP_TSAN=1)"
+    record "ThreadSanitizer (build-tsan/)" skipped 0
+  else
+    [[ ${RDMARPC_SKIP_TSAN:-0} == 1 ]] && note "CI=true: RDMARPC_SKIP_TSAN is ignored"
+    # Host tests only (the rdma suite's verbs calls go into uninstrumented rdma-core); no benchmarks.
+    configure_and_build "$TSAN_BUILD" "build-tsan/ (ThreadSanitizer, -Werror)" -DRDMARPC_TSAN=ON -DRDMARPC_WERROR=ON \
+      -DRDMARPC_BUILD_BENCH=OFF
+    if [[ -f $TSAN_BUILD/CTestTestfile.cmake ]]; then
+      mkdir -p "$TSAN_BUILD/test-results"
+      TSAN_OPTIONS=${TSAN_OPTIONS:-suppressions=$ROOT/tests/tsan.supp halt_on_error=1 second_deadlock_stack=1} \
+        ctest_stage "host tests (build-tsan/, ThreadSanitizer)" "$TSAN_BUILD" "$TSAN_BUILD/test-results/host.xml" -LE rdma
     fi
   fi
 fi
