@@ -98,7 +98,7 @@ TEST_CASE("a server-streaming point says so in its JSON, its label and the table
   REQUIRE(out.str().find(" stream ") != std::string::npos);
 }
 
-TEST_CASE("--stream selects server streaming", "[options]") {
+TEST_CASE("client options: the stream flag selects server streaming", "[options]") {
   const char* argv[] = {"prog", "--stream", "--payload", "64"};
   arg_reader args(4, const_cast<char**>(argv), 1);
   client_options o;

@@ -202,33 +202,6 @@ struct raw_server {
         io, [&] { return test::find_frame(seen->messages, frame::kind::reset, id).has_value(); }, 10s);
   }
 };
-const auto v = frame::decode(std::span<const std::byte>(m.data(), m.size()), err);
-if (err == frame::decode_error::none && v.header.kind == frame::kind::stream_open) {
-  id = v.header.call_id;
-  return true;
-}
-}
-return false;
-}));
-return id;
-}
-bool sent_reset(std::uint32_t id) {
-  return test::run_until(
-      io,
-      [&] {
-        for (const auto& m : seen->messages) {
-          frame::decode_error err{};
-          const auto v = frame::decode(std::span<const std::byte>(m.data(), m.size()), err);
-          if (err == frame::decode_error::none && v.header.kind == frame::kind::reset &&
-              v.header.call_id == id)
-            return true;
-        }
-        return false;
-      },
-      10s);
-}
-}
-;
 
 }  // namespace
 

@@ -71,18 +71,6 @@ struct raw_client {
     return found;
   }
 };
-const auto v = frame::decode(std::span<const std::byte>(m.data(), m.size()), err);
-if (err == frame::decode_error::none && v.header.kind == kind && v.header.call_id == id) {
-  found = v.header;
-  return true;
-}
-}
-return seen->close_calls > 0;
-});
-return found;
-}
-}
-;
 
 struct fixture {
   boost::asio::io_context io{1};
