@@ -51,7 +51,7 @@ class server::impl final : public server_connection::owner,
       : ex_(std::move(ex)), options_(std::move(options)) {
     if (options_.max_in_flight_per_connection == 0) options_.max_in_flight_per_connection = 1;
     for (std::size_t i = 0; i < options_.threads; ++i) {
-      contexts_.push_back(std::make_unique<boost::asio::io_context>(1));
+      contexts_.push_back(std::make_shared<boost::asio::io_context>(1));
       guards_.emplace_back(contexts_.back()->get_executor());
     }
     for (auto& ctx : contexts_) threads_.emplace_back([c = ctx.get()] { c->run(); });
@@ -127,17 +127,22 @@ class server::impl final : public server_connection::owner,
   }
 
  private:
-  boost::asio::any_io_executor next_connection_executor() {
+  // The io_context the next connection runs on (null: ex_).
+  std::shared_ptr<boost::asio::io_context> next_connection_context() {
     std::lock_guard lock(mutex_);
-    if (contexts_.empty()) return ex_;
-    return contexts_[next_context_++ % contexts_.size()]->get_executor();
+    if (contexts_.empty()) return nullptr;
+    return contexts_[next_context_++ % contexts_.size()];
   }
 
   void accept_next(std::shared_ptr<transport::listener> l) {
     if (shutting_down_) return;
-    l->async_accept(next_connection_executor(), [self = shared_from_this(), l](
-                                                    const boost::system::error_code& ec,
-                                                    std::shared_ptr<transport::connection> conn) {
+    // The pending accept holds its connection's io_context: completing (even aborted), it builds the
+    // connection's socket there, so ~server must not destroy that context under it.
+    auto context = next_connection_context();
+    const auto executor = context ? boost::asio::any_io_executor(context->get_executor()) : ex_;
+    l->async_accept(executor, [self = shared_from_this(), l, context](
+                                  const boost::system::error_code& ec,
+                                  std::shared_ptr<transport::connection> conn) {
       if (self->shutting_down_) {
         if (conn) boost::asio::post(conn->get_executor(), [conn] { conn->close(); });
         return;
@@ -180,7 +185,7 @@ class server::impl final : public server_connection::owner,
   // Registered before serving, read-only afterwards (from every connection's thread).
   method_table methods_;
 
-  std::vector<std::unique_ptr<boost::asio::io_context>> contexts_;
+  std::vector<std::shared_ptr<boost::asio::io_context>> contexts_;  // shared with pending accepts
   std::vector<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guards_;
   std::vector<std::thread> threads_;
 

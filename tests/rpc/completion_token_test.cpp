@@ -122,9 +122,11 @@ TEST_CASE("tokens: deferred starts the call only when launched", "[tokens]") {
 }
 
 TEST_CASE("tokens: the completion runs on the handler's associated executor", "[tokens]") {
+  // Declared first, destroyed last: the channel's thread signals this context's scheduler while
+  // handing it the completion, and must be joined (with h) before the context goes.
+  io_thread other;
   e2e_harness h("loopback");
   auto ch = h.make_channel();
-  io_thread other;
   auto strand = asio::make_strand(other.io());
   std::promise<bool> p;
   auto f = p.get_future();
