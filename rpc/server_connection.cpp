@@ -171,14 +171,16 @@ class connection_impl final : public server_connection,
     highest_id_ = std::max(highest_id_, id);
     const auto& opts = server_->options();
     if (v.extras.size() > opts.max_metadata_bytes) {
-      return refuse_stream_over_limit(
-          id, "request metadata larger than " + std::to_string(opts.max_metadata_bytes) + " bytes");
+      return refuse_over_limit(
+          id, "request metadata larger than " + std::to_string(opts.max_metadata_bytes) + " bytes",
+          frame::kind::reset);
     }
     const auto entries = extras::count_fields(v.extras);
     if (!entries) return violation("stream_open extras do not parse");
     if (*entries > opts.max_metadata_entries + 1) {  // + the window
-      return refuse_stream_over_limit(
-          id, "request metadata has more than " + std::to_string(opts.max_metadata_entries) + " entries");
+      return refuse_over_limit(
+          id, "request metadata has more than " + std::to_string(opts.max_metadata_entries) + " entries",
+          frame::kind::reset);
     }
     metadata md;
     stream_window_size client_window = kDefaultStreamWindow;
@@ -265,15 +267,6 @@ class connection_impl final : public server_connection,
       st.ctx.mark_cancelled();
       st.signal.emit(boost::asio::cancellation_type::terminal);
     }
-  }
-
-  void refuse_stream_over_limit(std::uint32_t id, const std::string& why) {
-    if (!limit_logged_) {
-      limit_logged_ = true;
-      spdlog::warn("rdmarpc server: {}: {} (refused RESOURCE_EXHAUSTED; logged once per connection)", *peer_,
-                   why);
-    }
-    refuse_stream(id, status_code::resource_exhausted, why);
   }
 
   // A stream refused before it started: a reset with the status, like a refused call's response.
@@ -512,13 +505,13 @@ class connection_impl final : public server_connection,
   }
 
   // A request beyond a configured limit: refused RESOURCE_EXHAUSTED; logged once per connection.
-  void refuse_over_limit(std::uint32_t id, const std::string& why) {
+  void refuse_over_limit(std::uint32_t id, const std::string& why, frame::kind kind = frame::kind::response) {
     if (!limit_logged_) {
       limit_logged_ = true;
       spdlog::warn("rdmarpc server: {}: {} (refused RESOURCE_EXHAUSTED; logged once per connection)", *peer_,
                    why);
     }
-    refuse(id, status_code::resource_exhausted, why);
+    refuse(id, status_code::resource_exhausted, why, kind);
   }
 
   // A refusal (no call record behind it). Without room now it waits its turn like a reply; a peer

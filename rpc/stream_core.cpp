@@ -472,33 +472,26 @@ void stream_core::write(const google::protobuf::MessageLite& message, handler h)
   // Another thread: the caller may reuse `message` once we return.
   std::string bytes;
   const bool ok = message.IsInitialized() && message.SerializeToString(&bytes);
-  boost::asio::post(ex_,
-                    [self = shared_from_this(), ok, bytes = std::move(bytes), h = std::move(h)]() mutable {
-                      if (!ok) {
-                        std::optional<handler> slot;
-                        slot.emplace(std::move(h));
-                        return self->complete(slot, make_error_code(status_code::invalid_argument));
-                      }
-                      self->do_write(nullptr, std::move(bytes), std::move(h));
-                    });
+  boost::asio::post(
+      ex_, [self = shared_from_this(), ok, bytes = std::move(bytes), h = std::move(h)]() mutable {
+        if (!ok) {
+          return self->post_completion(std::move(h), make_error_code(status_code::invalid_argument));
+        }
+        self->do_write(nullptr, std::move(bytes), std::move(h));
+      });
 }
 
 void stream_core::do_write(const google::protobuf::MessageLite* message, std::string bytes, handler h) {
   if (write_h_ || ended_ || !state_.write_message()) {
-    std::optional<handler> slot;
-    slot.emplace(std::move(h));
-    return complete(slot, make_error_code(write_h_ ? status_code::failed_precondition : write_error()));
+    return post_completion(std::move(h),
+                           make_error_code(write_h_ ? status_code::failed_precondition : write_error()));
   }
   if (message != nullptr) {
     if (!message->IsInitialized()) {
-      std::optional<handler> slot;
-      slot.emplace(std::move(h));
-      return complete(slot, make_error_code(status_code::invalid_argument));
+      return post_completion(std::move(h), make_error_code(status_code::invalid_argument));
     }
     if (try_write_direct(*message)) {
-      std::optional<handler> slot;
-      slot.emplace(std::move(h));
-      return complete(slot, {});
+      return post_completion(std::move(h), {});
     }
     bytes = message->SerializeAsString();
   }
@@ -520,9 +513,7 @@ void stream_core::read(google::protobuf::MessageLite& message, handler h) {
 
 void stream_core::do_read(google::protobuf::MessageLite* message, handler h) {
   if (read_h_) {
-    std::optional<handler> slot;
-    slot.emplace(std::move(h));
-    return complete(slot, make_error_code(status_code::failed_precondition));
+    return post_completion(std::move(h), make_error_code(status_code::failed_precondition));
   }
   store(read_h_, std::move(h));
   read_into_ = message;
@@ -543,11 +534,9 @@ void stream_core::writes_done(handler h) {
 
 void stream_core::do_writes_done(handler h) {
   if (write_h_ || server_ctx_ != nullptr || ended_ || !state_.write_half_close()) {
-    std::optional<handler> slot;
-    slot.emplace(std::move(h));
-    return complete(slot,
-                    make_error_code(write_h_ || server_ctx_ != nullptr ? status_code::failed_precondition
-                                                                       : write_error()));
+    return post_completion(
+        std::move(h), make_error_code(write_h_ || server_ctx_ != nullptr ? status_code::failed_precondition
+                                                                         : write_error()));
   }
   store(write_h_, std::move(h));
   out_frame f;
@@ -563,9 +552,7 @@ void stream_core::finish(handler h) {
 
 void stream_core::do_finish(handler h) {
   if (finish_h_ || server_ctx_ != nullptr) {
-    std::optional<handler> slot;
-    slot.emplace(std::move(h));
-    return complete(slot, make_error_code(status_code::failed_precondition));
+    return post_completion(std::move(h), make_error_code(status_code::failed_precondition));
   }
   store(finish_h_, std::move(h));
   if (ended_) complete(finish_h_, error_of(final_code_));
@@ -598,6 +585,10 @@ void stream_core::complete(std::optional<handler>& slot, boost::system::error_co
   handler h(std::move(*slot));
   slot.reset();
   update_work();
+  post_completion(std::move(h), ec);
+}
+
+void stream_core::post_completion(handler h, boost::system::error_code ec) {
   auto target = boost::asio::get_associated_executor(h, ex_);
   boost::asio::post(ex_, boost::asio::bind_executor(std::move(target), [h = std::move(h), ec]() mutable {
                       auto cs = boost::asio::get_associated_cancellation_slot(h);

@@ -135,7 +135,10 @@ class stream_core final : public stream_io, public std::enable_shared_from_this<
   status_code write_error() const noexcept;
 
   void store(std::optional<handler>& slot, handler h);
+  // Completes the operation stored in `slot` (if any) / a handler never stored: posted to the
+  // handler's executor, never inline.
   void complete(std::optional<handler>& slot, boost::system::error_code ec);
+  void post_completion(handler h, boost::system::error_code ec);
   void update_work();
 
   const boost::asio::any_io_executor ex_;
