@@ -34,31 +34,6 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-// Counts as outstanding work on an io_context while held: executor_work_guard's job, as a plain
-// pointer that moves without GCC losing track of whether it is set.
-class io_work_count {
- public:
-  io_work_count() noexcept = default;
-  explicit io_work_count(const boost::asio::io_context::executor_type* ex) noexcept : ex_(ex) {
-    if (ex_ != nullptr) ex_->on_work_started();
-  }
-  io_work_count(io_work_count&& other) noexcept : ex_(std::exchange(other.ex_, nullptr)) {}
-  io_work_count& operator=(io_work_count&& other) noexcept {
-    if (this != &other) {
-      reset();
-      ex_ = std::exchange(other.ex_, nullptr);
-    }
-    return *this;
-  }
-  ~io_work_count() { reset(); }
-  void reset() noexcept {
-    if (const auto* ex = std::exchange(ex_, nullptr)) ex->on_work_finished();
-  }
-
- private:
-  const boost::asio::io_context::executor_type* ex_ = nullptr;
-};
-
 // One call from start_unary_call until its handler is posted. Owned by channel_impl::calls_, which
 // keeps finished ones for reuse, so steady traffic allocates none.
 struct pending_call {
@@ -82,22 +57,6 @@ struct pending_call {
 };
 
 class channel_impl;
-
-// A finished call on its way to the user's handler; associated with the handler's executor.
-struct posted_completion {
-  using executor_type = boost::asio::any_completion_executor;
-  unary_op_ptr op;
-  boost::system::error_code ec;
-  executor_type executor;
-
-  executor_type get_executor() const noexcept { return executor; }
-  void operator()() {
-    // Clear the slot on the handler's own executor, where the caller emits cancellations.
-    auto slot = op->cancellation_slot();
-    if (slot.is_connected()) slot.clear();
-    op.release()->complete(ec);
-  }
-};
 
 // What the connection holds as its handler. A separate object so a connection generation can be
 // attached: events from a connection that was replaced are ignored.
@@ -678,7 +637,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     // The io_context's own executor as the default: converting it is free, converting the
     // type-erased ex_ into the handler's executor type costs an allocation per call.
     auto target = io_ex_ != nullptr ? op->executor(*io_ex_) : op->executor(ex_);
-    posted_completion completion{std::move(op), ec, std::move(target)};
+    detail::posted_completion<unary_op> completion{std::move(op), ec, std::move(target)};
     if (inline_ok) {
       // Runs here when the handler's executor runs this thread, else is queued there.
       boost::asio::dispatch(std::move(completion));

@@ -23,7 +23,6 @@
 
 #include <google/protobuf/message_lite.h>
 
-#include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/append.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
@@ -34,6 +33,7 @@
 #include <memory>
 #include <utility>
 
+#include "rpc/completion_op.hpp"
 #include "rpc/status.hpp"
 
 namespace rdmarpc {
@@ -48,7 +48,9 @@ inline bool is_end_of_stream(const boost::system::error_code& ec) noexcept {
 class stream_io {
  public:
   using signature = void(boost::system::error_code);
-  using handler = boost::asio::any_completion_handler<signature>;
+  // The caller's handler in recycled memory (rpc/completion_op.hpp): complete it with
+  // rdmarpc::post_completion, or in place where completion_op says that is allowed.
+  using handler = completion_op_ptr;
 
   virtual ~stream_io() = default;
 
@@ -98,7 +100,7 @@ auto async_stream_write(std::shared_ptr<stream_io> io, const google::protobuf::M
                         Token&& token) {
   return boost::asio::async_initiate<Token, stream_io::signature>(
       [io = std::move(io)](auto handler, const google::protobuf::MessageLite* m) {
-        if (prepare(io, handler)) io->write(*m, stream_io::handler(std::move(handler)));
+        if (prepare(io, handler)) io->write(*m, make_completion_op(std::move(handler)));
       },
       token, &message);
 }
@@ -107,7 +109,7 @@ template <typename Token>
 auto async_stream_read(std::shared_ptr<stream_io> io, google::protobuf::MessageLite& message, Token&& token) {
   return boost::asio::async_initiate<Token, stream_io::signature>(
       [io = std::move(io)](auto handler, google::protobuf::MessageLite* m) {
-        if (prepare(io, handler)) io->read(*m, stream_io::handler(std::move(handler)));
+        if (prepare(io, handler)) io->read(*m, make_completion_op(std::move(handler)));
       },
       token, &message);
 }
@@ -116,7 +118,7 @@ template <void (stream_io::*Op)(stream_io::handler), typename Token>
 auto async_stream_op(std::shared_ptr<stream_io> io, Token&& token) {
   return boost::asio::async_initiate<Token, stream_io::signature>(
       [io = std::move(io)](auto handler) {
-        if (prepare(io, handler)) ((*io).*Op)(stream_io::handler(std::move(handler)));
+        if (prepare(io, handler)) ((*io).*Op)(make_completion_op(std::move(handler)));
       },
       token);
 }

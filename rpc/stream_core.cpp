@@ -48,6 +48,20 @@ void stream_core::run_here(F&& f) {
   boost::asio::post(ex_, std::forward<F>(f));
 }
 
+template <typename F>
+void stream_core::delivering(F&& f) {
+  struct depth {
+    int& n;
+    explicit depth(int& count) : n(count) { ++n; }
+    ~depth() { --n; }
+  };
+  {
+    const depth d(delivering_);
+    std::forward<F>(f)();
+  }
+  if (delivering_ == 0 && ready_count_ > 0) run_ready();
+}
+
 // --- the owner's side ---------------------------------------------------------------------
 
 void stream_core::open(const method_descriptor& method, client_context* context, clock::time_point deadline,
@@ -79,7 +93,7 @@ void stream_core::arm_deadline() {
   deadline_timer_.emplace(ex_, deadline_);
   deadline_timer_->async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
     if (ec) return;
-    if (auto self = weak.lock()) self->on_deadline();
+    if (auto self = weak.lock()) self->delivering([&] { self->on_deadline(); });
   });
 }
 
@@ -128,6 +142,10 @@ void stream_core::attach(std::shared_ptr<transport::connection> conn) {
 }
 
 void stream_core::on_frame(const frame::view& v, transport::received_message& message) {
+  delivering([&] { handle_frame(v, message); });
+}
+
+void stream_core::handle_frame(const frame::view& v, transport::received_message& message) {
   using k = frame::kind;
   stream_state::verdict verdict = stream_state::verdict::violation;
   switch (v.header.kind) {
@@ -418,13 +436,15 @@ void stream_core::wait_for_room(std::size_t bytes) {
                                                                               transport::send_reservation r) {
     self->reserving_ = false;
     if (ec || self->conn_.get() != conn) return;  // the connection ended: the owner fails us
-    auto* q = self->next_frame_queue();
-    if (q != nullptr && q->front().bytes.size() <= r.size()) {
-      self->send_front(*q, std::move(r));
-    } else {
-      r.cancel();  // what waited is gone (a reset dropped it)
-    }
-    self->pump();
+    self->delivering([&] {
+      auto* q = self->next_frame_queue();
+      if (q != nullptr && q->front().bytes.size() <= r.size()) {
+        self->send_front(*q, std::move(r));
+      } else {
+        r.cancel();  // what waited is gone (a reset dropped it)
+      }
+      self->pump();
+    });
   });
 }
 
@@ -575,31 +595,55 @@ void stream_core::cancel() noexcept {
 
 // The handler's cancellation slot was connected to the stream by the initiating function (on the
 // caller's thread, rpc/stream.hpp); it is cleared by the completion, on the handler's executor.
-void stream_core::store(std::optional<handler>& slot, handler h) {
-  slot.emplace(std::move(h));
+void stream_core::store(handler& slot, handler h) {
+  slot = std::move(h);
   update_work();
 }
 
-void stream_core::complete(std::optional<handler>& slot, boost::system::error_code ec) {
+void stream_core::complete(handler& slot, boost::system::error_code ec) {
   if (!slot) return;
-  handler h(std::move(*slot));
-  slot.reset();
+  handler h = std::move(slot);
   update_work();
+  if (delivering_ > 0 && ready_count_ < ready_.size()) {
+    ready_[ready_count_++] = {std::move(h), ec};
+    return;
+  }
   post_completion(std::move(h), ec);
 }
 
 void stream_core::post_completion(handler h, boost::system::error_code ec) {
-  auto target = boost::asio::get_associated_executor(h, ex_);
-  boost::asio::post(ex_, boost::asio::bind_executor(std::move(target), [h = std::move(h), ec]() mutable {
-                      auto cs = boost::asio::get_associated_cancellation_slot(h);
-                      if (cs.is_connected()) cs.clear();
-                      std::move(h)(ec);
-                    }));
+  rdmarpc::post_completion(std::move(h), ec, io_ex_, ex_);
+}
+
+// Runs the completions held back while a frame, timer or send room was handled. A message that
+// arrives for a waiting read so completes it with no trip through the scheduler, and the next
+// read is waiting before the next message of the same batch is handled (so it, too, is parsed
+// straight from the receive buffer).
+void stream_core::run_ready() {
+  const auto self = shared_from_this();  // a handler may drop the last reference to the stream
+  std::array<std::pair<handler, boost::system::error_code>, 3> ready;
+  const std::size_t n = std::exchange(ready_count_, 0);
+  for (std::size_t i = 0; i < n; ++i) ready[i] = std::move(ready_[i]);
+  const bool here = on_own_thread();
+  for (std::size_t i = 0; i < n; ++i) {
+    auto& [op, ec] = ready[i];
+    if (here && op->runs_on(*io_ex_)) {
+      complete_in_place(std::move(op), ec);
+    } else {
+      post_completion(std::move(op), ec);
+    }
+  }
 }
 
 void stream_core::update_work() {
   const bool waiting = read_h_ || write_h_ || finish_h_;
-  if (waiting && !work_) {
+  if (io_ex_ != nullptr) {
+    if (waiting && !io_work_) {
+      io_work_ = io_work_count(io_ex_);
+    } else if (!waiting && io_work_) {
+      io_work_.reset();
+    }
+  } else if (waiting && !work_) {
     work_ = boost::asio::prefer(ex_, boost::asio::execution::outstanding_work.tracked);
   } else if (!waiting && work_) {
     work_ = {};

@@ -13,6 +13,7 @@
 
 #include <google/protobuf/message_lite.h>
 
+#include <array>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -23,8 +24,10 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "rpc/client_context.hpp"
+#include "rpc/completion_op.hpp"
 #include "rpc/frame.hpp"
 #include "rpc/method.hpp"
 #include "rpc/server_context.hpp"
@@ -121,6 +124,7 @@ class stream_core final : public stream_io, public std::enable_shared_from_this<
   void wait_for_room(std::size_t bytes);
   std::deque<out_frame>* next_frame_queue() noexcept;
   void send_front(std::deque<out_frame>& q, transport::send_reservation r);
+  void handle_frame(const frame::view& v, transport::received_message& message);
   void on_message(const frame::view& v, transport::received_message& message);
   bool take_server_metadata(std::span<const std::byte> extras, std::string* status_message,
                             bool initial_only);
@@ -134,11 +138,15 @@ class stream_core final : public stream_io, public std::enable_shared_from_this<
   void maybe_done();
   status_code write_error() const noexcept;
 
-  void store(std::optional<handler>& slot, handler h);
-  // Completes the operation stored in `slot` (if any) / a handler never stored: posted to the
-  // handler's executor, never inline.
-  void complete(std::optional<handler>& slot, boost::system::error_code ec);
+  void store(handler& slot, handler h);
+  // Completes the operation stored in `slot` (if any): in place after the frame, timer or send
+  // room being handled (never inside a stream_io call), else posted to the handler's executor.
+  void complete(handler& slot, boost::system::error_code ec);
+  // Completes a handler never stored (a stream_io call that fails at once): always posted.
   void post_completion(handler h, boost::system::error_code ec);
+  void run_ready();
+  template <typename F>
+  void delivering(F&& f);  // runs f with completions held back, then run_ready
   void update_work();
 
   const boost::asio::any_io_executor ex_;
@@ -165,9 +173,15 @@ class stream_core final : public stream_io, public std::enable_shared_from_this<
   const server_context* server_ctx_ = nullptr;
   std::optional<boost::asio::steady_timer> deadline_timer_;
 
-  std::optional<handler> read_h_, write_h_, finish_h_;
+  handler read_h_, write_h_, finish_h_;  // the operations waiting (null: none)
   google::protobuf::MessageLite* read_into_ = nullptr;
-  boost::asio::any_io_executor work_;  // held while an operation waits
+  io_work_count io_work_;              // held while an operation waits (an io_context's executor)
+  boost::asio::any_io_executor work_;  // the same on another executor
+  // Completions made while a frame, a timer or send room is being handled (delivering_ > 0): run
+  // in place once that is done, when the handler runs on this io_context (run_ready).
+  int delivering_ = 0;
+  std::array<std::pair<handler, boost::system::error_code>, 3> ready_;
+  std::size_t ready_count_ = 0;
 
   bool ended_ = false;
   bool clean_end_ = false;  // by trailers (client) / our trailers (server): reads see eof

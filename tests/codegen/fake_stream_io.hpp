@@ -61,7 +61,7 @@ class fake_stream_io final : public rdmarpc::stream_io {
 
  private:
   void complete(handler h, boost::system::error_code ec) {
-    boost::asio::post(ex_, [h = std::move(h), ec]() mutable { std::move(h)(ec); });
+    rdmarpc::post_completion(std::move(h), ec, nullptr, ex_);
   }
 
   boost::asio::any_io_executor ex_;
