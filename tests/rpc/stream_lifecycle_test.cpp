@@ -10,6 +10,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <catch2/catch.hpp>
+#include <functional>
 #include <future>
 #include <optional>
 
@@ -248,4 +249,54 @@ TEST_CASE("stream violation from a server: a frame for a stream never opened clo
   CHECK(to_status_code(res.finish) == status_code::unavailable);
   CHECK(test::run_until(
       rs.io, [&] { return rs.seen->close_calls > 0; }, 10s));
+}
+
+// Read completions run in place, inside the frame that completed them: a handler that reads again
+// gets the rest of a burst in order; one that drops its stream mid-burst ends it cleanly (the
+// server hears a reset, the messages still arriving are ignored, the connection carries on).
+TEST_CASE("stream lifecycle: read handlers run in place read a burst in order or drop the stream mid-burst",
+          "[stream]") {
+  for (const bool drop : {false, true}) {
+    CAPTURE(drop);
+    raw_server rs;
+    client_context ctx;
+    test::StreamRequest req;
+    auto s = std::make_unique<client_stream<test::StreamRequest, test::EchoReply>>(
+        rs.ch->start_stream(test::test_service::ticks, &ctx, &req));
+    test::EchoReply reply;
+    std::vector<std::string> got;
+    boost::system::error_code last;
+    std::function<void()> read_next = [&] {
+      s->async_read(reply, boost::asio::bind_executor(rs.io, [&](boost::system::error_code ec) {
+                      last = ec;
+                      if (ec) return;
+                      got.push_back(reply.data());
+                      if (drop && got.size() == 2) return s.reset();
+                      read_next();
+                    }));
+    };
+    read_next();  // waiting before the burst arrives
+    const auto id = rs.opened();
+    rs.send(frame::kind::stream_headers, id, {}, {}, 64, 1u << 20);
+    for (const char* data : {"a", "b", "c"}) {
+      test::EchoReply m;
+      m.set_data(data);
+      rs.send(frame::kind::stream_message, id, {}, m.SerializeAsString());
+    }
+    if (drop) {
+      CHECK(rs.sent_reset(id));
+      CHECK(got == std::vector<std::string>{"a", "b"});
+    } else {
+      REQUIRE(test::run_until(
+          rs.io, [&] { return got.size() == 3; }, 30s));
+      CHECK(got == std::vector<std::string>{"a", "b", "c"});
+      rs.send(frame::kind::trailers, id, {}, {});
+      REQUIRE(test::run_until(
+          rs.io, [&] { return is_end_of_stream(last); }, 30s));
+      s.reset();
+    }
+    rs.io.restart();
+    rs.io.poll();
+    CHECK(rs.seen->close_calls == 0);  // the connection carries on
+  }
 }
