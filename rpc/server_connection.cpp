@@ -170,22 +170,9 @@ class connection_impl final : public server_connection,
     if (calls_.contains(id) || streams_.contains(id)) return violation("duplicate call id");
     highest_id_ = std::max(highest_id_, id);
     const auto& opts = server_->options();
-    if (v.extras.size() > opts.max_metadata_bytes) {
-      return refuse_over_limit(
-          id, "request metadata larger than " + std::to_string(opts.max_metadata_bytes) + " bytes",
-          frame::kind::reset);
-    }
-    const auto entries = extras::count_fields(v.extras);
-    if (!entries) return violation("stream_open extras do not parse");
-    if (*entries > opts.max_metadata_entries + 1) {  // + the window
-      return refuse_over_limit(
-          id, "request metadata has more than " + std::to_string(opts.max_metadata_entries) + " entries",
-          frame::kind::reset);
-    }
     metadata md;
     stream_window_size client_window = kDefaultStreamWindow;
-    if (!extras::decode_request(v.extras, md, &client_window))
-      return violation("stream_open extras do not parse");
+    if (!take_request_metadata(v, md, &client_window)) return;
     if (server_->shutting_down()) return refuse_stream(id, status_code::unavailable, "server shutting down");
     if (calls_.size() + streams_.size() >= opts.max_in_flight_per_connection)
       return refuse_stream(id, status_code::resource_exhausted,
@@ -295,20 +282,8 @@ class connection_impl final : public server_connection,
     const std::uint32_t id = v.header.call_id;
     if (calls_.contains(id) || streams_.contains(id)) return violation("duplicate call id");
     highest_id_ = std::max(highest_id_, id);
-    // Limits first: nothing of the metadata is parsed or allocated before they are checked.
-    const auto& opts = server_->options();
-    if (v.extras.size() > opts.max_metadata_bytes) {
-      return refuse_over_limit(
-          id, "request metadata larger than " + std::to_string(opts.max_metadata_bytes) + " bytes");
-    }
-    const auto entries = extras::count_fields(v.extras);
-    if (!entries) return violation("request extras do not parse");
-    if (*entries > opts.max_metadata_entries) {
-      return refuse_over_limit(
-          id, "request metadata has more than " + std::to_string(opts.max_metadata_entries) + " entries");
-    }
     metadata md;
-    if (!extras::decode_request(v.extras, md)) return violation("request extras do not parse");
+    if (!take_request_metadata(v, md, nullptr)) return;
     if (server_->shutting_down()) return refuse(id, status_code::unavailable, "server shutting down");
     if (calls_.size() + streams_.size() >= server_->options().max_in_flight_per_connection)
       return refuse(id, status_code::resource_exhausted, "too many calls in flight on this connection");
@@ -502,6 +477,34 @@ class connection_impl final : public server_connection,
     auto r = conn_->try_reserve(f.size(), ec);
     if (!ec) f.write(std::move(r));
     return ec;
+  }
+
+  // A request's or stream_open's metadata (and, for a stream, the client's window), limits first:
+  // nothing of it is parsed or allocated before they are checked. False when the call was refused
+  // RESOURCE_EXHAUSTED (a response, or a reset for a stream) or the connection closed as a
+  // protocol violation.
+  bool take_request_metadata(const frame::view& v, metadata& md, stream_window_size* window) {
+    const std::uint32_t id = v.header.call_id;
+    const auto refusal = window != nullptr ? frame::kind::reset : frame::kind::response;
+    const auto& opts = server_->options();
+    if (v.extras.size() > opts.max_metadata_bytes) {
+      refuse_over_limit(
+          id, "request metadata larger than " + std::to_string(opts.max_metadata_bytes) + " bytes", refusal);
+      return false;
+    }
+    const auto entries = extras::count_fields(v.extras);
+    const std::size_t allowed = opts.max_metadata_entries + (window != nullptr ? 1 : 0);  // + the window
+    if (entries && *entries > allowed) {
+      refuse_over_limit(
+          id, "request metadata has more than " + std::to_string(opts.max_metadata_entries) + " entries",
+          refusal);
+      return false;
+    }
+    if (!entries || !extras::decode_request(v.extras, md, window)) {
+      violation(window != nullptr ? "stream_open extras do not parse" : "request extras do not parse");
+      return false;
+    }
+    return true;
   }
 
   // A request beyond a configured limit: refused RESOURCE_EXHAUSTED; logged once per connection.

@@ -350,6 +350,39 @@ TEST_CASE("e2e stream: unknown and unary methods answer UNIMPLEMENTED (interop u
   CHECK_FALSE(call(*ch, test_service::echo, make_request("ok")).ec);
 }
 
+TEST_CASE("e2e stream: a stream_open with metadata beyond the server's limits is refused RESOURCE_EXHAUSTED",
+          "[e2e][stream]") {
+  const auto target = GENERATE(from_range(e2e_targets()));
+  CAPTURE(target);
+  e2e_harness h(target);
+  auto ch = h.make_channel();
+  // Limits as for unary requests (64 entries, 8 KiB by default), checked before anything is parsed;
+  // the refusal is a reset of that stream, and the connection carries on.
+  auto body = [](std::shared_ptr<channel> ch, bool many) -> boost::asio::awaitable<stream_outcome> {
+    client_context ctx;
+    if (many) {
+      for (int i = 0; i < 65; ++i) ctx.add_metadata("k" + std::to_string(i), "");
+    } else {
+      ctx.add_metadata("big", std::string(9000, 'x'));
+    }
+    client_stream<EchoRequest, EchoReply> s(ch->start_stream(test_service::chat, &ctx, nullptr));
+    stream_outcome out;
+    co_await read_all(s, out);
+    co_await finish(s, ctx, out);
+    co_return out;
+  };
+  for (const bool many : {true, false}) {
+    CAPTURE(many);
+    const auto out = run_client(h, body(ch, many));
+    CHECK(out.status == status_code::resource_exhausted);
+    CHECK(out.message.find(many ? "more than 64 entries" : "larger than 8192 bytes") != std::string::npos);
+    CHECK(out.sizes.empty());
+  }
+  const auto out = run_client(h, ping_pong(ch, {"still", "fine"}));
+  CHECK(out.status == status_code::ok);
+  CHECK_FALSE(call(*ch, test_service::echo, make_request("ok")).ec);
+}
+
 TEST_CASE("e2e stream: a server that goes away fails open streams UNAVAILABLE", "[e2e][stream]") {
   const auto target = GENERATE(from_range(e2e_targets()));
   CAPTURE(target);
