@@ -479,7 +479,8 @@ bool stream_core::try_write_direct(const google::protobuf::MessageLite& message)
   std::byte* out = r.data().data();
   frame::encode_header(h, std::span<std::byte, frame::kHeaderSize>(out, frame::kHeaderSize));
   message.SerializeWithCachedSizesToArray(reinterpret_cast<std::uint8_t*>(out + frame::kHeaderSize));
-  r.commit(frame::kHeaderSize + payload);
+  // A writer that goes on writing (its completion is posted next) gets its messages sent together.
+  r.commit_coalesced(frame::kHeaderSize + payload);
   initial_metadata_done_ = initial_metadata_done_ || server_ctx_ != nullptr;
   send_window_.on_sent(payload);
   return true;

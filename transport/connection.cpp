@@ -3,6 +3,7 @@
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/defer.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
@@ -54,6 +55,38 @@ struct reserve_completion {
 }  // namespace
 
 connection::~connection() = default;
+
+void connection::hold_doorbell() noexcept {
+  ++held_commits_;
+  if (doorbell_scheduled_) return;
+  doorbell_scheduled_ = true;
+  seen_commits_ = 0;
+  schedule_doorbell_turn(shared_from_this());
+}
+
+void connection::schedule_doorbell_turn(std::shared_ptr<connection> self) noexcept {
+  try {
+    // defer: this thread's own queue when we run on the executor (no lock, no wake-up).
+    boost::asio::defer(get_executor(), [self = std::move(self)]() mutable {
+      auto* c = self.get();
+      c->doorbell_turn(std::move(self));
+    });
+  } catch (...) {  // no memory for the turn: send now rather than never
+    doorbell_scheduled_ = false;
+    held_commits_ = 0;
+    ring_doorbell();
+  }
+}
+
+void connection::doorbell_turn(std::shared_ptr<connection> self) noexcept {
+  if (held_commits_ > seen_commits_ && held_commits_ < kMaxHeldCommits) {
+    seen_commits_ = held_commits_;  // the sender committed again since the last turn: it may go on
+    return schedule_doorbell_turn(std::move(self));
+  }
+  doorbell_scheduled_ = false;
+  held_commits_ = 0;
+  ring_doorbell();
+}
 
 send_reservation connection::try_reserve(std::size_t bytes, boost::system::error_code& ec) {
   ec = {};

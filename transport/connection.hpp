@@ -156,13 +156,30 @@ class connection : public std::enable_shared_from_this<connection>, protected se
   // reservation completes with `reason`.
   void end_reservations(boost::system::error_code reason);
 
+  // Coalescing (send_reservation::commit_coalesced): the implementation queued the message without
+  // sending it and calls this. ring_doorbell() follows once the sender stops committing: a turn of
+  // the executor later, again for as long as each turn saw another coalesced commit, at most
+  // kMaxHeldCommits commits. A writer that posts its completion and commits again from it so
+  // sends up to that many messages in one write (tcp) or one chained post (rdma); a lone message
+  // waits two turns. Anything else that sends (a plain commit, close) takes held messages along.
+  static constexpr std::uint32_t kMaxHeldCommits = 16;
+  void hold_doorbell() noexcept;
+  bool doorbell_held() const noexcept { return held_commits_ > 0; }
+  // Sends what was committed and held (on the executor).
+  virtual void ring_doorbell() noexcept = 0;
+
  private:
   struct waiter;
   void async_reserve_impl(std::size_t bytes, boost::asio::any_completion_handler<reserve_signature> handler);
   void post_reservation(boost::asio::any_completion_handler<reserve_signature> handler,
                         boost::system::error_code ec, send_reservation reservation);
+  void schedule_doorbell_turn(std::shared_ptr<connection> self) noexcept;
+  void doorbell_turn(std::shared_ptr<connection> self) noexcept;
 
   std::deque<std::shared_ptr<waiter>> waiters_;  // async_reserve calls waiting for room, oldest first
+  std::uint32_t held_commits_ = 0;               // coalesced commits since the doorbell was last rung
+  std::uint32_t seen_commits_ = 0;               // held_commits_ at the last turn
+  bool doorbell_scheduled_ = false;
 };
 
 }  // namespace rdmarpc::transport

@@ -19,8 +19,9 @@ class send_reservation {
   class owner {
    public:
     // The first `size` bytes of reservation `token` are a message: send it after every message
-    // committed before it. If the connection ended meanwhile it drops the message.
-    virtual void commit_reservation(std::uint64_t token, std::size_t size) noexcept = 0;
+    // committed before it. If the connection ended meanwhile it drops the message. `coalesce`:
+    // more messages are likely to follow from the same sender (commit_coalesced).
+    virtual void commit_reservation(std::uint64_t token, std::size_t size, bool coalesce) noexcept = 0;
     // Reservation `token` is given up: its room is free again.
     virtual void cancel_reservation(std::uint64_t token) noexcept = 0;
 
@@ -55,13 +56,12 @@ class send_reservation {
 
   // Sends the whole reservation, or only its first `used` bytes (used <= size()). Empty afterwards.
   void commit() noexcept { commit(data_.size()); }
-  void commit(std::size_t used) noexcept {
-    if (owner_ == nullptr) return;
-    auto* o = std::exchange(owner_, nullptr);
-    if (used > data_.size()) used = data_.size();
-    data_ = {};
-    o->commit_reservation(token_, used);
-  }
+  void commit(std::size_t used) noexcept { finish(used, false); }
+  // The same for a sender that is likely to commit more messages at once (a stream writing
+  // ahead): the connection may hold the message back for a few turns of its io_context while that
+  // sender keeps committing, then send them together (one write or one chained post instead of
+  // one each). See connection::hold_doorbell for the bound.
+  void commit_coalesced(std::size_t used) noexcept { finish(used, true); }
   // Gives the room back without sending anything. Idempotent; the destructor does it too.
   void cancel() noexcept {
     if (owner_ == nullptr) return;
@@ -71,6 +71,14 @@ class send_reservation {
   }
 
  private:
+  void finish(std::size_t used, bool coalesce) noexcept {
+    if (owner_ == nullptr) return;
+    auto* o = std::exchange(owner_, nullptr);
+    if (used > data_.size()) used = data_.size();
+    data_ = {};
+    o->commit_reservation(token_, used, coalesce);
+  }
+
   owner* owner_ = nullptr;
   std::uint64_t token_ = 0;
   std::span<std::byte> data_;

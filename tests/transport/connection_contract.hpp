@@ -497,6 +497,68 @@ inline void contract_graceful_close(const pair_factory& make, bool closer_is_cli
   CHECK(closer_h->messages_after_close + other_h->messages_after_close == 0);
 }
 
+// Coalesced commits (send_reservation::commit_coalesced, what a stream writing ahead uses): a lone
+// one goes out with nothing committed behind it; a writer committing again from each completion
+// gets every message delivered in order, mixed with plain commits; held ones go before a close.
+inline void contract_coalesced_commits(const pair_factory& make) {
+  boost::asio::io_context io;
+  auto pair = make(io, {});
+  auto ch = std::make_shared<recording_handler>();
+  auto sh = std::make_shared<recording_handler>();
+  pair.client->start(ch);
+  pair.server->start(sh);
+  constexpr std::size_t kSize = 100;
+  const auto fill = [&](transport::send_reservation& r, std::uint64_t i, bool coalesce) {
+    const auto bytes = make_message(i, kSize);
+    std::memcpy(r.data().data(), bytes.data(), bytes.size());
+    if (coalesce) {
+      r.commit_coalesced(bytes.size());
+    } else {
+      r.commit(bytes.size());
+    }
+  };
+  boost::system::error_code ec;
+  auto lone = pair.client->try_reserve(kSize, ec);
+  REQUIRE_FALSE(ec);
+  fill(lone, 0, true);
+  REQUIRE(run_until(io, [&] { return sh->messages.size() == 1; }));
+
+  constexpr std::uint64_t kCount = 300;
+  std::uint64_t next = 1;
+  boost::system::error_code failed;
+  std::function<void()> write_one = [&] {
+    if (next >= kCount) return;
+    pair.client->async_reserve(kSize, [&](boost::system::error_code e, transport::send_reservation r) {
+      if (e) {
+        failed = e;
+        return;
+      }
+      fill(r, next, next % 7 != 0);
+      ++next;
+      write_one();
+    });
+  };
+  write_one();
+  REQUIRE(run_until(io, [&] { return sh->messages.size() == kCount || failed; }));
+  REQUIRE_FALSE(failed);
+  std::uint64_t bad = 0;
+  for (std::uint64_t i = 0; i < kCount; ++i) {
+    if (!is_message(sh->messages[i], i, kSize)) ++bad;
+  }
+  CHECK(bad == 0);
+
+  for (std::uint64_t i = kCount; i < kCount + 5; ++i) {
+    auto r = pair.client->try_reserve(kSize, ec);
+    REQUIRE_FALSE(ec);
+    fill(r, i, true);
+  }
+  pair.client->close();  // right behind held messages: they go first
+  REQUIRE(run_until(io, [&] { return sh->close_calls == 1 && ch->close_calls == 1; }));
+  CHECK(sh->close_reason == transport::errc::closed_by_peer);
+  REQUIRE(sh->messages.size() == kCount + 5);
+  for (std::uint64_t i = kCount; i < kCount + 5; ++i) CHECK(is_message(sh->messages[i], i, kSize));
+}
+
 inline void contract_never_inline(const pair_factory& make) {
   boost::asio::io_context io;
   auto pair = make(io, {});
@@ -606,6 +668,10 @@ inline void contract_close_from_handler_and_both_sides(const pair_factory& make)
   }                                                                                                          \
   TEST_CASE(NAME " contract: graceful close by the server flushes first", "[contract]" TAG) {                \
     rdmarpc::test::contract_graceful_close(FACTORY, false);                                                  \
+  }                                                                                                          \
+  TEST_CASE(NAME " contract: coalesced commits - alone - from each completion - before close",               \
+            "[contract]" TAG) {                                                                              \
+    rdmarpc::test::contract_coalesced_commits(FACTORY);                                                      \
   }                                                                                                          \
   TEST_CASE(NAME " contract: handlers never run inline from commit/close/async_reserve", "[contract]" TAG) { \
     rdmarpc::test::contract_never_inline(FACTORY);                                                           \

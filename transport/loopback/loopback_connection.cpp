@@ -70,7 +70,8 @@ send_reservation loopback_connection::reserve_now(std::size_t bytes, boost::syst
   return buffers_.reserve(this, bytes);
 }
 
-void loopback_connection::commit_reservation(std::uint64_t token, std::size_t size) noexcept {
+void loopback_connection::commit_reservation(std::uint64_t token, std::size_t size,
+                                             bool /*coalesce*/) noexcept {
   auto message = buffers_.take(token, size);
   if (state_ != state::open) {  // ended (or closing) since the reservation: dropped
     buffers_.written(size);

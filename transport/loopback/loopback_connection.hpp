@@ -37,7 +37,9 @@ class loopback_connection final : public connection, public received_message::ow
 
  protected:
   send_reservation reserve_now(std::size_t bytes, boost::system::error_code& ec) override;
-  void commit_reservation(std::uint64_t token, std::size_t size) noexcept override;
+  // Delivery is a post either way: coalescing would only add turns.
+  void commit_reservation(std::uint64_t token, std::size_t size, bool coalesce) noexcept override;
+  void ring_doorbell() noexcept override {}
   void cancel_reservation(std::uint64_t token) noexcept override;
 
  private:

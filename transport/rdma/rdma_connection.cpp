@@ -257,7 +257,7 @@ send_reservation rdma_connection::reserve_large(std::size_t bytes, boost::system
   return send_reservation(this, a->id, std::span<std::byte>(data, bytes));
 }
 
-void rdma_connection::commit_reservation(std::uint64_t token, std::size_t size) noexcept {
+void rdma_connection::commit_reservation(std::uint64_t token, std::size_t size, bool coalesce) noexcept {
   if (!life_.is_open()) {  // closing or ended since the reservation: dropped
     drop_entry(token);
     return;
@@ -274,8 +274,10 @@ void rdma_connection::commit_reservation(std::uint64_t token, std::size_t size) 
   committed_.push_back(m);
   ++stats_.messages_sent;
   stats_.bytes_sent += size;
-  // Posting runs no user code: the WRs go out now, in commit order (behind any still waiting).
-  if (committed_.size() == 1) post_committed();
+  // Posting runs no user code: the WRs go out now, in commit order (behind any still waiting, and
+  // taking held ones along), or with the doorbell's turn.
+  if (coalesce) return hold_doorbell();
+  if (committed_.size() == 1 || doorbell_held()) post_committed();
 }
 
 void rdma_connection::cancel_reservation(std::uint64_t token) noexcept {

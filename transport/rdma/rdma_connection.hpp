@@ -66,7 +66,8 @@ class rdma_connection final : public connection,
 
  protected:
   send_reservation reserve_now(std::size_t bytes, boost::system::error_code& ec) override;
-  void commit_reservation(std::uint64_t token, std::size_t size) noexcept override;
+  void commit_reservation(std::uint64_t token, std::size_t size, bool coalesce) noexcept override;
+  void ring_doorbell() noexcept override { post_committed(); }
   void cancel_reservation(std::uint64_t token) noexcept override;
 
  private:

@@ -81,7 +81,7 @@ send_reservation tcp_connection::reserve_now(std::size_t bytes, boost::system::e
   return buffers_.reserve(this, bytes);
 }
 
-void tcp_connection::commit_reservation(std::uint64_t token, std::size_t size) noexcept {
+void tcp_connection::commit_reservation(std::uint64_t token, std::size_t size, bool coalesce) noexcept {
   auto frame = buffers_.take(token, size);
   if (state_ != state::open) {  // closing or ended since the reservation: dropped
     buffers_.written(size);
@@ -90,6 +90,7 @@ void tcp_connection::commit_reservation(std::uint64_t token, std::size_t size) n
   }
   for (std::size_t i = 0; i < kHeaderSize; ++i) frame[i] = static_cast<std::byte>((size >> (8 * i)) & 0xffu);
   send_queue_.push_back(std::move(frame));
+  if (coalesce && !corked_) return hold_doorbell();
   flush();  // writes (or queues): nothing user-visible runs inside commit()
 }
 

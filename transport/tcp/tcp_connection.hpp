@@ -40,7 +40,8 @@ class tcp_connection final : public connection, public received_message::owner {
 
  protected:
   send_reservation reserve_now(std::size_t bytes, boost::system::error_code& ec) override;
-  void commit_reservation(std::uint64_t token, std::size_t size) noexcept override;
+  void commit_reservation(std::uint64_t token, std::size_t size, bool coalesce) noexcept override;
+  void ring_doorbell() noexcept override { flush(); }
   void cancel_reservation(std::uint64_t token) noexcept override;
 
  private:
