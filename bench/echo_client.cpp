@@ -108,6 +108,7 @@ bench_result echo_client::run_stream_point(std::uint64_t payload, std::uint64_t 
   StreamRequest request;
   request.set_count(0);
   request.set_payload_size(static_cast<std::uint32_t>(payload));
+  request.set_async_writes_only(async_writes_only);
 
   // The context must outlive its stream: declared first, destroyed last.
   struct stream_slot {

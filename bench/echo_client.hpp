@@ -32,6 +32,8 @@ class echo_client {
   // when the point ends. Throws like run_point.
   bench_result run_stream_point(std::uint64_t payload, std::uint64_t streams, const load_spec& load,
                                 progress& out);
+  // Asks the server to write each streamed message with async_write only (--async-writes).
+  bool async_writes_only = false;
 
  private:
   // Runs io_ until a handler stops it, redrawing progress every 200 ms; false when the point made

@@ -44,6 +44,8 @@ void usage() {
                "URIs: rdma://HOST:PORT, tcp://HOST:PORT\n"
                "--handler callback (default: EchoBench::CallbackService, answers inline) or coroutine\n"
                "          (EchoBench::Service, a co_spawn per call)\n"
+               "--async-writes  (--stream) the server writes each message with async_write; by default\n"
+               "          it uses try_write while that need not wait\n"
                "client flags:\n"
             << client_flags_help();
 }
@@ -60,6 +62,7 @@ struct settings {
   rdmarpc::transport::cq_polling polling = rdmarpc::transport::cq_polling::event;
   double idle_seconds = 5;
   bool coroutine_handler = false;  // --handler coroutine
+  bool async_writes_only = false;  // --async-writes
   client_options client;
 
   rdmarpc::transport::connection_options transport() const {
@@ -111,6 +114,7 @@ int run_client(const settings& s) {
   options.transport = s.transport();
   auto channel = rdmarpc::channel::create(io.get_executor(), s.uri, options);
   echo_client client(io, channel, transport_of(s.uri), s.mode_label());
+  client.async_writes_only = s.async_writes_only;
   const auto results = run_matrix(client, s.client);
   channel->close();
   io.restart();
@@ -174,6 +178,7 @@ int run_inproc(const settings& s) {
   {
     inproc_pair pair(s);
     echo_client client(pair.client_io(), pair.channel(), transport_of(s.uri), s.mode_label());
+    client.async_writes_only = s.async_writes_only;
     results = run_matrix(client, s.client);
   }
   print_table(std::cout, results);
@@ -183,6 +188,7 @@ int run_inproc(const settings& s) {
 int run_idle(const settings& s) {
   inproc_pair pair(s);
   echo_client client(pair.client_io(), pair.channel(), transport_of(s.uri), s.mode_label());
+  client.async_writes_only = s.async_writes_only;
   // One call proves the pair is connected; then both sides wait for work that never comes, each
   // running its io_context as a real program would.
   run_matrix(client, one_call_options());
@@ -218,6 +224,9 @@ int run(int argc, char** argv) {
       if (h != "callback" && h != "coroutine")
         throw std::invalid_argument("--handler is callback or coroutine");
       s.coroutine_handler = h == "coroutine";
+    } else if (f == "--async-writes") {
+      s.async_writes_only = true;
+      args.skip();
     } else if (f == "--seconds") {
       s.idle_seconds = std::stod(args.value());
     } else {

@@ -56,6 +56,11 @@ class stream_io {
 
   // `message` is serialized before write returns.
   virtual void write(const google::protobuf::MessageLite& message, handler h) = 0;
+  // Writes `message` at once when that needs no waiting; see client_stream::try_write.
+  virtual bool try_write(const google::protobuf::MessageLite& message) {
+    (void)message;
+    return false;
+  }
   // `message` must stay valid until h runs; it is parsed into on the stream's executor.
   virtual void read(google::protobuf::MessageLite& message, handler h) = 0;
   // Client only (a server's stream ends when its handler returns): FAILED_PRECONDITION there.
@@ -152,6 +157,13 @@ class client_stream {
   auto async_write(const Write& message, Token&& token) {
     return detail::async_stream_write(io_, message, std::forward<Token>(token));
   }
+  // The non-waiting write, for a writer that produces messages faster than a completion per
+  // message costs: true when `message` was serialized and queued for sending (as a completed
+  // async_write), false when nothing happened because it would have to wait -- called off the
+  // stream's executor (the channel's, or the server handler's own), with a write outstanding,
+  // the peer's window closed, no send room, or the stream ended -- then use async_write. Messages
+  // written this way go out together when the writer next waits. Runs no handler.
+  bool try_write(const Write& message) { return io_ && io_->try_write(message); }
   template <typename Token>
   auto async_read(Read& message, Token&& token) {
     return detail::async_stream_read(io_, message, std::forward<Token>(token));
@@ -199,6 +211,7 @@ class server_writer {
   auto async_write(const Write& message, Token&& token) {
     return detail::async_stream_write(io_, message, std::forward<Token>(token));
   }
+  bool try_write(const Write& message) { return io_->try_write(message); }  // see client_stream
 
  private:
   std::shared_ptr<stream_io> io_;
@@ -217,6 +230,7 @@ class server_reader_writer {
   auto async_write(const Write& message, Token&& token) {
     return detail::async_stream_write(io_, message, std::forward<Token>(token));
   }
+  bool try_write(const Write& message) { return io_->try_write(message); }  // see client_stream
 
  private:
   std::shared_ptr<stream_io> io_;

@@ -502,6 +502,11 @@ void stream_core::write(const google::protobuf::MessageLite& message, handler h)
       });
 }
 
+bool stream_core::try_write(const google::protobuf::MessageLite& message) {
+  if (!on_own_thread() || write_h_ || ended_ || !state_.write_message()) return false;
+  return message.IsInitialized() && try_write_direct(message);
+}
+
 void stream_core::do_write(const google::protobuf::MessageLite* message, std::string bytes, handler h) {
   if (write_h_ || ended_ || !state_.write_message()) {
     return post_completion(std::move(h),

@@ -91,6 +91,7 @@ class stream_core final : public stream_io, public std::enable_shared_from_this<
 
   // --- stream_io --------------------------------------------------------------------------
   void write(const google::protobuf::MessageLite& message, handler h) override;
+  bool try_write(const google::protobuf::MessageLite& message) override;
   void read(google::protobuf::MessageLite& message, handler h) override;
   void writes_done(handler h) override;
   void finish(handler h) override;

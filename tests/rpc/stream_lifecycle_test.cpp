@@ -13,6 +13,7 @@
 #include <functional>
 #include <future>
 #include <optional>
+#include <thread>
 
 #include "e2e_harness.hpp"
 #include "raw_frames.hpp"
@@ -55,6 +56,40 @@ class burst_service final : public service {
     co_await out.async_write(r, boost::asio::use_awaitable);
     r.set_data("two");
     out.async_write(r, [this](boost::system::error_code ec) { second_write = ec; });
+  }
+  static constexpr std::array<method_descriptor, 1> methods_{burst};
+};
+
+// A server-streaming method whose handler writes ten messages with try_write while it succeeds,
+// then with async_write.
+class try_write_service final : public service {
+ public:
+  static constexpr method_descriptor burst{"/lifecycle.T/Burst", method_id("/lifecycle.T/Burst"),
+                                           rpc_kind::server_streaming};
+  std::string_view full_name() const noexcept override { return "lifecycle.T"; }
+  std::span<const method_descriptor> methods() const noexcept override { return methods_; }
+  std::unique_ptr<server_call> new_call(std::size_t) override { return nullptr; }
+  std::unique_ptr<server_stream_call> new_stream_call(std::size_t) override {
+    return std::make_unique<server_streaming_call<try_write_service, test::StreamRequest, test::EchoReply>>(
+        *this, &try_write_service::do_burst);
+  }
+  int written_without_waiting = -1;
+
+ private:
+  boost::asio::awaitable<void> do_burst(server_context&, const test::StreamRequest&,
+                                        server_writer<test::EchoReply>& out) {
+    test::EchoReply r;
+    int n = 0;
+    for (; n < 10; ++n) {
+      r.set_data(std::to_string(n));
+      if (!out.try_write(r)) break;
+    }
+    written_without_waiting = n;
+    for (; n < 10; ++n) {
+      r.set_data(std::to_string(n));
+      auto [ec] = co_await out.async_write(r, boost::asio::as_tuple(boost::asio::use_awaitable));
+      if (ec) co_return;
+    }
   }
   static constexpr std::array<method_descriptor, 1> methods_{burst};
 };
@@ -109,6 +144,43 @@ TEST_CASE("stream lifecycle: a write still waiting for the window when the handl
   CHECK(is_end_of_stream(res.end));
   CHECK(to_status_code(res.finish) == status_code::ok);
   CHECK_FALSE(*svc.second_write);
+  ch.reset();
+  srv.reset();
+  io.restart();
+  io.run_for(1s);
+}
+
+TEST_CASE("stream lifecycle: try_write writes while the window allows - then async_write waits for it",
+          "[stream]") {
+  boost::asio::io_context io{1};
+  try_write_service svc;
+  std::optional<server> srv;
+  srv.emplace(io.get_executor());
+  srv->add_service(svc);
+  auto [client_end, server_end] =
+      transport::loopback::make_loopback_pair(io.get_executor(), io.get_executor());
+  srv->serve(server_end);
+  channel_options opts;
+  opts.stream_window = {1u << 20, 4};  // the server may write four messages ahead of our reads
+  auto ch = channel::create(client_end, opts);
+  read_result res;
+  boost::asio::co_spawn(io, read_stream(ch, try_write_service::burst, res, 30s), boost::asio::detached);
+  REQUIRE(test::run_until(
+      io, [&] { return res.done; }, 30s));
+  CHECK(svc.written_without_waiting == 4);
+  CHECK(res.got == std::vector<std::string>{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"});
+  CHECK(to_status_code(res.finish) == status_code::ok);
+
+  // Off the stream's executor try_write never writes (nor does an empty stream's).
+  client_context ctx;
+  client_stream<test::EchoRequest, test::EchoReply> chat(
+      ch->start_stream(test::test_service::chat, &ctx, nullptr));
+  test::EchoRequest req;
+  std::optional<bool> off_thread;
+  std::thread([&] { off_thread = chat.try_write(req); }).join();
+  CHECK(off_thread == false);
+  CHECK_FALSE(client_stream<test::EchoRequest, test::EchoReply>().try_write(req));
+  chat.cancel();
   ch.reset();
   srv.reset();
   io.restart();
