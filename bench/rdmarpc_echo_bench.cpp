@@ -71,12 +71,14 @@ struct settings {
     return o;
   }
   std::string mode_label() const {
+    // A stream whose server writes with async_write only is its own point ("adaptive+async_write").
+    const std::string writes = async_writes_only ? "+async_write" : "";
     switch (polling) {
-      case rdmarpc::transport::cq_polling::busy: return "busy_poll";
-      case rdmarpc::transport::cq_polling::adaptive: return "adaptive";
+      case rdmarpc::transport::cq_polling::busy: return "busy_poll" + writes;
+      case rdmarpc::transport::cq_polling::adaptive: return "adaptive" + writes;
       case rdmarpc::transport::cq_polling::event: break;
     }
-    return "event";
+    return "event" + writes;
   }
 };
 

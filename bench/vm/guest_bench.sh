@@ -190,6 +190,12 @@ part stream && CLIENT_TIMEOUT=60 echo_pair rdmarpc-rdma-stream "$BIN/rdmarpc_ech
   --listen rdma://$IP:7477 -- "$BIN/rdmarpc_echo_bench" client --adaptive --target rdma://$IP:7477 "${stream_common[@]}"
 part stream && CLIENT_TIMEOUT=60 echo_pair rdmarpc-tcp-stream "$BIN/rdmarpc_echo_bench" server --listen tcp://$IP:7478 -- \
   "$BIN/rdmarpc_echo_bench" client --target tcp://$IP:7478 "${stream_common[@]}"
+# The same with the server writing every message by co_await async_write (no try_write).
+part stream && CLIENT_TIMEOUT=60 echo_pair rdmarpc-rdma-stream-async "$BIN/rdmarpc_echo_bench" server --adaptive \
+  --listen rdma://$IP:7480 -- "$BIN/rdmarpc_echo_bench" client --adaptive --async-writes --target rdma://$IP:7480 \
+  "${stream_common[@]}"
+part stream && CLIENT_TIMEOUT=60 echo_pair rdmarpc-tcp-stream-async "$BIN/rdmarpc_echo_bench" server \
+  --listen tcp://$IP:7481 -- "$BIN/rdmarpc_echo_bench" client --async-writes --target tcp://$IP:7481 "${stream_common[@]}"
 if part stream && [ -x "$BIN/grpc_echo_bench" ]; then
   CLIENT_TIMEOUT=60 echo_pair grpc-tcp-stream "$BIN/grpc_echo_bench" server --listen $IP:7479 -- \
     "$BIN/grpc_echo_bench" client --target $IP:7479 "${stream_common[@]}"
