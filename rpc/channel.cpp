@@ -122,7 +122,6 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
         io_ex_(ex_.target<boost::asio::io_context::executor_type>()),
         endpoint_(std::move(ep)),
         options_(std::move(options)),
-        heartbeat_timer_(ex_),
         live_(options_.heartbeat_interval, options_.heartbeat_timeout, clock::now()) {
     if (options_.max_in_flight == 0) options_.max_in_flight = 1;
   }
@@ -314,7 +313,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     if (generation != generation_) return;
     conn_.reset();
     reserving_ = false;
-    heartbeat_timer_.cancel();
+    if (heartbeat_timer_) heartbeat_timer_->cancel();
     if (!closed_) spdlog::debug("rdmarpc channel: connection ended: {}", reason.message());
     fail_all(status_code::unavailable,
              closed_ ? std::string("channel closed") : "connection lost: " + reason.message());
@@ -381,12 +380,12 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   void start_heartbeats() {
     live_ = liveness(options_.heartbeat_interval, options_.heartbeat_timeout, clock::now());
     if (!live_.enabled()) return;
-    heartbeat_timer_.expires_after(live_.tick_period());
+    heartbeat_timer_.emplace(ex_, live_.tick_period());
     arm_heartbeat();
   }
 
   void arm_heartbeat() {
-    heartbeat_timer_.async_wait(
+    heartbeat_timer_->async_wait(
         [weak = weak_from_this(), gen = generation_](const boost::system::error_code& ec) {
           if (ec) return;  // cancelled: the connection ended
           if (auto self = weak.lock()) self->heartbeat_tick(gen);
@@ -407,8 +406,8 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
       case liveness::action::peer_dead: return heartbeat_timed_out();
     }
     // On the tick grid (not now + period), so detection time does not drift with timer latency.
-    const auto next = heartbeat_timer_.expiry() + live_.tick_period();
-    heartbeat_timer_.expires_at(std::max(next, now));
+    const auto next = heartbeat_timer_->expiry() + live_.tick_period();
+    heartbeat_timer_->expires_at(std::max(next, now));
     arm_heartbeat();
   }
 
@@ -454,7 +453,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     auto conn = std::move(conn_);
     ++generation_;  // its on_close, and a wait for send room on it, are ignored from now on
     reserving_ = false;
-    heartbeat_timer_.cancel();
+    if (heartbeat_timer_) heartbeat_timer_->cancel();
     conn->close();
     fail_all(status_code::unavailable, why);
     if (!endpoint_) closed_ = true;
@@ -741,7 +740,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   void close_now(const char* why) {
     if (closed_ && !conn_ && calls_.empty() && streams_.empty()) return;
     closed_ = true;
-    heartbeat_timer_.cancel();
+    if (heartbeat_timer_) heartbeat_timer_->cancel();
     fail_all(status_code::unavailable, why);
     if (conn_) conn_->close();  // on_close follows (ignored: no calls left)
   }
@@ -824,7 +823,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   std::size_t in_flight_ = 0;                                                // sent, not answered
   std::unordered_map<std::uint32_t, std::shared_ptr<stream_core>> streams_;  // open streams
   std::vector<std::shared_ptr<stream_core>> unattached_streams_;             // waiting for a connection
-  boost::asio::steady_timer heartbeat_timer_;                                // ticks while connected
+  std::optional<boost::asio::steady_timer> heartbeat_timer_;                 // ticks while connected
   liveness live_;                                                            // of the current connection
 
   // Any thread:

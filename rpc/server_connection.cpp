@@ -104,7 +104,6 @@ class connection_impl final : public server_connection,
         ex_(conn_->get_executor()),
         io_ex_(ex_.target<boost::asio::io_context::executor_type>()),
         peer_(std::make_shared<const std::string>(conn_->remote_address())),
-        heartbeat_timer_(ex_),
         live_(server_->options().heartbeat_interval, server_->options().heartbeat_timeout, clock::now()),
         policer_(server_->options().min_ping_interval_allowed, server_->options().max_ping_strikes) {}
 
@@ -122,7 +121,7 @@ class connection_impl final : public server_connection,
     live_ =
         liveness(server_->options().heartbeat_interval, server_->options().heartbeat_timeout, clock::now());
     if (!live_.enabled()) return;
-    heartbeat_timer_.expires_after(live_.tick_period());
+    heartbeat_timer_.emplace(ex_, live_.tick_period());
     arm_heartbeat();
   }
   const boost::asio::any_io_executor& get_executor() const noexcept override { return ex_; }
@@ -158,7 +157,7 @@ class connection_impl final : public server_connection,
   void on_close(const boost::system::error_code& reason) override {
     if (!closed_) spdlog::debug("rdmarpc server: connection from {} ended: {}", *peer_, reason.message());
     closed_ = true;
-    heartbeat_timer_.cancel();
+    if (heartbeat_timer_) heartbeat_timer_->cancel();
     for (auto& [id, c] : calls_) cancel(*c);
     fail_streams("connection ended: " + reason.message());
     server_->connection_ended(this);
@@ -174,7 +173,7 @@ class connection_impl final : public server_connection,
   // Cancels every call, fails every stream with `why` and closes the connection (on_close follows).
   void end_connection(const std::string& why) {
     closed_ = true;
-    heartbeat_timer_.cancel();
+    if (heartbeat_timer_) heartbeat_timer_->cancel();
     for (auto& [id, c] : calls_) cancel(*c);
     fail_streams(why);
     conn_->close();
@@ -183,7 +182,7 @@ class connection_impl final : public server_connection,
   // --- heartbeats ---------------------------------------------------------------------------
   // One periodic timer per connection; nothing per message but liveness's flag.
   void arm_heartbeat() {
-    heartbeat_timer_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+    heartbeat_timer_->async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
       if (ec) return;  // cancelled: the connection ended
       if (auto self = weak.lock()) self->heartbeat_tick();
     });
@@ -212,7 +211,7 @@ class connection_impl final : public server_connection,
       }
     }
     // On the tick grid (not now + period), so detection time does not drift with timer latency.
-    heartbeat_timer_.expires_at(std::max(heartbeat_timer_.expiry() + live_.tick_period(), now));
+    heartbeat_timer_->expires_at(std::max(heartbeat_timer_->expiry() + live_.tick_period(), now));
     arm_heartbeat();
   }
 
@@ -640,7 +639,7 @@ class connection_impl final : public server_connection,
   std::vector<std::vector<std::unique_ptr<server_call>>> spare_calls_;  // by method_entry::slot
   std::unordered_map<std::uint32_t, std::unique_ptr<active_stream>> streams_;
   std::uint32_t highest_id_ = 0;  // highest call or stream id seen (frames above it: never opened)
-  boost::asio::steady_timer heartbeat_timer_;  // ticks while the connection is open
+  std::optional<boost::asio::steady_timer> heartbeat_timer_;  // ticks while the connection is open
   liveness live_;
   ping_policer policer_;
 };
