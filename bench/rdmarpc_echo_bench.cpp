@@ -42,7 +42,7 @@ void usage() {
                "       rdmarpc_echo_bench idle [--listen URI] [--seconds S] [--busy-poll|--adaptive] [--json "
                "PATH]\n"
                "       rdmarpc_echo_bench heartbeats [--listen URI] [--connections N] [--seconds S] "
-               "[--no-heartbeats] [--json PATH]\n"
+               "[--no-heartbeats] [--heartbeat-interval MS] [--heartbeat-timeout MS] [--json PATH]\n"
                "URIs: rdma://HOST:PORT, tcp://HOST:PORT\n"
                "--handler callback (default: EchoBench::CallbackService, answers inline) or coroutine\n"
                "          (EchoBench::Service, a co_spawn per call)\n"
@@ -64,6 +64,8 @@ struct settings {
   bool coroutine_handler = false;  // --handler coroutine
   std::size_t connections = 100;   // heartbeats mode
   bool heartbeats = true;          // --no-heartbeats: the baseline of heartbeats mode
+  // --heartbeat-interval/--heartbeat-timeout MS: 0 keeps the library's defaults.
+  std::chrono::milliseconds heartbeat_interval{0}, heartbeat_timeout{0};
   client_options client;
 
   rdmarpc::transport::connection_options transport() const {
@@ -211,6 +213,12 @@ int run_heartbeats(const settings& s) {
   server_options.transport = s.transport();
   rdmarpc::channel_options channel_options;
   channel_options.transport = s.transport();
+  if (s.heartbeat_interval.count() > 0) {
+    server_options.heartbeat_interval = channel_options.heartbeat_interval = s.heartbeat_interval;
+  }
+  if (s.heartbeat_timeout.count() > 0) {
+    server_options.heartbeat_timeout = channel_options.heartbeat_timeout = s.heartbeat_timeout;
+  }
   if (!s.heartbeats) {
     server_options.heartbeat_interval = std::chrono::steady_clock::duration::zero();
     channel_options.heartbeat_interval = std::chrono::steady_clock::duration::zero();
@@ -285,6 +293,10 @@ int run(int argc, char** argv) {
       s.idle_seconds = std::stod(args.value());
     } else if (f == "--connections") {
       s.connections = std::stoul(args.value());
+    } else if (f == "--heartbeat-interval") {
+      s.heartbeat_interval = std::chrono::milliseconds(std::stol(args.value()));
+    } else if (f == "--heartbeat-timeout") {
+      s.heartbeat_timeout = std::chrono::milliseconds(std::stol(args.value()));
     } else if (f == "--no-heartbeats") {
       s.heartbeats = false;
       args.skip();
