@@ -380,7 +380,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   void start_heartbeats() {
     live_ = liveness(options_.heartbeat_interval, options_.heartbeat_timeout, clock::now());
     if (!live_.enabled()) return;
-    heartbeat_timer_.emplace(ex_, live_.tick_period());
+    heartbeat_timer_.emplace(ex_, live_.next_tick(clock::now()));
     arm_heartbeat();
   }
 
@@ -405,9 +405,8 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
         break;
       case liveness::action::peer_dead: return heartbeat_timed_out();
     }
-    // On the tick grid (not now + period), so detection time does not drift with timer latency.
-    const auto next = heartbeat_timer_->expiry() + live_.tick_period();
-    heartbeat_timer_->expires_at(std::max(next, now));
+    // On the shared tick grid: no drift with timer latency, one wake-up for all connections.
+    heartbeat_timer_->expires_at(live_.next_tick(now));
     arm_heartbeat();
   }
 

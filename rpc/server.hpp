@@ -39,14 +39,14 @@ struct server_options {
   // Heartbeats towards each client, as channel_options: after heartbeat_interval with nothing
   // received a ping; no answer within heartbeat_timeout ends the connection (connection_lost) and
   // cancels its calls and streams. Zero or max() in either disables them. A dead or hung client is
-  // noticed within interval + timeout + one tick (a third of the shorter one): 900 ms by default.
-  std::chrono::steady_clock::duration heartbeat_interval = std::chrono::milliseconds(500);
+  // noticed within interval + timeout + one tick (the shorter of the two): 900 ms by default.
+  std::chrono::steady_clock::duration heartbeat_interval = std::chrono::milliseconds(300);
   std::chrono::steady_clock::duration heartbeat_timeout = std::chrono::milliseconds(300);
   // Clients may ping at most this often (gRPC's too_many_pings): a ping sooner than this after the
   // previous one is a strike; after max_ping_strikes strikes in a row the next one makes the server
   // send a connection reset (RESOURCE_EXHAUSTED, "too_many_pings") and close the connection; that
   // client's calls fail UNAVAILABLE with that message. Zero allows any rate. Default channels ping
-  // at most every 500 ms (heartbeat_interval) plus a tick, well above 200 ms.
+  // at most every 600 ms (heartbeat_interval plus a tick), three times that.
   std::chrono::steady_clock::duration min_ping_interval_allowed = std::chrono::milliseconds(200);
   unsigned max_ping_strikes = 2;
   transport::connection_options transport;

@@ -121,7 +121,7 @@ class connection_impl final : public server_connection,
     live_ =
         liveness(server_->options().heartbeat_interval, server_->options().heartbeat_timeout, clock::now());
     if (!live_.enabled()) return;
-    heartbeat_timer_.emplace(ex_, live_.tick_period());
+    heartbeat_timer_.emplace(ex_, live_.next_tick(clock::now(), live_.tick_period() / 2));
     arm_heartbeat();
   }
   const boost::asio::any_io_executor& get_executor() const noexcept override { return ex_; }
@@ -210,8 +210,9 @@ class connection_impl final : public server_connection,
         return end_connection("connection lost: " + reason.message() + " (no heartbeat answer)");
       }
     }
-    // On the tick grid (not now + period), so detection time does not drift with timer latency.
-    heartbeat_timer_->expires_at(std::max(heartbeat_timer_->expiry() + live_.tick_period(), now));
+    // On the shared tick grid (half a period after the clients'): no drift with timer latency, one
+    // wake-up for all connections.
+    heartbeat_timer_->expires_at(live_.next_tick(now, live_.tick_period() / 2));
     arm_heartbeat();
   }
 

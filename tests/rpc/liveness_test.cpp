@@ -27,11 +27,13 @@ TEST_CASE("liveness: disabled by a zero or max interval or timeout", "[liveness]
   }
 }
 
-TEST_CASE("liveness: the tick period divides the defaults", "[liveness]") {
+TEST_CASE("liveness: the tick period is the shorter of interval and timeout", "[liveness]") {
   liveness l(500ms, 300ms, t0);
   CHECK(l.enabled());
-  CHECK(l.tick_period() == 100ms);
-  CHECK(liveness(3ms, 2ms, t0).tick_period() == 1ms);  // never below a millisecond
+  CHECK(l.tick_period() == 300ms);
+  CHECK(liveness(300ms, 300ms, t0).tick_period() == 300ms);
+  CHECK(liveness(20ms, 2s, t0).tick_period() == 20ms);
+  CHECK(liveness(std::chrono::microseconds(300), 2ms, t0).tick_period() == 1ms);  // never below 1 ms
 }
 
 TEST_CASE("liveness: silence for the interval sends one ping, an answer clears it", "[liveness]") {
@@ -60,7 +62,7 @@ TEST_CASE("liveness: no answer within the timeout means the peer is dead", "[liv
 }
 
 TEST_CASE("liveness: worst case detection is interval + timeout + one tick period", "[liveness]") {
-  liveness l(500ms, 300ms, t0);
+  liveness l(300ms, 300ms, t0);  // the defaults
   const auto p = l.tick_period();
   // The last message arrived just after the tick at t0: it is only seen at the next tick.
   l.on_received();
@@ -70,7 +72,8 @@ TEST_CASE("liveness: worst case detection is interval + timeout + one tick perio
     now += p;
     a = l.tick(now);
   }
-  CHECK(now - t0 == 500ms + 300ms + p);
+  CHECK(now - t0 == 300ms + 300ms + p);
+  CHECK(now - t0 == 900ms);
 }
 
 TEST_CASE("liveness: any received traffic is a sign of life and costs no ping", "[liveness]") {
@@ -136,4 +139,24 @@ TEST_CASE("ping_policer: a ping at a permitted distance clears the strikes", "[l
 TEST_CASE("ping_policer: a zero minimum allows any rate", "[liveness]") {
   ping_policer p(0ms);
   for (int i = 0; i < 10; ++i) CHECK_FALSE(p.on_ping(t0));
+}
+
+TEST_CASE("liveness: ticks fall on a grid shared by every connection with the same settings", "[liveness]") {
+  liveness a(500ms, 300ms, t0);
+  liveness b(500ms, 300ms, t0 + 37ms);
+  const auto now = t0 + 1234ms;
+  CHECK(a.next_tick(now) == b.next_tick(now));
+  CHECK(a.next_tick(now) > now);
+  CHECK(a.next_tick(now) - now <= a.tick_period());
+  CHECK(a.next_tick(now).time_since_epoch() % a.tick_period() == liveness::clock::duration::zero());
+  // Exactly on a tick: the next one, never the same instant again.
+  const auto on = a.next_tick(now);
+  CHECK(a.next_tick(on) == on + a.tick_period());
+  // A server's grid is half a period later: it never ticks with its clients.
+  const auto half = a.tick_period() / 2;
+  const auto server_tick = a.next_tick(now, half);
+  CHECK(server_tick > now);
+  CHECK(server_tick - now <= a.tick_period());
+  CHECK((server_tick.time_since_epoch() - half) % a.tick_period() == liveness::clock::duration::zero());
+  CHECK(a.next_tick(server_tick, half) == server_tick + a.tick_period());
 }
