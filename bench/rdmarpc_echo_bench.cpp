@@ -41,6 +41,8 @@ void usage() {
                "       rdmarpc_echo_bench inproc [--listen URI|loopback] [--handler H] [client flags]\n"
                "       rdmarpc_echo_bench idle [--listen URI] [--seconds S] [--busy-poll|--adaptive] [--json "
                "PATH]\n"
+               "       rdmarpc_echo_bench heartbeats [--listen URI] [--connections N] [--seconds S] "
+               "[--no-heartbeats] [--heartbeat-interval MS] [--heartbeat-timeout MS] [--json PATH]\n"
                "URIs: rdma://HOST:PORT, tcp://HOST:PORT\n"
                "--handler callback (default: EchoBench::CallbackService, answers inline) or coroutine\n"
                "          (EchoBench::Service, a co_spawn per call)\n"
@@ -63,6 +65,10 @@ struct settings {
   double idle_seconds = 5;
   bool coroutine_handler = false;  // --handler coroutine
   bool async_writes_only = false;  // --async-writes
+  std::size_t connections = 100;   // heartbeats mode
+  bool heartbeats = true;          // --no-heartbeats: the baseline of heartbeats mode
+  // --heartbeat-interval/--heartbeat-timeout MS: 0 keeps the library's defaults.
+  std::chrono::milliseconds heartbeat_interval{0}, heartbeat_timeout{0};
   client_options client;
 
   rdmarpc::transport::connection_options transport() const {
@@ -202,6 +208,71 @@ int run_idle(const settings& s) {
   return 0;
 }
 
+// heartbeats: the CPU cost of `connections` idle connections' heartbeats with the default
+// settings (issue 11's target: at most 0.2 % of one core for 100). Server and channels live in
+// this process, each side on one io_context thread; the process's CPU over --seconds is reported
+// as a share of one core. --no-heartbeats gives the same pairs' cost without them.
+int run_heartbeats(const settings& s) {
+  asio::io_context server_io(1);
+  asio::io_context client_io(1);
+  auto work = asio::make_work_guard(server_io);
+  echo_services services;
+  rdmarpc::server_options server_options;
+  server_options.transport = s.transport();
+  rdmarpc::channel_options channel_options;
+  channel_options.transport = s.transport();
+  if (s.heartbeat_interval.count() > 0) {
+    server_options.heartbeat_interval = channel_options.heartbeat_interval = s.heartbeat_interval;
+  }
+  if (s.heartbeat_timeout.count() > 0) {
+    server_options.heartbeat_timeout = channel_options.heartbeat_timeout = s.heartbeat_timeout;
+  }
+  if (!s.heartbeats) {
+    server_options.heartbeat_interval = std::chrono::steady_clock::duration::zero();
+    channel_options.heartbeat_interval = std::chrono::steady_clock::duration::zero();
+  }
+  std::optional<rdmarpc::server> server;
+  server.emplace(server_io.get_executor(), server_options);
+  server->add_service(services.pick(s));
+  const auto bound = server->listen(s.uri);
+  std::thread server_thread([&] { server_io.run(); });
+  std::vector<std::shared_ptr<rdmarpc::channel>> channels;
+  for (std::size_t i = 0; i < s.connections; ++i) {
+    channels.push_back(rdmarpc::channel::create(client_io.get_executor(), bound.to_uri(), channel_options));
+    echo_client client(client_io, channels.back(), transport_of(s.uri), s.mode_label());
+    run_matrix(client, one_call_options());  // connected
+  }
+  auto r =
+      measure_idle("rdmarpc", transport_of(s.uri),
+                   (s.heartbeats ? "heartbeats-" : "no_heartbeats-") + std::to_string(s.connections), [&] {
+                     client_io.restart();
+                     client_io.run_for(idle_duration(s.idle_seconds));
+                   });
+  std::uint64_t pings = 0, timeouts = 0, connects = 0;
+  for (const auto& ch : channels) {
+    const auto st = ch->stats();
+    pings += st.pings_sent + st.pings_received;
+    timeouts += st.heartbeat_timeouts;
+    connects += st.connects;
+  }
+  report_idle(r, s.client.json_path);
+  std::cerr << "rdmarpc_echo_bench: " << s.connections << " idle connections over " << r.seconds
+            << " s: " << 100.0 * r.cpu_seconds / r.seconds << " % of one core; " << pings << " pings, "
+            << timeouts << " heartbeat timeouts, " << connects << " connects" << std::endl;
+  for (auto& ch : channels) ch->close();
+  channels.clear();
+  client_io.restart();
+  client_io.run_for(std::chrono::milliseconds(200));
+  std::promise<void> done;
+  asio::post(server_io,
+             [&] { server->async_shutdown(std::chrono::milliseconds(200), [&] { done.set_value(); }); });
+  done.get_future().wait_for(std::chrono::seconds(5));
+  work.reset();
+  server_io.stop();
+  server_thread.join();
+  return timeouts == 0 ? 0 : 1;
+}
+
 int run(int argc, char** argv) {
   if (argc < 2) {
     usage();
@@ -231,6 +302,15 @@ int run(int argc, char** argv) {
       args.skip();
     } else if (f == "--seconds") {
       s.idle_seconds = std::stod(args.value());
+    } else if (f == "--connections") {
+      s.connections = std::stoul(args.value());
+    } else if (f == "--heartbeat-interval") {
+      s.heartbeat_interval = std::chrono::milliseconds(std::stol(args.value()));
+    } else if (f == "--heartbeat-timeout") {
+      s.heartbeat_timeout = std::chrono::milliseconds(std::stol(args.value()));
+    } else if (f == "--no-heartbeats") {
+      s.heartbeats = false;
+      args.skip();
     } else {
       std::cerr << "unknown flag " << f << "\n";
       usage();
@@ -242,6 +322,7 @@ int run(int argc, char** argv) {
   if (s.mode == "client") return run_client(s);
   if (s.mode == "inproc") return run_inproc(s);
   if (s.mode == "idle") return run_idle(s);
+  if (s.mode == "heartbeats") return run_heartbeats(s);
   usage();
   return 2;
 }

@@ -26,6 +26,7 @@
 #include "rpc/call_table.hpp"
 #include "rpc/extras.hpp"
 #include "rpc/frame.hpp"
+#include "rpc/liveness.hpp"
 #include "rpc/stream_core.hpp"
 #include "transport/connect.hpp"
 
@@ -79,7 +80,8 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
       : ex_(std::move(ex)),
         io_ex_(ex_.target<boost::asio::io_context::executor_type>()),
         endpoint_(std::move(ep)),
-        options_(std::move(options)) {
+        options_(std::move(options)),
+        live_(options_.heartbeat_interval, options_.heartbeat_timeout, clock::now()) {
     if (options_.max_in_flight == 0) options_.max_in_flight = 1;
   }
 
@@ -182,12 +184,18 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     s.calls_ok = calls_ok_.load(std::memory_order_relaxed);
     s.calls_failed = calls_failed_.load(std::memory_order_relaxed);
     s.connects = connects_.load(std::memory_order_relaxed);
+    s.pings_sent = pings_sent_.load(std::memory_order_relaxed);
+    s.pongs_received = pongs_received_.load(std::memory_order_relaxed);
+    s.pings_received = pings_received_.load(std::memory_order_relaxed);
+    s.heartbeat_timeouts = heartbeat_timeouts_.load(std::memory_order_relaxed);
+    s.too_many_pings = too_many_pings_.load(std::memory_order_relaxed);
     return s;
   }
 
   // Connection events (on ex_) ----------------------------------------------------------------
   void on_message(std::uint64_t generation, transport::received_message message) {
     if (generation != generation_ || !conn_) return;
+    live_.on_received();  // a flag: heartbeats cost nothing per message
     frame::decode_error err{};
     const auto v = frame::decode(message.bytes(), err);
     if (err != frame::decode_error::none) {
@@ -196,9 +204,15 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     }
     switch (v.header.kind) {
       case frame::kind::response: break;
+      case frame::kind::ping: return on_ping(v.header.timeout_us);
+      case frame::kind::pong:
+        pongs_received_.fetch_add(1, std::memory_order_relaxed);
+        return live_.on_pong(v.header.timeout_us);
+      case frame::kind::reset:
+        if (v.header.call_id == 0) return on_connection_reset(v);
+        return on_stream_frame(v, message);
       case frame::kind::stream_message:
       case frame::kind::trailers:
-      case frame::kind::reset:
       case frame::kind::window_update:
       case frame::kind::stream_headers: return on_stream_frame(v, message);
       default: return protocol_violation("unexpected frame kind from server");
@@ -258,6 +272,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     if (generation != generation_) return;
     conn_.reset();
     reserving_ = false;
+    if (heartbeat_timer_) heartbeat_timer_->cancel();
     if (!closed_) spdlog::debug("rdmarpc channel: connection ended: {}", reason.message());
     fail_all(status_code::unavailable,
              closed_ ? std::string("channel closed") : "connection lost: " + reason.message());
@@ -317,6 +332,89 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     }
     auto core = it->second;  // it may end (and leave streams_) inside on_frame
     core->on_frame(v, message);
+  }
+
+  // Heartbeats ---------------------------------------------------------------------------------
+  // One periodic timer per connection; nothing per message but liveness's flag.
+  void start_heartbeats() {
+    live_ = liveness(options_.heartbeat_interval, options_.heartbeat_timeout, clock::now());
+    if (!live_.enabled()) return;
+    heartbeat_timer_.emplace(ex_, live_.next_tick(clock::now()));
+    arm_heartbeat();
+  }
+
+  void arm_heartbeat() {
+    heartbeat_timer_->async_wait(
+        [weak = weak_from_this(), gen = generation_](const boost::system::error_code& ec) {
+          if (ec) return;  // cancelled: the connection ended
+          if (auto self = weak.lock()) self->heartbeat_tick(gen);
+        });
+  }
+
+  void heartbeat_tick(std::uint64_t gen) {
+    if (gen != generation_ || !conn_) return;
+    const auto now = clock::now();
+    switch (live_.tick(now)) {
+      case liveness::action::none: break;
+      case liveness::action::send_ping:
+        // No room now: not sent this time. The timeout still runs, so a server that stopped
+        // reading (or granting credits) is cut off like a silent one.
+        if (!send_heartbeat(frame::kind::ping, live_.ping_value()))
+          pings_sent_.fetch_add(1, std::memory_order_relaxed);
+        break;
+      case liveness::action::peer_dead: return heartbeat_timed_out();
+    }
+    // On the shared tick grid: no drift with timer latency, one wake-up for all connections.
+    heartbeat_timer_->expires_at(live_.next_tick(now));
+    arm_heartbeat();
+  }
+
+  // A ping or pong through the connection's ordinary reserve/commit; no waiting for room.
+  boost::system::error_code send_heartbeat(frame::kind kind, std::uint64_t value) {
+    frame::header h;
+    h.kind = kind;
+    h.timeout_us = value;
+    const auto head = frame::encode_header(h);
+    return conn_->send_copy(boost::asio::buffer(head));
+  }
+
+  void on_ping(std::uint64_t value) {
+    pings_received_.fetch_add(1, std::memory_order_relaxed);
+    (void)send_heartbeat(frame::kind::pong, value);  // no room: whatever fills the queue is traffic too
+  }
+
+  void heartbeat_timed_out() {
+    heartbeat_timeouts_.fetch_add(1, std::memory_order_relaxed);
+    const auto reason = make_error_code(transport::errc::connection_lost);
+    spdlog::warn("rdmarpc channel: no answer from {} to a heartbeat within {} ms: {}",
+                 conn_->remote_address(),
+                 std::chrono::duration_cast<std::chrono::milliseconds>(options_.heartbeat_timeout).count(),
+                 reason.message());
+    end_connection("connection lost: " + reason.message() + " (no heartbeat answer)");
+  }
+
+  // A reset for call 0 ends the connection (the server closes it next): say why to every call.
+  void on_connection_reset(const frame::view& v) {
+    std::string why;
+    if (!extras::decode_response(v.extras, why)) return protocol_violation("reset extras do not parse");
+    if (why.empty()) why = "connection reset by the server";
+    if (why == "too_many_pings") too_many_pings_.fetch_add(1, std::memory_order_relaxed);
+    spdlog::warn("rdmarpc channel: {} closed the connection: {} ({})", conn_->remote_address(), why,
+                 to_string(v.header.status));
+    end_connection("connection closed by the server: " + why + " (" +
+                   std::string(to_string(v.header.status)) + ")");
+  }
+
+  // Ends the current connection now and fails its calls UNAVAILABLE with `why`. The next call
+  // reconnects (a channel over a given connection stays closed).
+  void end_connection(const std::string& why) {
+    auto conn = std::move(conn_);
+    ++generation_;  // its on_close, and a wait for send room on it, are ignored from now on
+    reserving_ = false;
+    if (heartbeat_timer_) heartbeat_timer_->cancel();
+    conn->close();
+    fail_all(status_code::unavailable, why);
+    if (!endpoint_) closed_ = true;
   }
 
   bool on_own_thread() const noexcept { return io_ex_ != nullptr && io_ex_->running_in_this_thread(); }
@@ -527,6 +625,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     ++generation_;
     connects_.fetch_add(1, std::memory_order_relaxed);
     conn_->start(std::make_shared<connection_events>(shared_from_this(), generation_));
+    start_heartbeats();
     pump();
     for (auto& core : std::exchange(unattached_streams_, {})) {
       if (conn_) core->attach(conn_);
@@ -535,15 +634,10 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
 
   void protocol_violation(const char* why) {
     spdlog::warn("rdmarpc channel: closing connection to {}: {}", conn_->remote_address(), why);
-    // Fail now rather than waiting for on_close: the connection is not trustworthy any more.
-    auto conn = std::move(conn_);
-    ++generation_;
-    // A wait for send room on the old connection is ignored from now on (generation check): left
-    // set, it would keep pump() from ever sending on the next connection.
-    reserving_ = false;
-    conn->close();
-    fail_all(status_code::unavailable, std::string("connection closed: protocol error: ") + why);
-    if (!endpoint_) closed_ = true;
+    // Fail now rather than waiting for on_close: the connection is not trustworthy any more. A wait
+    // for send room on the old connection is ignored from now on (end_connection resets
+    // reserving_): left set, it would keep pump() from ever sending on the next connection.
+    end_connection(std::string("connection closed: protocol error: ") + why);
   }
 
   // Deadline or cancellation of call `id` (no-op when it already finished).
@@ -604,6 +698,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   void close_now(const char* why) {
     if (closed_ && !conn_ && calls_.empty() && streams_.empty()) return;
     closed_ = true;
+    if (heartbeat_timer_) heartbeat_timer_->cancel();
     fail_all(status_code::unavailable, why);
     if (conn_) conn_->close();  // on_close follows (ignored: no calls left)
   }
@@ -686,10 +781,14 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   std::size_t in_flight_ = 0;                                                // sent, not answered
   std::unordered_map<std::uint32_t, std::shared_ptr<stream_core>> streams_;  // open streams
   std::vector<std::shared_ptr<stream_core>> unattached_streams_;             // waiting for a connection
+  std::optional<boost::asio::steady_timer> heartbeat_timer_;                 // ticks while connected
+  liveness live_;                                                            // of the current connection
 
   // Any thread:
   std::atomic<std::uint32_t> next_id_{1};
   std::atomic<std::uint64_t> calls_started_{0}, calls_ok_{0}, calls_failed_{0}, connects_{0};
+  std::atomic<std::uint64_t> pings_sent_{0}, pongs_received_{0}, pings_received_{0}, heartbeat_timeouts_{0},
+      too_many_pings_{0};
 };
 
 void connection_events::on_message(transport::received_message message) {

@@ -42,6 +42,15 @@ struct channel_options {
   // Each stream's receive window: the bytes and messages the server may send ahead of our reads
   // (what a stream whose reader stopped holds in memory, plus one message).
   stream_window_size stream_window = kDefaultStreamWindow;
+  // Heartbeats (docs/wire-format.md, Heartbeats): when nothing was received for heartbeat_interval
+  // (calls waiting for replies do not count) a ping goes out; no answer within heartbeat_timeout
+  // ends the connection with transport::errc::connection_lost and every call and stream on it fails
+  // UNAVAILABLE. Zero or max() in either disables them. A dead or hung server is noticed within
+  // interval + timeout + one tick (the shorter of the two): 900 ms with the defaults. Keep the
+  // interval at or above the server's min_ping_interval_allowed (default 200 ms): a channel pinging
+  // faster is cut off by the server (too_many_pings).
+  std::chrono::steady_clock::duration heartbeat_interval = std::chrono::milliseconds(300);
+  std::chrono::steady_clock::duration heartbeat_timeout = std::chrono::milliseconds(300);
   transport::connection_options transport;
 };
 
@@ -50,6 +59,14 @@ struct channel_stats {
   std::uint64_t calls_ok = 0;
   std::uint64_t calls_failed = 0;
   std::uint64_t connects = 0;
+  // Heartbeats: pings we sent and the pongs that answered them, the server's pings we answered,
+  // connections ended because the server stopped answering, and connections the server ended
+  // because we pinged too often.
+  std::uint64_t pings_sent = 0;
+  std::uint64_t pongs_received = 0;
+  std::uint64_t pings_received = 0;
+  std::uint64_t heartbeat_timeouts = 0;
+  std::uint64_t too_many_pings = 0;
 };
 
 class channel {

@@ -52,6 +52,8 @@ struct kind_rules {
   bool window;        // method_id = messages, timeout_us = bytes (<= 2^48)
   bool extras;
   bool payload;
+  bool opaque = false;      // timeout_us is an opaque 64-bit value (ping, pong)
+  bool connection = false;  // about the connection, not a call: call_id must be 0
 };
 
 constexpr kind_rules rules_of(kind k) noexcept {
@@ -66,6 +68,8 @@ constexpr kind_rules rules_of(kind k) noexcept {
     case kind::reset: return {false, true, false, false, true, false};
     case kind::window_update: return {false, false, false, true, false, false};
     case kind::stream_headers: return {false, false, false, true, false, false};
+    case kind::ping:
+    case kind::pong: return {false, false, false, false, false, false, true, true};
   }
   return {};
 }
@@ -81,10 +85,11 @@ decode_error check_fields(const header& h, std::uint8_t raw_status) noexcept {
     if (h.has_timeout() ? h.timeout_us > kMaxTimeoutUs : h.timeout_us != 0) return decode_error::bad_field;
   } else if (r.window) {
     if (h.timeout_us > kMaxWindowBytes) return decode_error::bad_field;
-  } else if (h.timeout_us != 0) {
+  } else if (!r.opaque && h.timeout_us != 0) {
     return decode_error::bad_field;
   }
   if (!r.method && !r.window && h.method_id != 0) return decode_error::bad_field;
+  if (r.connection && h.call_id != 0) return decode_error::bad_field;
   if ((!r.extras && h.extras_length != 0) || (!r.payload && h.payload_length != 0)) {
     return decode_error::bad_field;
   }

@@ -28,8 +28,11 @@ enum class kind : std::uint8_t {
   reset = 8,            // both: status (why); extras: optional ResponseExtras. Ends the stream
   window_update = 9,    // both: method_id = messages granted, timeout_us = bytes granted
   stream_headers = 10,  // server -> client: method_id/timeout_us = the server's receive window
+  // Heartbeats (docs/wire-format.md, Heartbeats): connection-level, call_id 0.
+  ping = 11,  // both: timeout_us = an opaque value the pong echoes
+  pong = 12,  // both: timeout_us = the ping's value
 };
-inline constexpr std::uint8_t kLastKind = 10;
+inline constexpr std::uint8_t kLastKind = 12;
 
 // Header flag bits; any other bit set is a malformed frame.
 inline constexpr std::uint8_t kFlagHasTimeout = 0x01;  // request: timeout_us is meaningful
@@ -46,7 +49,7 @@ struct header {
   std::uint32_t call_id = 0;
   std::uint32_t method_id = 0;   // request, stream_open; messages in window_update/stream_headers
   std::uint64_t timeout_us = 0;  // relative to receipt (clock-independent across hosts); bytes in
-                                 // window_update/stream_headers
+                                 // window_update/stream_headers; the opaque value of ping/pong
   std::uint32_t extras_length = 0;
   std::uint32_t payload_length = 0;
 

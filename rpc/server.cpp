@@ -71,6 +71,16 @@ class server::impl final : public server_connection::owner,
       });
     }
   }
+  server_connection::heartbeat_counters& heartbeats() noexcept override { return heartbeats_; }
+  server_stats stats() const {
+    server_stats s;
+    s.pings_sent = heartbeats_.pings_sent.load(std::memory_order_relaxed);
+    s.pongs_received = heartbeats_.pongs_received.load(std::memory_order_relaxed);
+    s.pings_received = heartbeats_.pings_received.load(std::memory_order_relaxed);
+    s.heartbeat_timeouts = heartbeats_.timeouts.load(std::memory_order_relaxed);
+    s.too_many_pings = heartbeats_.too_many_pings.load(std::memory_order_relaxed);
+    return s;
+  }
   void connection_ended(server_connection* c) override {
     std::lock_guard lock(mutex_);
     auto it = connections_.find(c);
@@ -201,6 +211,7 @@ class server::impl final : public server_connection::owner,
   std::size_t next_context_ = 0;
   std::atomic<bool> shutting_down_{false};
   std::atomic<std::size_t> in_flight_{0};
+  server_connection::heartbeat_counters heartbeats_;
 
   // On ex_:
   std::optional<boost::asio::steady_timer> shutdown_timer_;
@@ -264,6 +275,10 @@ server::server(boost::asio::any_io_executor ex, server_options options)
 
 server::~server() {
   impl_->stop();
+}
+
+server_stats server::stats() const {
+  return impl_->stats();
 }
 
 void server::add_service(service& s) {

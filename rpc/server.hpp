@@ -36,7 +36,29 @@ struct server_options {
   // below kInitialStreamWindow, which clients may use before they learn it.
   stream_window_size stream_window = kDefaultStreamWindow;
   std::size_t max_connections_per_peer = 1000;
+  // Heartbeats towards each client, as channel_options: after heartbeat_interval with nothing
+  // received a ping; no answer within heartbeat_timeout ends the connection (connection_lost) and
+  // cancels its calls and streams. Zero or max() in either disables them. A dead or hung client is
+  // noticed within interval + timeout + one tick (the shorter of the two): 900 ms by default.
+  std::chrono::steady_clock::duration heartbeat_interval = std::chrono::milliseconds(300);
+  std::chrono::steady_clock::duration heartbeat_timeout = std::chrono::milliseconds(300);
+  // Clients may ping at most this often (gRPC's too_many_pings): a ping sooner than this after the
+  // previous one is a strike; after max_ping_strikes strikes in a row the next one makes the server
+  // send a connection reset (RESOURCE_EXHAUSTED, "too_many_pings") and close the connection; that
+  // client's calls fail UNAVAILABLE with that message. Zero allows any rate. Default channels ping
+  // at most every 600 ms (heartbeat_interval plus a tick), three times that.
+  std::chrono::steady_clock::duration min_ping_interval_allowed = std::chrono::milliseconds(200);
+  unsigned max_ping_strikes = 2;
   transport::connection_options transport;
+};
+
+// Counters over all connections, any thread.
+struct server_stats {
+  std::uint64_t pings_sent = 0;          // our heartbeats to clients
+  std::uint64_t pongs_received = 0;      // their answers
+  std::uint64_t pings_received = 0;      // clients' heartbeats (answered with a pong)
+  std::uint64_t heartbeat_timeouts = 0;  // connections ended because a client stopped answering
+  std::uint64_t too_many_pings = 0;      // connections ended because a client pinged too often
 };
 
 class server {
@@ -60,6 +82,8 @@ class server {
   // Completion: void() on the server's executor.
   void async_shutdown(std::chrono::steady_clock::duration grace,
                       boost::asio::any_completion_handler<void()> handler);
+
+  server_stats stats() const;
 
  private:
   class impl;

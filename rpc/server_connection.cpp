@@ -17,6 +17,7 @@
 #include "rpc/call_table.hpp"
 #include "rpc/extras.hpp"
 #include "rpc/frame.hpp"
+#include "rpc/liveness.hpp"
 #include "rpc/stream_core.hpp"
 
 namespace rdmarpc {
@@ -102,7 +103,9 @@ class connection_impl final : public server_connection,
         conn_(std::move(conn)),
         ex_(conn_->get_executor()),
         io_ex_(ex_.target<boost::asio::io_context::executor_type>()),
-        peer_(std::make_shared<const std::string>(conn_->remote_address())) {}
+        peer_(std::make_shared<const std::string>(conn_->remote_address())),
+        live_(server_->options().heartbeat_interval, server_->options().heartbeat_timeout, clock::now()),
+        policer_(server_->options().min_ping_interval_allowed, server_->options().max_ping_strikes) {}
 
   // A handler's server_done was invoked (any thread): finish the call on our executor, at once
   // when we are on it (a callback handler answering before it returns: no hop at all).
@@ -113,7 +116,14 @@ class connection_impl final : public server_connection,
     });
   }
 
-  void start() override { conn_->start(shared_from_this()); }
+  void start() override {
+    conn_->start(shared_from_this());
+    live_ =
+        liveness(server_->options().heartbeat_interval, server_->options().heartbeat_timeout, clock::now());
+    if (!live_.enabled()) return;
+    heartbeat_timer_.emplace(ex_, live_.next_tick(clock::now(), live_.tick_period() / 2));
+    arm_heartbeat();
+  }
   const boost::asio::any_io_executor& get_executor() const noexcept override { return ex_; }
   void close() override {
     if (!closed_) conn_->close();
@@ -121,10 +131,15 @@ class connection_impl final : public server_connection,
 
   void on_message(transport::received_message message) override {
     if (closed_) return;
+    live_.on_received();  // a flag: heartbeats cost nothing per message
     frame::decode_error err{};
     const auto v = frame::decode(message.bytes(), err);
     if (err != frame::decode_error::none) return violation(frame::to_string(err));
     switch (v.header.kind) {
+      case frame::kind::ping: return on_ping(v.header.timeout_us);
+      case frame::kind::pong:
+        server_->heartbeats().pongs_received.fetch_add(1, std::memory_order_relaxed);
+        return live_.on_pong(v.header.timeout_us);
       case frame::kind::request: return on_request(v, message);
       case frame::kind::cancel: return on_cancel(v.header.call_id);
       case frame::kind::response: return violation("response frame sent to a server");
@@ -142,6 +157,7 @@ class connection_impl final : public server_connection,
   void on_close(const boost::system::error_code& reason) override {
     if (!closed_) spdlog::debug("rdmarpc server: connection from {} ended: {}", *peer_, reason.message());
     closed_ = true;
+    if (heartbeat_timer_) heartbeat_timer_->cancel();
     for (auto& [id, c] : calls_) cancel(*c);
     fail_streams("connection ended: " + reason.message());
     server_->connection_ended(this);
@@ -151,10 +167,81 @@ class connection_impl final : public server_connection,
  private:
   void violation(const char* why) {
     spdlog::warn("rdmarpc server: closing connection from {}: {}", *peer_, why);
+    end_connection(std::string("connection closed: protocol error: ") + why);
+  }
+
+  // Cancels every call, fails every stream with `why` and closes the connection (on_close follows).
+  void end_connection(const std::string& why) {
     closed_ = true;
+    if (heartbeat_timer_) heartbeat_timer_->cancel();
     for (auto& [id, c] : calls_) cancel(*c);
-    fail_streams(std::string("connection closed: protocol error: ") + why);
+    fail_streams(why);
     conn_->close();
+  }
+
+  // --- heartbeats ---------------------------------------------------------------------------
+  // One periodic timer per connection; nothing per message but liveness's flag.
+  void arm_heartbeat() {
+    heartbeat_timer_->async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+      if (ec) return;  // cancelled: the connection ended
+      if (auto self = weak.lock()) self->heartbeat_tick();
+    });
+  }
+
+  void heartbeat_tick() {
+    if (closed_) return;
+    const auto now = clock::now();
+    switch (live_.tick(now)) {
+      case liveness::action::none: break;
+      case liveness::action::send_ping:
+        // No room now: not sent this time; the timeout still runs (a client that stopped reading
+        // or granting credits is cut off like a silent one).
+        if (!send_heartbeat(frame::kind::ping, live_.ping_value()))
+          server_->heartbeats().pings_sent.fetch_add(1, std::memory_order_relaxed);
+        break;
+      case liveness::action::peer_dead: {
+        server_->heartbeats().timeouts.fetch_add(1, std::memory_order_relaxed);
+        const auto reason = make_error_code(transport::errc::connection_lost);
+        spdlog::warn(
+            "rdmarpc server: no answer from {} to a heartbeat within {} ms: {}", *peer_,
+            std::chrono::duration_cast<std::chrono::milliseconds>(server_->options().heartbeat_timeout)
+                .count(),
+            reason.message());
+        return end_connection("connection lost: " + reason.message() + " (no heartbeat answer)");
+      }
+    }
+    // On the shared tick grid (half a period after the clients'): no drift with timer latency, one
+    // wake-up for all connections.
+    heartbeat_timer_->expires_at(live_.next_tick(now, live_.tick_period() / 2));
+    arm_heartbeat();
+  }
+
+  boost::system::error_code send_heartbeat(frame::kind kind, std::uint64_t value) {
+    frame::header h;
+    h.kind = kind;
+    h.timeout_us = value;
+    const auto head = frame::encode_header(h);
+    return conn_->send_copy(boost::asio::buffer(head));
+  }
+
+  void on_ping(std::uint64_t value) {
+    server_->heartbeats().pings_received.fetch_add(1, std::memory_order_relaxed);
+    if (policer_.on_ping(clock::now())) return too_many_pings();
+    (void)send_heartbeat(frame::kind::pong, value);  // no room: whatever fills the queue is traffic too
+  }
+
+  // The client pings faster than min_ping_interval_allowed: tell it why, then close.
+  void too_many_pings() {
+    server_->heartbeats().too_many_pings.fetch_add(1, std::memory_order_relaxed);
+    spdlog::warn(
+        "rdmarpc server: closing connection from {}: too_many_pings (more than {} pings sooner than {} ms "
+        "apart)",
+        *peer_, server_->options().max_ping_strikes,
+        std::chrono::duration_cast<std::chrono::milliseconds>(server_->options().min_ping_interval_allowed)
+            .count());
+    // A reset for call 0 is about the connection; the close flushes it first.
+    (void)respond(0, status_code::resource_exhausted, "too_many_pings", frame::kind::reset);
+    end_connection("connection closed: too_many_pings");
   }
 
   // Every stream fails UNAVAILABLE (the connection is gone); their handlers are cancelled.
@@ -556,6 +643,9 @@ class connection_impl final : public server_connection,
   std::vector<std::vector<std::unique_ptr<server_call>>> spare_calls_;  // by method_entry::slot
   std::unordered_map<std::uint32_t, std::unique_ptr<active_stream>> streams_;
   std::uint32_t highest_id_ = 0;  // highest call or stream id seen (frames above it: never opened)
+  std::optional<boost::asio::steady_timer> heartbeat_timer_;  // ticks while the connection is open
+  liveness live_;
+  ping_policer policer_;
 };
 
 }  // namespace

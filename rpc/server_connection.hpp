@@ -5,6 +5,8 @@
 // there is none). Bounded by server_options::max_in_flight_per_connection. Layer: rpc.
 // Threading: everything runs on the connection's executor.
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 
 #include "rpc/method_table.hpp"
@@ -15,6 +17,12 @@ namespace rdmarpc {
 
 class server_connection : public transport::connection_handler {
  public:
+  // Heartbeat counters shared by every connection of a server (server_stats).
+  struct heartbeat_counters {
+    std::atomic<std::uint64_t> pings_sent{0}, pongs_received{0}, pings_received{0}, timeouts{0},
+        too_many_pings{0};
+  };
+
   // What a connection needs from its server (server::impl).
   class owner {
    public:
@@ -26,6 +34,7 @@ class server_connection : public transport::connection_handler {
     virtual void call_finished() = 0;
     // `c` ended; called once, on its executor.
     virtual void connection_ended(server_connection* c) = 0;
+    virtual heartbeat_counters& heartbeats() noexcept = 0;
 
    protected:
     ~owner() = default;

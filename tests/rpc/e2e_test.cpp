@@ -762,3 +762,66 @@ TEST_CASE("e2e: loopback transport back-pressure (no send room) holds calls unti
     CHECK(r.reply.data() == std::to_string(i));
   }
 }
+
+// Heartbeats (docs/wire-format.md, Heartbeats) on every target, rdma included: a healthy idle
+// connection exchanges pings and pongs for many intervals and stays up (on rdma each ping costs a
+// credit like any message).
+TEST_CASE("e2e: heartbeats keep a healthy idle connection up", "[e2e][heartbeat]") {
+  const auto target = GENERATE(from_range(e2e_targets()));
+  CAPTURE(target);
+  server_options so;
+  so.heartbeat_interval = 20ms;
+  so.heartbeat_timeout = 2s;  // generous: a loaded machine (sanitizers, TCG) must not look dead
+  so.min_ping_interval_allowed = 10ms;
+  e2e_harness h(target, so);
+  channel_options co;
+  co.heartbeat_interval = 20ms;
+  co.heartbeat_timeout = 2s;
+  auto ch = h.make_channel(co);
+  REQUIRE_FALSE(call(*ch, test_service::echo, make_request("up")).ec);
+  // Polled from the test thread (the channel runs on its io thread); bounded.
+  const auto until = std::chrono::steady_clock::now() + 30s;
+  auto exchanges = [&] { return ch->stats().pings_sent + ch->stats().pings_received; };
+  while (exchanges() < 30 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(5ms);
+  CHECK(exchanges() >= 30);
+  const auto c = ch->stats();
+  const auto s = h.server().stats();
+  CHECK(c.heartbeat_timeouts == 0);
+  CHECK(s.heartbeat_timeouts == 0);
+  CHECK(s.too_many_pings == 0);
+  CHECK(c.pongs_received + 1 >= c.pings_sent);
+  REQUIRE_FALSE(call(*ch, test_service::echo, make_request("still up")).ec);
+  CHECK(ch->stats().connects == 1);
+}
+
+// A hung host: the server process is stopped (SIGSTOP), its kernel (and on rdma its NIC) still
+// acknowledges at the transport level, so only the heartbeat notices. A call with no deadline
+// fails UNAVAILABLE instead of waiting forever.
+TEST_CASE("e2e: a stopped server process is detected by heartbeats", "[e2e][heartbeat]") {
+  const auto target = GENERATE(from_range(e2e_targets()));
+  CAPTURE(target);
+  if (target == "loopback") return;  // needs a server in another process
+  std::uint16_t port = 0;
+  const pid_t child = fork_server(target, port);
+  REQUIRE(child > 0);
+  io_thread client;
+  std::string uri = listen_uri(target);
+  uri = uri.substr(0, uri.rfind(':') + 1) + std::to_string(port);
+  channel_options co;
+  co.heartbeat_interval = 50ms;
+  co.heartbeat_timeout = 200ms;
+  auto ch = channel::create(client.executor(), uri, co);
+  REQUIRE_FALSE(call(*ch, test_service::echo, make_request("alive")).ec);
+  REQUIRE(::kill(child, SIGSTOP) == 0);
+  client_context ctx;  // no deadline
+  const auto r = call(*ch, test_service::echo, make_request("hung?"), &ctx);
+  CHECK(code_of(r) == status_code::unavailable);
+  CHECK(ctx.status_message().find("connection lost") != std::string::npos);
+  CHECK(ch->stats().heartbeat_timeouts == 1);
+  ::kill(child, SIGKILL);
+  ::kill(child, SIGCONT);
+  int wstatus = 0;
+  REQUIRE(::waitpid(child, &wstatus, 0) == child);
+  ch.reset();
+  CHECK(client.drain());
+}

@@ -115,7 +115,7 @@ TEST_CASE("frame: malformed headers are rejected with the right reason", "[frame
   SECTION("bad kind (0 and beyond the last)") {
     msg[3] = std::byte{0};
     CHECK(decode_error_of(msg) == frame::decode_error::bad_kind);
-    msg[3] = std::byte{11};
+    msg[3] = std::byte{13};
     CHECK(decode_error_of(msg) == frame::decode_error::bad_kind);
     msg[3] = std::byte{0xFF};
     CHECK(decode_error_of(msg) == frame::decode_error::bad_kind);
@@ -272,5 +272,45 @@ TEST_CASE("frame: stream kinds accept exactly the fields the wire format gives t
     auto h = stream_header(k::window_update);
     h.extras_length = 1;
     CHECK(decode_error_of(make_message(h, 1, 0)) == frame::decode_error::bad_field);
+  }
+}
+
+TEST_CASE("frame: ping and pong carry only an opaque 64-bit value", "[frame][heartbeat]") {
+  for (auto kind : {frame::kind::ping, frame::kind::pong}) {
+    frame::header h;
+    h.kind = kind;
+    h.timeout_us = ~std::uint64_t{0};  // any value: it is opaque, never a duration
+    {
+      const auto msg = make_message(h, 0, 0);
+      frame::decode_error err{};
+      const auto v = frame::decode(msg, err);
+      REQUIRE(err == frame::decode_error::none);
+      CHECK(v.header.kind == kind);
+      CHECK(v.header.timeout_us == ~std::uint64_t{0});
+    }
+    SECTION("a call id (heartbeats belong to the connection)") {
+      h.call_id = 1;
+      CHECK(decode_error_of(make_message(h, 0, 0)) == frame::decode_error::bad_field);
+    }
+    SECTION("a method id") {
+      h.method_id = 1;
+      CHECK(decode_error_of(make_message(h, 0, 0)) == frame::decode_error::bad_field);
+    }
+    SECTION("a status") {
+      h.status = status_code::unavailable;
+      CHECK(decode_error_of(make_message(h, 0, 0)) == frame::decode_error::bad_status);
+    }
+    SECTION("a flag") {
+      h.flags = frame::kFlagHasTimeout;
+      CHECK(decode_error_of(make_message(h, 0, 0)) == frame::decode_error::bad_flags);
+    }
+    SECTION("extras") {
+      h.extras_length = 1;
+      CHECK(decode_error_of(make_message(h, 1, 0)) == frame::decode_error::bad_field);
+    }
+    SECTION("a payload") {
+      h.payload_length = 1;
+      CHECK(decode_error_of(make_message(h, 0, 1)) == frame::decode_error::bad_field);
+    }
   }
 }

@@ -1,0 +1,129 @@
+#pragma once
+// liveness: the heartbeat state machine of one connection end (docs/wire-format.md, Heartbeats),
+// and ping_policer, a server's bound on how often a client may ping. Pure: no I/O, no clock of its
+// own (every input takes `now`), so tests drive every transition by hand.
+// Layer: rpc. Threading: not thread-safe; the channel and server_connection use one per
+// connection on its executor.
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+
+namespace rdmarpc {
+
+class liveness {
+ public:
+  using clock = std::chrono::steady_clock;
+
+  enum class action : std::uint8_t {
+    none,
+    send_ping,  // send a ping carrying ping_value()
+    peer_dead,  // nothing received for the interval, then no answer within the timeout
+  };
+
+  // interval: silence after which a ping goes out; timeout: how long that ping may stay
+  // unanswered. A zero or max() interval or timeout disables heartbeats.
+  liveness(clock::duration interval, clock::duration timeout, clock::time_point now) noexcept
+      : interval_(interval), timeout_(timeout), last_heard_(now) {}
+
+  bool enabled() const noexcept {
+    return interval_ > clock::duration::zero() && timeout_ > clock::duration::zero() &&
+           interval_ != clock::duration::max() && timeout_ != clock::duration::max();
+  }
+
+  // How often tick() should run: the shorter of interval and timeout (300 ms for both by default),
+  // so detection takes at most interval + timeout + period when they are multiples of it (900 ms
+  // by default). Fewer ticks would stretch that bound; more would only cost CPU.
+  clock::duration tick_period() const noexcept {
+    return std::max<clock::duration>(std::min(interval_, timeout_), std::chrono::milliseconds(1));
+  }
+
+  // When the tick after `now` is due: on a grid of the period on the clock's own scale, shifted by
+  // `phase`, so every connection of an executor with the same settings ticks at the same instant
+  // and one timer wake-up serves them all (a hundred idle connections cost a few wake-ups a second,
+  // not hundreds). Servers use half a period as phase: a client and its server then never decide
+  // to ping at the same instant (which would send two pings where one does).
+  clock::time_point next_tick(clock::time_point now, clock::duration phase = {}) const noexcept {
+    const auto period = tick_period();
+    const auto shifted = now.time_since_epoch() - phase % period;
+    return clock::time_point(shifted - shifted % period + period + phase % period);
+  }
+
+  // Any frame arrived. Called per message, so it only sets a flag; tick() looks at it.
+  void on_received() noexcept { received_ = true; }
+
+  // A pong arrived (also call on_received). One echoing our outstanding ping answers it at once.
+  void on_pong(std::uint64_t value) noexcept {
+    received_ = true;
+    if (outstanding_ && value == ping_value_) outstanding_ = false;
+  }
+
+  // Periodic: only received traffic is a sign of life (calls waiting for replies are not).
+  action tick(clock::time_point now) noexcept {
+    if (!enabled()) return action::none;
+    if (received_) {
+      // Something arrived since the last tick: the peer lives, and no ping is needed.
+      received_ = false;
+      outstanding_ = false;
+      last_heard_ = now;
+      return action::none;
+    }
+    if (outstanding_) return now - ping_sent_ >= timeout_ ? action::peer_dead : action::none;
+    if (now - last_heard_ < interval_) return action::none;
+    outstanding_ = true;
+    ping_sent_ = now;
+    ++ping_value_;
+    return action::send_ping;
+  }
+
+  // A ping that found no send room was not sent: the timeout still runs (a peer that stopped
+  // reading or granting credits is as good as dead), so nothing changes here.
+
+  std::uint64_t ping_value() const noexcept { return ping_value_; }
+  bool ping_outstanding() const noexcept { return outstanding_; }
+
+ private:
+  clock::duration interval_;
+  clock::duration timeout_;
+  clock::time_point last_heard_;
+  clock::time_point ping_sent_{};
+  std::uint64_t ping_value_ = 0;  // opaque on the wire; a counter tells a late pong from a fresh one
+  bool received_ = false;
+  bool outstanding_ = false;
+};
+
+// A server's bound on client pings, as gRPC's too_many_pings: a ping sooner than min_interval
+// after the previous one is a strike; more than max_strikes strikes in a row and the client is cut
+// off. A ping at a permitted distance clears the strikes (timer jitter alone never adds up).
+class ping_policer {
+ public:
+  using clock = std::chrono::steady_clock;
+  static constexpr unsigned kDefaultMaxStrikes = 2;
+
+  explicit ping_policer(clock::duration min_interval, unsigned max_strikes = kDefaultMaxStrikes) noexcept
+      : min_interval_(min_interval), max_strikes_(max_strikes) {}
+
+  // A ping arrived at `now`. True: too many pings, disconnect the client.
+  bool on_ping(clock::time_point now) noexcept {
+    const bool first = !seen_;
+    seen_ = true;
+    const auto gap = now - last_;
+    last_ = now;
+    if (first || min_interval_ <= clock::duration::zero() || gap >= min_interval_) {
+      strikes_ = 0;
+      return false;
+    }
+    return ++strikes_ > max_strikes_;
+  }
+
+  unsigned strikes() const noexcept { return strikes_; }
+
+ private:
+  clock::duration min_interval_;
+  unsigned max_strikes_;
+  clock::time_point last_{};
+  unsigned strikes_ = 0;
+  bool seen_ = false;
+};
+
+}  // namespace rdmarpc

@@ -1,0 +1,299 @@
+// Heartbeats end to end on the host, over loopback and tcp (docs/wire-format.md, Heartbeats):
+// a hung server (its only io thread blocked) is detected on an idle connection and under a call
+// with no deadline; a healthy idle connection stays up while pings are answered; replies flowing
+// cost no pings; a client pinging faster than the server allows is cut off (too_many_pings) while
+// another carries on; the server detects a silent client; ping frames are answered and malformed
+// ones close the connection. Intervals are small; every wait is bounded and nothing asserts time.
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "e2e_harness.hpp"
+#include "raw_frames.hpp"
+#include "rpc/channel.hpp"
+#include "rpc/frame.hpp"
+#include "rpc/server.hpp"
+#include "rpc/unary_call.hpp"
+#include "test_service.hpp"
+#include "tests/transport/connection_contract.hpp"
+#include "transport/loopback/loopback_transport.hpp"
+
+using namespace rdmarpc;
+using namespace std::chrono_literals;
+using test::run_until;
+
+namespace {
+
+// The client runs on the test thread's io_context (run_until); the server on its own io thread,
+// which a test may block to play a hung host.
+struct hb_fixture {
+  std::string target;
+  boost::asio::io_context io{1};
+  test::test_service service;
+  std::optional<test::io_thread> server_io;
+  std::unique_ptr<server> srv;
+  std::string uri;
+
+  hb_fixture(std::string t, const server_options& options) : target(std::move(t)) {
+    server_io.emplace();
+    srv = std::make_unique<server>(server_io->executor(), options);
+    srv->add_service(service);
+    if (target == "tcp") uri = srv->listen("tcp://127.0.0.1:0").to_uri();
+  }
+  ~hb_fixture() {
+    srv.reset();
+    io.restart();
+    io.run_for(5s);  // returns once the channels' teardown is done (out of work)
+    CHECK(server_io->drain());
+  }
+
+  std::shared_ptr<channel> make_channel(const channel_options& options) {
+    if (target == "tcp") return channel::create(io.get_executor(), uri, options);
+    auto [client_end, server_end] =
+        transport::loopback::make_loopback_pair(io.get_executor(), server_io->executor());
+    srv->serve(server_end);
+    return channel::create(client_end, options);
+  }
+
+  // Starts an echo (or a sleep of `sleep_ms`) call; `out` is set when it completes.
+  void start(channel& ch, std::optional<boost::system::error_code>& out, client_context* ctx = nullptr,
+             std::uint32_t sleep_ms = 0) {
+    const auto req = test::make_request("hb", sleep_ms);
+    async_unary_call<test::EchoReply>(ch, sleep_ms > 0 ? test::test_service::sleep : test::test_service::echo,
+                                      ctx, req,
+                                      [&out](boost::system::error_code ec, test::EchoReply) { out = ec; });
+  }
+  status_code call(channel& ch, client_context* ctx = nullptr) {
+    std::optional<boost::system::error_code> out;
+    start(ch, out, ctx);
+    REQUIRE(run_until(io, [&] { return out.has_value(); }));
+    return to_status_code(*out);
+  }
+};
+
+// Blocks an io thread until opened (or destroyed): a hung host whose kernel still holds the socket.
+class hang {
+ public:
+  explicit hang(const boost::asio::any_io_executor& ex) {
+    boost::asio::post(ex, [f = gate_.get_future().share()] { f.wait(); });
+  }
+  ~hang() { open(); }
+  void open() {
+    if (!open_) gate_.set_value();
+    open_ = true;
+  }
+
+ private:
+  std::promise<void> gate_;
+  bool open_ = false;
+};
+
+channel_options fast_client(std::chrono::milliseconds interval, std::chrono::milliseconds timeout) {
+  channel_options o;
+  o.heartbeat_interval = interval;
+  o.heartbeat_timeout = timeout;
+  return o;
+}
+
+server_options quiet_server() {
+  server_options o;
+  o.heartbeat_interval = 0ms;  // only the client's heartbeats in these tests
+  o.min_ping_interval_allowed = 0ms;
+  return o;
+}
+
+bool contains(const std::string& s, std::string_view part) {
+  return s.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("heartbeat: a call with no deadline to a hung server fails UNAVAILABLE (connection lost)",
+          "[heartbeat]") {
+  const auto target = GENERATE(as<std::string>{}, "loopback", "tcp");
+  hb_fixture f(target, quiet_server());
+  auto ch = f.make_channel(fast_client(20ms, 60ms));
+  REQUIRE(f.call(*ch) == status_code::ok);
+  hang h(f.server_io->executor());
+  client_context ctx;  // no deadline
+  std::optional<boost::system::error_code> out;
+  f.start(*ch, out, &ctx);
+  REQUIRE(run_until(f.io, [&] { return out.has_value(); }));
+  CHECK(to_status_code(*out) == status_code::unavailable);
+  CHECK(contains(ctx.status_message(), "connection lost"));
+  const auto s = ch->stats();
+  CHECK(s.heartbeat_timeouts == 1);
+  CHECK(s.pings_sent >= 1);
+  h.open();
+}
+
+TEST_CASE("heartbeat: an idle connection to a hung server is closed", "[heartbeat]") {
+  const auto target = GENERATE(as<std::string>{}, "loopback", "tcp");
+  hb_fixture f(target, quiet_server());
+  auto ch = f.make_channel(fast_client(20ms, 60ms));
+  REQUIRE(f.call(*ch) == status_code::ok);
+  {
+    hang h(f.server_io->executor());
+    REQUIRE(run_until(f.io, [&] { return ch->stats().heartbeat_timeouts == 1; }));
+  }
+  // The server woke up: a tcp channel connects again on its next call (a loopback one cannot).
+  if (target == "tcp") {
+    CHECK(f.call(*ch) == status_code::ok);
+    CHECK(ch->stats().connects == 2);
+  } else {
+    CHECK(f.call(*ch) == status_code::unavailable);
+  }
+}
+
+TEST_CASE("heartbeat: a healthy idle connection stays up and every ping is answered", "[heartbeat]") {
+  const auto target = GENERATE(as<std::string>{}, "loopback", "tcp");
+  server_options so;
+  so.heartbeat_interval = 20ms;
+  so.heartbeat_timeout = 2s;  // generous: a loaded machine (sanitizers) must not look dead
+  so.min_ping_interval_allowed = 10ms;
+  hb_fixture f(target, so);
+  auto ch = f.make_channel(fast_client(20ms, 2s));
+  REQUIRE(f.call(*ch) == status_code::ok);
+  // Many intervals of silence: both sides run heartbeats, one ping answers for both.
+  REQUIRE(run_until(f.io, [&] {
+    const auto s = ch->stats();
+    return s.pings_sent + s.pings_received >= 30;
+  }));
+  const auto c = ch->stats();
+  const auto s = f.srv->stats();
+  CHECK(c.heartbeat_timeouts == 0);
+  CHECK(s.heartbeat_timeouts == 0);
+  CHECK(c.too_many_pings == 0);
+  CHECK(s.too_many_pings == 0);
+  CHECK(c.pongs_received + 1 >= c.pings_sent);  // at most the last one still on its way
+  CHECK(c.pings_received <= s.pings_sent);
+  CHECK(s.pings_received <= c.pings_sent);
+  // Still the first connection.
+  CHECK(f.call(*ch) == status_code::ok);
+  CHECK(ch->stats().connects == 1);
+}
+
+TEST_CASE("heartbeat: no pings while replies flow", "[heartbeat]") {
+  const auto target = GENERATE(as<std::string>{}, "loopback", "tcp");
+  server_options so;
+  so.heartbeat_interval = 200ms;
+  so.heartbeat_timeout = 2s;
+  hb_fixture f(target, so);
+  auto ch = f.make_channel(fast_client(200ms, 2s));
+  const auto until = std::chrono::steady_clock::now() + 1s;  // five intervals of back-to-back calls
+  while (std::chrono::steady_clock::now() < until) REQUIRE(f.call(*ch) == status_code::ok);
+  CHECK(ch->stats().pings_sent == 0);
+  CHECK(f.srv->stats().pings_sent == 0);
+}
+
+TEST_CASE("heartbeat: a client pinging faster than allowed is cut off (too_many_pings)", "[heartbeat]") {
+  const auto target = GENERATE(as<std::string>{}, "loopback", "tcp");
+  server_options so;  // min_ping_interval_allowed 200 ms, 2 strikes
+  hb_fixture f(target, so);
+  auto good = f.make_channel({});
+  REQUIRE(f.call(*good) == status_code::ok);
+  auto eager = f.make_channel(fast_client(5ms, 2s));
+  client_context ctx;
+  std::optional<boost::system::error_code> out;
+  f.start(*eager, out, &ctx, /*sleep_ms=*/30000);  // in flight, no deadline, nothing comes back
+  REQUIRE(run_until(f.io, [&] { return out.has_value(); }));
+  CHECK(to_status_code(*out) == status_code::unavailable);
+  CHECK(contains(ctx.status_message(), "too_many_pings"));
+  CHECK(contains(ctx.status_message(), "RESOURCE_EXHAUSTED"));
+  CHECK(eager->stats().too_many_pings == 1);
+  CHECK(f.srv->stats().too_many_pings == 1);
+  CHECK(f.service.wait_for([&] { return f.service.sleeps_cancelled.load() == 1; }));
+  // The well-behaved client carries on, on its first connection.
+  CHECK(f.call(*good) == status_code::ok);
+  CHECK(good->stats().connects == 1);
+}
+
+namespace {
+
+// A raw client on the test thread's io_context: it records what the server sends and answers
+// nothing (no pongs) unless told to.
+struct raw_fixture {
+  boost::asio::io_context io{1};
+  test::test_service service;
+  std::optional<server> srv;
+  std::shared_ptr<transport::connection> conn;
+  std::shared_ptr<test::recording_handler> seen = std::make_shared<test::recording_handler>();
+
+  explicit raw_fixture(const server_options& options) {
+    srv.emplace(io.get_executor(), options);
+    srv->add_service(service);
+    auto [client_end, server_end] =
+        transport::loopback::make_loopback_pair(io.get_executor(), io.get_executor());
+    srv->serve(server_end);
+    conn = client_end;
+    conn->start(seen);
+  }
+  ~raw_fixture() {
+    srv.reset();
+    io.restart();
+    io.run_for(5s);
+  }
+  void send(frame::kind k, std::uint64_t value, std::uint32_t call_id = 0) {
+    frame::header h;
+    h.kind = k;
+    h.call_id = call_id;
+    h.timeout_us = value;
+    REQUIRE_FALSE(conn->send_copy(boost::asio::buffer(test::encode_frame(h))));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("heartbeat: the server closes the connection of a client that stops answering", "[heartbeat]") {
+  server_options so;
+  so.heartbeat_interval = 20ms;
+  so.heartbeat_timeout = 60ms;
+  raw_fixture f(so);
+  REQUIRE(run_until(f.io, [&] { return f.seen->close_calls == 1; }));
+  CHECK(test::find_frame(f.seen->messages, frame::kind::ping).has_value());
+  CHECK(f.srv->stats().heartbeat_timeouts == 1);
+  CHECK(f.srv->stats().pings_sent >= 1);
+}
+
+TEST_CASE("heartbeat: a ping is answered at once by a pong echoing its value", "[heartbeat][frame]") {
+  server_options so;
+  so.heartbeat_interval = 0ms;  // only our ping
+  raw_fixture f(so);
+  const std::uint64_t value = 0xFEEDFACECAFEBEEF;
+  f.send(frame::kind::ping, value);
+  std::optional<frame::header> pong;
+  REQUIRE(run_until(f.io, [&] {
+    pong = test::find_frame(f.seen->messages, frame::kind::pong);
+    return pong.has_value() || f.seen->close_calls > 0;
+  }));
+  REQUIRE(pong);
+  CHECK(pong->timeout_us == value);
+  CHECK(pong->call_id == 0);
+  CHECK(f.srv->stats().pings_received == 1);
+  CHECK(f.seen->close_calls == 0);
+}
+
+TEST_CASE("heartbeat: a malformed ping is a protocol violation that closes only its connection",
+          "[heartbeat][frame]") {
+  server_options so;
+  so.heartbeat_interval = 0ms;
+  raw_fixture f(so);
+  f.send(frame::kind::ping, 1, /*call_id=*/5);  // heartbeats belong to the connection: call id 0
+  REQUIRE(run_until(f.io, [&] { return f.seen->close_calls == 1; }));
+  CHECK_FALSE(test::find_frame(f.seen->messages, frame::kind::pong).has_value());
+  // Another client of the same server carries on.
+  auto [client_end, server_end] =
+      transport::loopback::make_loopback_pair(f.io.get_executor(), f.io.get_executor());
+  f.srv->serve(server_end);
+  auto ch = channel::create(client_end);
+  std::optional<boost::system::error_code> out;
+  async_unary_call<test::EchoReply>(*ch, test::test_service::echo, nullptr, test::make_request("x"),
+                                    [&](boost::system::error_code ec, test::EchoReply) { out = ec; });
+  REQUIRE(run_until(f.io, [&] { return out.has_value(); }));
+  CHECK(to_status_code(*out) == status_code::ok);
+}

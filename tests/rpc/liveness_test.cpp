@@ -1,0 +1,162 @@
+// The heartbeat state machine and the server's ping policer, driven by hand with made-up times:
+// every transition of rpc/liveness.hpp, no I/O and no clock.
+#include "rpc/liveness.hpp"
+
+#include <catch2/catch.hpp>
+
+using rdmarpc::liveness;
+using rdmarpc::ping_policer;
+using namespace std::chrono_literals;
+using action = liveness::action;
+
+namespace {
+
+const liveness::clock::time_point t0{std::chrono::seconds(1000)};
+
+}  // namespace
+
+TEST_CASE("liveness: disabled by a zero or max interval or timeout", "[liveness]") {
+  for (auto [interval, timeout] :
+       {std::pair{liveness::clock::duration::zero(), liveness::clock::duration(1s)},
+        std::pair{liveness::clock::duration(1s), liveness::clock::duration::zero()},
+        std::pair{liveness::clock::duration::max(), liveness::clock::duration(1s)},
+        std::pair{liveness::clock::duration(1s), liveness::clock::duration::max()}}) {
+    liveness l(interval, timeout, t0);
+    CHECK_FALSE(l.enabled());
+    CHECK(l.tick(t0 + 1h) == action::none);
+  }
+}
+
+TEST_CASE("liveness: the tick period is the shorter of interval and timeout", "[liveness]") {
+  liveness l(500ms, 300ms, t0);
+  CHECK(l.enabled());
+  CHECK(l.tick_period() == 300ms);
+  CHECK(liveness(300ms, 300ms, t0).tick_period() == 300ms);
+  CHECK(liveness(20ms, 2s, t0).tick_period() == 20ms);
+  CHECK(liveness(std::chrono::microseconds(300), 2ms, t0).tick_period() == 1ms);  // never below 1 ms
+}
+
+TEST_CASE("liveness: silence for the interval sends one ping, an answer clears it", "[liveness]") {
+  liveness l(500ms, 300ms, t0);
+  CHECK(l.tick(t0 + 100ms) == action::none);
+  CHECK(l.tick(t0 + 499ms) == action::none);
+  REQUIRE(l.tick(t0 + 500ms) == action::send_ping);
+  const auto v = l.ping_value();
+  CHECK(l.ping_outstanding());
+  // While it is outstanding, ticks before the timeout do nothing (no second ping).
+  CHECK(l.tick(t0 + 600ms) == action::none);
+  l.on_pong(v);
+  CHECK_FALSE(l.ping_outstanding());
+  CHECK(l.tick(t0 + 700ms) == action::none);  // the pong counted as traffic
+  // The next ping only after another full interval of silence, with a new value.
+  CHECK(l.tick(t0 + 1199ms) == action::none);
+  REQUIRE(l.tick(t0 + 1200ms) == action::send_ping);
+  CHECK(l.ping_value() != v);
+}
+
+TEST_CASE("liveness: no answer within the timeout means the peer is dead", "[liveness]") {
+  liveness l(500ms, 300ms, t0);
+  REQUIRE(l.tick(t0 + 500ms) == action::send_ping);
+  CHECK(l.tick(t0 + 799ms) == action::none);
+  CHECK(l.tick(t0 + 800ms) == action::peer_dead);
+}
+
+TEST_CASE("liveness: worst case detection is interval + timeout + one tick period", "[liveness]") {
+  liveness l(300ms, 300ms, t0);  // the defaults
+  const auto p = l.tick_period();
+  // The last message arrived just after the tick at t0: it is only seen at the next tick.
+  l.on_received();
+  auto now = t0;
+  action a = action::none;
+  while (a != action::peer_dead) {
+    now += p;
+    a = l.tick(now);
+  }
+  CHECK(now - t0 == 300ms + 300ms + p);
+  CHECK(now - t0 == 900ms);
+}
+
+TEST_CASE("liveness: any received traffic is a sign of life and costs no ping", "[liveness]") {
+  liveness l(500ms, 300ms, t0);
+  for (int i = 1; i <= 20; ++i) {
+    l.on_received();
+    CHECK(l.tick(t0 + i * 100ms) == action::none);
+  }
+  CHECK_FALSE(l.ping_outstanding());
+}
+
+TEST_CASE("liveness: traffic while a ping is outstanding answers it (a peer's ping too)", "[liveness]") {
+  liveness l(500ms, 300ms, t0);
+  REQUIRE(l.tick(t0 + 500ms) == action::send_ping);
+  l.on_received();  // e.g. the peer's own ping crossed ours
+  CHECK(l.tick(t0 + 700ms) == action::none);
+  CHECK_FALSE(l.ping_outstanding());
+  CHECK(l.tick(t0 + 1100ms) == action::none);  // the timeout no longer runs
+}
+
+TEST_CASE("liveness: a stale pong does not answer the outstanding ping before the next tick", "[liveness]") {
+  liveness l(500ms, 300ms, t0);
+  REQUIRE(l.tick(t0 + 500ms) == action::send_ping);
+  l.on_pong(l.ping_value() + 7);
+  CHECK(l.ping_outstanding());  // not our ping's value
+  // It still arrived, so the next tick counts it as traffic.
+  CHECK(l.tick(t0 + 600ms) == action::none);
+  CHECK_FALSE(l.ping_outstanding());
+}
+
+TEST_CASE("liveness: calls waiting for replies are no sign of life", "[liveness]") {
+  // Only on_received/on_pong feed the machine: sending (requests in flight) changes nothing.
+  liveness l(500ms, 300ms, t0);
+  REQUIRE(l.tick(t0 + 500ms) == action::send_ping);
+  CHECK(l.tick(t0 + 800ms) == action::peer_dead);
+}
+
+TEST_CASE("ping_policer: pings at the permitted rate are fine", "[liveness]") {
+  ping_policer p(200ms);
+  for (int i = 0; i < 10; ++i) CHECK_FALSE(p.on_ping(t0 + i * 200ms));
+  CHECK(p.strikes() == 0);
+}
+
+TEST_CASE("ping_policer: too many pings in a row cut the client off after the strikes", "[liveness]") {
+  ping_policer p(200ms, 2);
+  CHECK_FALSE(p.on_ping(t0));
+  CHECK_FALSE(p.on_ping(t0 + 10ms));  // strike 1
+  CHECK_FALSE(p.on_ping(t0 + 20ms));  // strike 2
+  CHECK(p.on_ping(t0 + 30ms));        // strike 3: beyond max_strikes
+}
+
+TEST_CASE("ping_policer: a ping at a permitted distance clears the strikes", "[liveness]") {
+  ping_policer p(200ms, 2);
+  CHECK_FALSE(p.on_ping(t0));
+  CHECK_FALSE(p.on_ping(t0 + 10ms));
+  CHECK_FALSE(p.on_ping(t0 + 20ms));
+  CHECK(p.strikes() == 2);
+  CHECK_FALSE(p.on_ping(t0 + 300ms));
+  CHECK(p.strikes() == 0);
+  CHECK_FALSE(p.on_ping(t0 + 310ms));
+}
+
+TEST_CASE("ping_policer: a zero minimum allows any rate", "[liveness]") {
+  ping_policer p(0ms);
+  for (int i = 0; i < 10; ++i) CHECK_FALSE(p.on_ping(t0));
+}
+
+TEST_CASE("liveness: ticks fall on a grid shared by every connection with the same settings", "[liveness]") {
+  liveness a(500ms, 300ms, t0);
+  liveness b(500ms, 300ms, t0 + 37ms);
+  const auto now = t0 + 1234ms;
+  CHECK(a.next_tick(now) == b.next_tick(now));
+  CHECK(a.next_tick(now) > now);
+  CHECK(a.next_tick(now) - now <= a.tick_period());
+  CHECK(a.next_tick(now).time_since_epoch() % a.tick_period() == liveness::clock::duration::zero());
+  // Exactly on a tick: the next one, never the same instant again.
+  const auto on = a.next_tick(now);
+  CHECK(a.next_tick(on) == on + a.tick_period());
+  // A server's grid is half a period later: it never ticks with its clients.
+  const auto half = a.tick_period() / 2;
+  const auto server_tick = a.next_tick(now, half);
+  CHECK(server_tick > now);
+  CHECK(server_tick - now <= a.tick_period());
+  CHECK((server_tick.time_since_epoch() - half) % a.tick_period() == liveness::clock::duration::zero());
+  CHECK(a.next_tick(server_tick, half) == server_tick + a.tick_period());
+}
