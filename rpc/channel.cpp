@@ -281,6 +281,9 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
 
  private:
   struct cancel_fn {
+    // A constructor, not an aggregate: slot.emplace constructs with parentheses, which clang 14
+    // does not accept for aggregates (P0960).
+    cancel_fn(std::weak_ptr<channel_impl> c, std::uint32_t i) noexcept : channel(std::move(c)), id(i) {}
     std::weak_ptr<channel_impl> channel;
     std::uint32_t id;
     void operator()(boost::asio::cancellation_type type) const {

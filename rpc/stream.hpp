@@ -78,6 +78,8 @@ namespace detail {
 // Installed in an operation's cancellation slot by the initiating function, on the caller's thread
 // (Asio's rule: slots are used on the handler's executor); the completion clears it there too.
 struct cancel_stream_on_signal {
+  // A constructor, not an aggregate: slot.emplace constructs with parentheses (clang 14 has no P0960).
+  explicit cancel_stream_on_signal(std::weak_ptr<stream_io> s) noexcept : stream(std::move(s)) {}
   std::weak_ptr<stream_io> stream;
   void operator()(boost::asio::cancellation_type type) const {
     if (type == boost::asio::cancellation_type::none) return;

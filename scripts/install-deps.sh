@@ -10,8 +10,9 @@ PACKAGES=(
   rdma-core libibverbs-dev librdmacm-dev ibverbs-providers ibverbs-utils rdmacm-utils perftest
   # C++ dependencies (Boost 1.81 = Asio 1.26; the default libboost-dev is 1.74 and too old)
   libboost1.81-dev libprotobuf-dev libprotoc-dev protobuf-compiler libspdlog-dev catch2
-  # toolchain (clang-format: scripts/check-format.sh, a stage of scripts/test.sh)
-  cmake ninja-build g++ pkg-config clang-format
+  # toolchain (clang-format: scripts/check-format.sh, a stage of scripts/test.sh; clang and
+  # libclang-rt-14-dev, which ships libFuzzer's runtime: scripts/fuzz.sh)
+  cmake ninja-build g++ pkg-config clang-format clang libclang-rt-14-dev
   # the Soft-RoCE VM (tools/rxe-vm)
   qemu-system-x86 qemu-system-data busybox-static cpio kmod xz-utils zstd iproute2
 )

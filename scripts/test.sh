@@ -4,13 +4,16 @@
 # the Soft-RoCE VM once for the stock tool checks and the `rdma`-labelled suite on rxe0, then
 # builds build-asan/ with ASan+UBSan and runs the host tests and (in a second VM boot) the rdma
 # suite there, then builds build-tsan/ with ThreadSanitizer and runs the host tests there (channels
-# are used from several threads, servers run several io_contexts). Prints a summary table and, on the last line,
+# are used from several threads, servers run several io_contexts), then builds the libFuzzer
+# targets in build-fuzz/ with clang and runs each briefly over its seed corpus (scripts/fuzz.sh). Prints a summary table and, on the last line,
 # "N passed, N failed". Exit 0 only when every stage passed and the rdma suite really ran (no
 # skipped rdma tests, count > 0).
 #
 # Environment:
 #   RDMARPC_SKIP_ASAN=1       skip the ASan+UBSan stage (quick local runs; ignored when CI=true)
 #   RDMARPC_SKIP_TSAN=1       skip the ThreadSanitizer stage (the same)
+#   RDMARPC_SKIP_FUZZ=1       skip the libFuzzer stage (the same)
+#   RDMARPC_FUZZ_SECONDS=SEC  run time of each fuzz target (default 20; scripts/fuzz.sh)
 #   RDMARPC_VM_TIMEOUT=SEC    limit of the VM run (default 2400)
 #   RDMARPC_BUILD_LOCK=FILE   run builds, ctest and the VM under `flock FILE` (shared machines)
 #   RXE_VM_CACHE, RXE_VM_*    passed on to tools/rxe-vm/run-in-vm.sh (cache: build/rxe-vm-cache)
@@ -135,6 +138,24 @@ rdma_in_vm() {
   fi
 }
 
+# fuzz_stage: scripts/fuzz.sh (clang build in build-fuzz/, each target for RDMARPC_FUZZ_SECONDS);
+# one "test" per target in the counts.
+fuzz_stage() {
+  local name="fuzz (build-fuzz/, libFuzzer, ${RDMARPC_FUZZ_SECONDS:-20}s per target)" start=$SECONDS rc p f
+  banner "$name"
+  bash "$ROOT/scripts/fuzz.sh" "${RDMARPC_FUZZ_SECONDS:-20}"; rc=$?
+  p=$(grep -c ' ok ' "$ROOT/build-fuzz/fuzz-results/summary.txt" 2>/dev/null) || p=0
+  f=$(grep -c ' FAILED ' "$ROOT/build-fuzz/fuzz-results/summary.txt" 2>/dev/null) || f=0
+  TOTAL_PASSED=$((TOTAL_PASSED + p)); TOTAL_FAILED=$((TOTAL_FAILED + f))
+  if ((rc != 0 || p == 0)); then
+    note "$name FAILED (exit $rc)"
+    # A build failure has no target counts: record() then counts the stage as one failure.
+    if ((f > 0)); then record "$name" FAILED $((SECONDS - start)) "$p/$f/0"; else record "$name" FAILED $((SECONDS - start)); fi
+  else
+    record "$name" ok $((SECONDS - start)) "$p/$f/0"
+  fi
+}
+
 summary() {
   local i
   banner "summary"
@@ -189,6 +210,14 @@ if run_stage "install dependencies" bash "$ROOT/scripts/install-deps.sh"; then
       TSAN_OPTIONS=${TSAN_OPTIONS:-suppressions=$ROOT/tests/tsan.supp halt_on_error=1 second_deadlock_stack=1} \
         ctest_stage "host tests (build-tsan/, ThreadSanitizer)" "$TSAN_BUILD" "$TSAN_BUILD/test-results/host.xml" -LE rdma
     fi
+  fi
+
+  if [[ ${RDMARPC_SKIP_FUZZ:-0} == 1 && ${CI:-} != true ]]; then
+    banner "fuzz stage skipped (RDMARPC_SKIP_FUZZ=1)"
+    record "fuzz (build-fuzz/, libFuzzer)" skipped 0
+  else
+    [[ ${RDMARPC_SKIP_FUZZ:-0} == 1 ]] && note "CI=true: RDMARPC_SKIP_FUZZ is ignored"
+    fuzz_stage
   fi
 fi
 summary

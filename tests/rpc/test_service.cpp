@@ -1,5 +1,6 @@
 #include "test_service.hpp"
 
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -38,7 +39,8 @@ boost::asio::awaitable<EchoReply> test_service::do_sleep(server_context& ctx, co
 
 boost::asio::awaitable<EchoReply> test_service::do_echo(server_context&, const EchoRequest& req) {
   EchoReply reply;
-  reply.set_data(req.reply_size() > 0 ? std::string(req.reply_size(), 'r') : req.data());
+  reply.set_data(req.reply_size() > 0 ? std::string(std::min(req.reply_size(), max_made_up_bytes), 'r')
+                                      : req.data());
   co_return reply;
 }
 
@@ -89,7 +91,8 @@ boost::asio::awaitable<void> test_service::do_ticks(server_context& ctx, const S
   try {
     const auto total = req.sizes_size() > 0 ? static_cast<std::uint32_t>(req.sizes_size()) : req.count();
     for (; req.forever() || i < total; ++i) {
-      const std::uint32_t size = req.sizes_size() > 0 ? req.sizes(static_cast<int>(i)) : req.size();
+      const std::uint32_t size =
+          std::min(req.sizes_size() > 0 ? req.sizes(static_cast<int>(i)) : req.size(), max_made_up_bytes);
       reply.set_data(std::string(size, static_cast<char>('a' + i % 26)));
       co_await out.async_write(reply, boost::asio::use_awaitable);
       ++ticks_written;

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <mutex>
 
 #include "rpc/service.hpp"
@@ -42,6 +43,10 @@ class test_service final : public rdmarpc::service {
   std::span<const method_descriptor> methods() const noexcept override { return methods_; }
   std::unique_ptr<server_call> new_call(std::size_t index) override;
   std::unique_ptr<server_stream_call> new_stream_call(std::size_t index) override;
+
+  // Largest reply data Echo (reply_size) and Ticks (size, sizes) make up from a request; larger
+  // asks are clamped. Unbounded for the tests; the fuzzer (tests/fuzz) keeps its inputs cheap.
+  std::uint32_t max_made_up_bytes = UINT32_MAX;
 
   // Observations, readable from any thread.
   std::atomic<int> sleeps_started{0};

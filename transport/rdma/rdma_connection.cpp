@@ -534,7 +534,6 @@ void rdma_connection::check_drained() {
 
 void rdma_connection::shutdown_resources() noexcept {
   if (!life_.shut_down()) return;
-  boost::system::error_code ignored;
   drain_timer_.cancel();
   // The fds belong to the verbs objects: let go of them (cancelling waits), never close them.
   reactor_.stop();

@@ -13,7 +13,8 @@
 
 namespace rdmarpc::transport::rdma {
 
-class rdma_connector : public std::enable_shared_from_this<rdma_connector>, public cm_event_pump::handler {
+class rdma_connector final : public std::enable_shared_from_this<rdma_connector>,
+                             public cm_event_pump::handler {
  public:
   // Starts connecting; `handler` gets void(error_code, shared_ptr<connection>) on its associated
   // executor (default `ex`), never inline. Errors: unreachable, connect_timeout, handshake_rejected.

@@ -30,7 +30,7 @@ constexpr int kBacklog = 1024;
 
 }  // namespace
 
-class rdma_listener::core : public std::enable_shared_from_this<core>, public cm_event_pump::handler {
+class rdma_listener::core final : public std::enable_shared_from_this<core>, public cm_event_pump::handler {
  public:
   core(boost::asio::any_io_executor ex, const endpoint& ep, const connection_options& options)
       : ex_(std::move(ex)), options_(options), local_(ep) {

@@ -16,9 +16,6 @@
 namespace rdmarpc::transport::tcp {
 
 namespace {
-constexpr std::size_t kReadBufferSize = 64 * 1024;  // small frames are parsed out of this
-// A larger frame's body is read in chunks of this size, so its memory follows what arrived.
-constexpr std::size_t kBodyChunk = 256 * 1024;
 // After our graceful shutdown we keep reading (and discarding) until the peer closes, so that our
 // close() never turns into a reset that could destroy data the peer has not read yet; bounded.
 constexpr std::chrono::seconds kDrainTimeout{5};
@@ -37,7 +34,7 @@ tcp_connection::tcp_connection(boost::asio::ip::tcp::socket socket, const connec
       options_(options),
       remote_address_(describe(socket_)),
       buffers_(kHeaderSize, options.send_queue_bytes),
-      read_buffer_(kReadBufferSize),
+      framer_(options.max_message_size),
       drain_timer_(ex_) {
   boost::system::error_code ec;
   socket_.set_option(boost::asio::ip::tcp::no_delay(true), ec);  // messages are latency-bound
@@ -127,46 +124,43 @@ void tcp_connection::close() {
 
 void tcp_connection::start_read() {
   if (reading_) return;
-  if (read_begin_ == read_end_) {
-    read_begin_ = read_end_ = 0;
-  } else if (read_begin_ > 0) {  // keep the partial frame, make room behind it
-    std::memmove(read_buffer_.data(), read_buffer_.data() + read_begin_, read_end_ - read_begin_);
-    read_end_ -= read_begin_;
-    read_begin_ = 0;
-  }
   reading_ = true;
+  const std::span<std::byte> space = framer_.read_space();
   socket_.async_read_some(
-      boost::asio::buffer(read_buffer_.data() + read_end_, read_buffer_.size() - read_end_),
+      boost::asio::buffer(space.data(), space.size()),
       [self = self()](boost::system::error_code ec, std::size_t n) { self->on_read(ec, n); });
 }
 
 void tcp_connection::on_read(boost::system::error_code ec, std::size_t n) {
   reading_ = false;
-  if (state_ == state::closed) return;
+  if (state_ == state::closed) {
+    framer_.discard();
+    return;
+  }
   if (state_ == state::draining) {
-    if (ec) {  // the peer closed (or failed): done
+    framer_.discard();  // we are no longer interested
+    if (ec) {           // the peer closed (or failed): done
       state_ = state::closed;
       drain_timer_.cancel();
       socket_.close(ec);
       return;
     }
-    read_begin_ = read_end_ = 0;  // discard: we are no longer interested
     start_read();
     return;
   }
   if (ec) {
     if (state_ == state::closing) {
       finish(errc::closed_locally, true);  // the flush cannot complete any more
-    } else if (ec == boost::asio::error::eof && read_begin_ == read_end_) {
+    } else if (ec == boost::asio::error::eof && framer_.idle()) {
       // A FIN without a goodbye: the peer process died (the kernel closed its socket).
-      finish(peer_said_goodbye_ ? errc::closed_by_peer : errc::connection_lost, true);
+      finish(framer_.said_goodbye() ? errc::closed_by_peer : errc::connection_lost, true);
     } else {
       spdlog::debug("tcp {}: read failed: {}", remote_address_, ec.message());
       finish(errc::connection_lost, true);  // reset, or EOF in the middle of a frame
     }
     return;
   }
-  read_end_ += n;
+  framer_.commit(n);
   // Replies committed while this read's messages are delivered leave in one write, after them.
   bool more = false;
   {
@@ -200,89 +194,31 @@ tcp_connection::cork::~cork() {
 
 bool tcp_connection::parse_frames() {
   while (state_ == state::open || state_ == state::closing) {
-    const std::size_t available = read_end_ - read_begin_;
-    if (available < kHeaderSize) return true;
-    const std::byte* frame = read_buffer_.data() + read_begin_;
-    std::uint32_t length = 0;
-    for (std::size_t i = 0; i < kHeaderSize; ++i) length |= static_cast<std::uint32_t>(frame[i]) << (8 * i);
-    if (peer_said_goodbye_) {
-      spdlog::warn("tcp {}: peer sent data after its goodbye; closing the connection", remote_address_);
-      finish(errc::protocol_error, true);
-      return false;
+    switch (framer_.next()) {
+      case tcp_framer::event::need_more: return true;
+      case tcp_framer::event::goodbye: continue;  // its FIN follows
+      case tcp_framer::event::after_goodbye:
+        spdlog::warn("tcp {}: peer sent data after its goodbye; closing the connection", remote_address_);
+        finish(errc::protocol_error, true);
+        return false;
+      case tcp_framer::event::too_large:
+        spdlog::warn(
+            "tcp {}: peer sent a frame of {} bytes, above the maximum message size {}; closing the "
+            "connection",
+            remote_address_, framer_.announced(), options_.max_message_size);
+        finish(errc::protocol_error, true);
+        return false;
+      case tcp_framer::event::message: {
+        const auto bytes = framer_.message();
+        auto message = buffers_.take_spare(bytes.size());
+        if (!bytes.empty()) std::memcpy(message.data(), bytes.data(), bytes.size());
+        deliver(std::move(message));
+        continue;
+      }
+      case tcp_framer::event::large_message: deliver(framer_.take_large()); continue;
     }
-    if (length == kGoodbyeLength) {
-      peer_said_goodbye_ = true;  // its FIN follows
-      read_begin_ += kHeaderSize;
-      continue;
-    }
-    if (length > options_.max_message_size) {
-      spdlog::warn(
-          "tcp {}: peer sent a frame of {} bytes, above the maximum message size {}; closing the connection",
-          remote_address_, length, options_.max_message_size);
-      finish(errc::protocol_error, true);
-      return false;
-    }
-    if (available - kHeaderSize >= length) {
-      auto message = buffers_.take_spare(length);
-      if (length > 0) std::memcpy(message.data(), frame + kHeaderSize, length);
-      read_begin_ += kHeaderSize + length;
-      deliver(std::move(message));
-      continue;
-    }
-    if (kHeaderSize + length <= read_buffer_.size()) return true;  // fits once more is read
-    // Too large for the buffer: read the rest of the body straight into the message, which grows
-    // with the bytes that arrive (a peer announcing 16 MiB and sending nothing costs nothing).
-    const std::size_t have = available - kHeaderSize;
-    body_.assign(frame + kHeaderSize, frame + kHeaderSize + have);
-    body_length_ = length;
-    read_begin_ = read_end_ = 0;
-    read_body();
-    return false;
   }
   return false;
-}
-
-void tcp_connection::read_body() {
-  const std::size_t at = body_.size();
-  const std::size_t chunk = std::min(kBodyChunk, body_length_ - at);
-  body_.resize(at + chunk);  // zero-fills only this chunk, which the read overwrites
-  reading_ = true;
-  socket_.async_read_some(boost::asio::buffer(body_.data() + at, chunk),
-                          [self = self(), at](boost::system::error_code ec, std::size_t n) {
-                            self->body_.resize(at + n);
-                            self->on_body_read(ec);
-                          });
-}
-
-void tcp_connection::on_body_read(boost::system::error_code ec) {
-  reading_ = false;
-  if (state_ == state::closed) {
-    body_ = {};
-    return;
-  }
-  if (state_ == state::draining) {
-    body_ = {};
-    if (ec) {
-      state_ = state::closed;
-      drain_timer_.cancel();
-      socket_.close(ec);
-    } else {
-      start_read();
-    }
-    return;
-  }
-  if (ec) {
-    if (state_ == state::closing) {
-      finish(errc::closed_locally, true);
-    } else {
-      spdlog::debug("tcp {}: read failed inside a frame: {}", remote_address_, ec.message());
-      finish(errc::connection_lost, true);
-    }
-    return;
-  }
-  if (body_.size() < body_length_) return read_body();
-  deliver_corked(std::exchange(body_, {}));
-  if (state_ == state::open || state_ == state::closing || state_ == state::draining) start_read();
 }
 
 void tcp_connection::deliver(std::vector<std::byte> message) {
@@ -297,11 +233,6 @@ void tcp_connection::deliver(std::vector<std::byte> message) {
 }
 
 // --- sending -----------------------------------------------------------------------------------
-
-void tcp_connection::deliver_corked(std::vector<std::byte> message) {
-  const cork c(*this);
-  deliver(std::move(message));
-}
 
 void tcp_connection::flush() {
   if (corked_ || writing_ > 0 || send_queue_.empty()) return;
@@ -411,7 +342,7 @@ void tcp_connection::finish(boost::system::error_code reason, bool hard) {
       send_offset_ = 0;
     }
     buffers_.clear();
-    if (!reading_) body_ = {};
+    if (!reading_) framer_.discard();
     return;
   }
   state_ = state::draining;

@@ -3,8 +3,8 @@
 // a 4-byte little-endian length, then the bytes. close() ends the stream with a goodbye (the length
 // 0xffffffff, no bytes) before its FIN, so the peer can tell close() (closed_by_peer) from a process
 // that died (a bare FIN or a reset: connection_lost). Sends are queued (bounded) and written with
-// gathered writes straight from the reserved frame buffers; receives are parsed from a buffered
-// stream. Layer: transport.
+// gathered writes straight from the reserved frame buffers; receives are parsed by a tcp_framer.
+// Layer: transport.
 // Threading: every member runs on the socket's executor (see transport/connection.hpp).
 
 #include <array>
@@ -16,6 +16,7 @@
 
 #include "transport/connection.hpp"
 #include "transport/message_buffers.hpp"
+#include "transport/tcp/tcp_framer.hpp"
 
 namespace rdmarpc::transport::tcp {
 
@@ -35,8 +36,8 @@ class tcp_connection final : public connection, public received_message::owner {
 
   void release_message(std::uint64_t token) noexcept override { buffers_.give_back(token); }
 
-  static constexpr std::size_t kHeaderSize = 4;
-  static constexpr std::uint32_t kGoodbyeLength = 0xffffffff;  // never a message's length
+  static constexpr std::size_t kHeaderSize = tcp_framer::kHeaderSize;
+  static constexpr std::uint32_t kGoodbyeLength = tcp_framer::kGoodbyeLength;  // never a message's length
 
  protected:
   send_reservation reserve_now(std::size_t bytes, boost::system::error_code& ec) override;
@@ -55,8 +56,6 @@ class tcp_connection final : public connection, public received_message::owner {
 
   void start_read();
   void on_read(boost::system::error_code ec, std::size_t n);
-  void read_body();  // the next chunk of body_, up to body_length_
-  void on_body_read(boost::system::error_code ec);
   bool parse_frames();  // false once the connection ended (protocol error or close from a handler)
   void deliver(std::vector<std::byte> message);
 
@@ -71,7 +70,6 @@ class tcp_connection final : public connection, public received_message::owner {
   void after_write();                       // room for waiters; more to write, or the shutdown
   void on_write_failed(const boost::system::error_code& ec);
   void shutdown_send();
-  void deliver_corked(std::vector<std::byte> message);
   // While alive, commits only queue; its destructor writes them (see flush).
   class cork {
    public:
@@ -114,15 +112,11 @@ class tcp_connection final : public connection, public received_message::owner {
   // the write runs, since Asio copies only the span over them.
   std::array<boost::asio::const_buffer, 64> gather_{};
 
-  // Receiving: a buffered window [read_begin_, read_end_) of read_buffer_; a message larger than
-  // what is buffered is read straight into body_ instead.
-  std::vector<std::byte> read_buffer_;
-  std::size_t read_begin_ = 0, read_end_ = 0;
-  std::vector<std::byte> body_;
-  std::size_t body_length_ = 0;  // the frame length body_ is being read up to
+  // Receiving: the framer holds what was read and not delivered yet (and the peer's goodbye: its
+  // EOF is then closed_by_peer).
+  tcp_framer framer_;
   bool reading_ = false;
-  bool peer_said_goodbye_ = false;  // the peer's close(): its EOF is closed_by_peer
-  bool close_reported_ = false;     // a handler got on_close
+  bool close_reported_ = false;  // a handler got on_close
   boost::asio::steady_timer drain_timer_;
 
   connection_stats stats_;
