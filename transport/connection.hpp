@@ -147,6 +147,11 @@ class connection : public std::enable_shared_from_this<connection>, protected se
   virtual const connection_stats& stats() const noexcept = 0;
   virtual std::string remote_address() const = 0;  // e.g. "rdma://10.0.0.1:7471", for logs
 
+  // Coalesced commits (send_reservation::commit_coalesced) held for the doorbell now, and the most
+  // it holds: beyond that many the doorbell rings at its next turn.
+  static constexpr std::uint32_t kMaxHeldCommits = 16;
+  std::uint32_t held_commits() const noexcept { return held_commits_; }
+
  protected:
   // Room for `bytes` (already checked: open, not too large) or would_block. No other error.
   virtual send_reservation reserve_now(std::size_t bytes, boost::system::error_code& ec) = 0;
@@ -162,7 +167,6 @@ class connection : public std::enable_shared_from_this<connection>, protected se
   // kMaxHeldCommits commits. A writer that posts its completion and commits again from it so
   // sends up to that many messages in one write (tcp) or one chained post (rdma); a lone message
   // waits two turns. Anything else that sends (a plain commit, close) takes held messages along.
-  static constexpr std::uint32_t kMaxHeldCommits = 16;
   void hold_doorbell() noexcept;
   bool doorbell_held() const noexcept { return held_commits_ > 0; }
   // Sends what was committed and held (on the executor).

@@ -7,6 +7,7 @@
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <catch2/catch.hpp>
@@ -22,6 +23,7 @@
 #include "rpc/frame.hpp"
 #include "rpc/server.hpp"
 #include "rpc/stream.hpp"
+#include "rpc/unary_call.hpp"
 #include "test_service.hpp"
 #include "tests/transport/connection_contract.hpp"
 #include "transport/loopback/loopback_transport.hpp"
@@ -370,5 +372,78 @@ TEST_CASE("stream lifecycle: read handlers run in place read a burst in order or
     rs.io.restart();
     rs.io.poll();
     CHECK(rs.seen->close_calls == 0);  // the connection carries on
+  }
+}
+
+// A read handler that throws while it runs in place (inside the frame that completed it): the
+// exception comes out of the io_context's run() as any handler's would, not through the
+// transport, so the connection carries on and the stream still ends; over loopback and tcp.
+TEST_CASE("stream lifecycle: a read handler that throws in place leaves the connection working", "[stream]") {
+  for (const std::string target : {"loopback", "tcp"}) {
+    CAPTURE(target);
+    boost::asio::io_context io{1};
+    std::optional<server> srv;
+    test::test_service svc;
+    srv.emplace(io.get_executor());
+    srv->add_service(svc);
+    std::shared_ptr<channel> ch;
+    if (target == "tcp") {
+      const auto ep = srv->listen("tcp://127.0.0.1:0");
+      ch = channel::create(io.get_executor(), ep.to_uri());
+    } else {
+      auto [c, s] = transport::loopback::make_loopback_pair(io.get_executor(), io.get_executor());
+      srv->serve(s);
+      ch = channel::create(c);
+    }
+    client_context ctx;
+    test::StreamRequest req;
+    req.set_count(3);
+    client_stream<test::StreamRequest, test::EchoReply> s(
+        ch->start_stream(test::test_service::ticks, &ctx, &req));
+    test::EchoReply reply;
+    int reads = 0;
+    bool ended = false;
+    std::function<void()> read_next = [&] {
+      s.async_read(reply, [&](boost::system::error_code ec) {
+        if (ec) {
+          ended = true;
+          return;
+        }
+        if (++reads == 1) {
+          read_next();
+          throw std::runtime_error("handler failed");
+        }
+        read_next();
+      });
+    };
+    read_next();
+    int thrown = 0;
+    {
+      auto guard = boost::asio::make_work_guard(io);
+      const auto deadline = std::chrono::steady_clock::now() + 30s;
+      while (!ended && std::chrono::steady_clock::now() < deadline) {
+        try {
+          io.run_one_for(10ms);
+        } catch (const std::runtime_error&) {
+          ++thrown;
+        }
+      }
+    }
+    REQUIRE(ended);
+    CHECK(thrown == 1);
+    CHECK(reads == 3);
+    // The connection is fine afterwards: a unary call on it succeeds.
+    std::optional<boost::system::error_code> r;
+    test::EchoRequest er;
+    er.set_data("after");
+    async_unary_call<test::EchoReply>(*ch, test::test_service::echo, nullptr, er,
+                                      [&](boost::system::error_code ec, test::EchoReply) { r = ec; });
+    REQUIRE(test::run_until(
+        io, [&] { return r.has_value(); }, 30s));
+    CHECK_FALSE(*r);
+    ch.reset();
+    srv.reset();
+    io.restart();
+    io.run_for(1s);
   }
 }
