@@ -9,6 +9,7 @@
 #include <boost/asio/prefer.hpp>
 #include <climits>
 #include <cstring>
+#include <exception>
 #include <utility>
 
 #include "rpc/extras.hpp"

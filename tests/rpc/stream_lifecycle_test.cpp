@@ -375,10 +375,11 @@ TEST_CASE("stream lifecycle: read handlers run in place read a burst in order or
   }
 }
 
-// A read handler that throws while it runs in place (inside the frame that completed it): the
-// exception comes out of the io_context's run() as any handler's would, not through the
-// transport, so the connection carries on and the stream still ends; over loopback and tcp.
-TEST_CASE("stream lifecycle: a read handler that throws in place leaves the connection working", "[stream]") {
+// A read handler (then a unary call's) that throws while it runs in place, inside the frame that
+// completed it: the exception comes out of the io_context's run() as any handler's would, not
+// through the transport, so the connection carries on and the stream still ends; loopback, tcp.
+TEST_CASE("stream lifecycle: read and unary handlers that throw in place leave the connection working",
+          "[stream]") {
   for (const std::string target : {"loopback", "tcp"}) {
     CAPTURE(target);
     boost::asio::io_context io{1};
@@ -432,6 +433,28 @@ TEST_CASE("stream lifecycle: a read handler that throws in place leaves the conn
     REQUIRE(ended);
     CHECK(thrown == 1);
     CHECK(reads == 3);
+    // The same for a unary call's handler, completed in place by its reply.
+    bool unary_done = false;
+    test::EchoRequest first;
+    first.set_data("first");
+    async_unary_call<test::EchoReply>(*ch, test::test_service::echo, nullptr, first,
+                                      [&](boost::system::error_code, test::EchoReply) {
+                                        unary_done = true;
+                                        throw std::runtime_error("unary handler failed");
+                                      });
+    {
+      auto guard = boost::asio::make_work_guard(io);
+      const auto deadline = std::chrono::steady_clock::now() + 30s;
+      while (thrown < 2 && std::chrono::steady_clock::now() < deadline) {
+        try {
+          io.run_one_for(10ms);
+        } catch (const std::runtime_error&) {
+          ++thrown;
+        }
+      }
+    }
+    CHECK(unary_done);
+    CHECK(thrown == 2);
     // The connection is fine afterwards: a unary call on it succeeds.
     std::optional<boost::system::error_code> r;
     test::EchoRequest er;
