@@ -94,6 +94,7 @@ boost::asio::awaitable<stream_outcome> ping_pong(std::shared_ptr<channel> ch,
   client_context ctx;
   ctx.add_metadata("who", "chat");
   ctx.add_metadata("x-grpc-test-echo-initial", "test_initial_metadata_value");
+  ctx.add_metadata("x-grpc-test-echo-trailing-bin", std::string("\x0a\x0b\x0a\x0b\x0a\x0b", 6));
   client_stream<EchoRequest, EchoReply> s(ch->start_stream(test_service::chat, &ctx, nullptr));
   stream_outcome out;
   EchoRequest req;
@@ -173,6 +174,8 @@ TEST_CASE(
   CHECK(value_of(out.trailing, "count") == "4");
   CHECK(value_of(out.initial, "echo-who") == "chat");
   CHECK(value_of(out.initial, "echo-x-grpc-test-echo-initial") == "test_initial_metadata_value");
+  CHECK(value_of(out.trailing, "x-grpc-test-echo-trailing-bin") ==
+        std::string("\x0a\x0b\x0a\x0b\x0a\x0b", 6));
 
   const auto empty = run_client(h, ping_pong(ch, {}));
   CHECK(empty.sizes.empty());
@@ -441,7 +444,7 @@ TEST_CASE("e2e interop: unimplemented_service and custom_metadata on a unary cal
   REQUIRE_FALSE(r.ec);
   CHECK(value_of(md.server_initial_metadata(), "echo-x-grpc-test-echo-initial") ==
         "test_initial_metadata_value");
-  CHECK(value_of(md.server_initial_metadata(), "echo-x-grpc-test-echo-trailing-bin") ==
+  CHECK(value_of(md.server_trailing_metadata(), "x-grpc-test-echo-trailing-bin") ==
         std::string("\x0a\x0b\x0a\x0b\x0a\x0b", 6));
   CHECK(value_of(md.server_trailing_metadata(), "count") == "2");
 }

@@ -54,12 +54,26 @@ boost::asio::awaitable<EchoReply> test_service::do_fail(server_context&, const E
   co_return EchoReply{};
 }
 
+namespace {
+// Every request metadata entry comes back in the initial metadata as "echo-<key>", except
+// x-grpc-test-echo-trailing-bin, which comes back as it is in the trailing metadata (as gRPC's
+// interop server does for custom_metadata).
+void echo_metadata(server_context& ctx) {
+  for (const auto& [key, value] : ctx.client_metadata()) {
+    if (key == "x-grpc-test-echo-trailing-bin") {
+      ctx.add_trailing_metadata(key, value);
+    } else {
+      ctx.add_initial_metadata("echo-" + key, value);
+    }
+  }
+}
+}  // namespace
+
 boost::asio::awaitable<EchoReply> test_service::do_metadata(server_context& ctx, const EchoRequest& req) {
   EchoReply reply;
-  for (const auto& [key, value] : ctx.client_metadata()) {
+  for (const auto& [key, value] : ctx.client_metadata())
     reply.mutable_data()->append(key + "=" + value + ";");
-    ctx.add_initial_metadata("echo-" + key, value);
-  }
+  echo_metadata(ctx);
   ctx.add_trailing_metadata("count", std::to_string(ctx.client_metadata().size()));
   if (req.data() == "fail") ctx.set_status(status_code::not_found, "failed as asked");
   if (req.data() == "flood" || req.data() == "flood and fail") {  // more than a client accepts (64)
@@ -74,12 +88,6 @@ void test_service::stream_ended(server_context& ctx, bool finished) {
   if (finished) ++streams_finished;
   notify();
 }
-
-namespace {
-void echo_metadata(server_context& ctx) {
-  for (const auto& [key, value] : ctx.client_metadata()) ctx.add_initial_metadata("echo-" + key, value);
-}
-}  // namespace
 
 boost::asio::awaitable<void> test_service::do_ticks(server_context& ctx, const StreamRequest& req,
                                                     server_writer<EchoReply>& out) {
