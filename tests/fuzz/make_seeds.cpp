@@ -89,6 +89,8 @@ std::vector<std::pair<std::string, std::string>> frames() {
       {"reset", frame_bytes(hdr(k::reset, 3, 0, 0, 0, status_code::cancelled))},
       {"window_update", frame_bytes(hdr(k::window_update, 3, 4, 4096))},
       {"stream_headers", frame_bytes(hdr(k::stream_headers, 3, 64, 1u << 20))},
+      {"ping", frame_bytes(hdr(k::ping, 0, 0, 0x3d))},  // heartbeats: an opaque value in timeout_us
+      {"pong", frame_bytes(hdr(k::pong, 0, 0, 0x3d))},
   };
 }
 
