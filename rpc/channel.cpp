@@ -375,10 +375,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
 
   // A ping or pong through the connection's ordinary reserve/commit; no waiting for room.
   boost::system::error_code send_heartbeat(frame::kind kind, std::uint64_t value) {
-    frame::header h;
-    h.kind = kind;
-    h.timeout_us = value;
-    const auto head = frame::encode_header(h);
+    const auto head = frame::encode_heartbeat(kind, value);
     return conn_->send_copy(boost::asio::buffer(head));
   }
 

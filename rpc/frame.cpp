@@ -187,4 +187,11 @@ view decode(std::span<const std::byte> message, decode_error& err) noexcept {
   return v;
 }
 
+std::array<std::byte, kHeaderSize> encode_heartbeat(kind k, std::uint64_t value) noexcept {
+  header h;
+  h.kind = k;
+  h.timeout_us = value;
+  return encode_header(h);
+}
+
 }  // namespace rdmarpc::frame

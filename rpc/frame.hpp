@@ -81,6 +81,8 @@ const char* to_string(decode_error e) noexcept;
 // senders build headers from typed values).
 void encode_header(const header& h, std::span<std::byte, kHeaderSize> out) noexcept;
 std::array<std::byte, kHeaderSize> encode_header(const header& h) noexcept;
+// A whole ping or pong frame (`k`): the opaque `value` in timeout_us, every other field zero.
+std::array<std::byte, kHeaderSize> encode_heartbeat(kind k, std::uint64_t value) noexcept;
 
 // Parses and validates a whole message. On failure `err` says why and the result is unspecified.
 view decode(std::span<const std::byte> message, decode_error& err) noexcept;

@@ -217,10 +217,7 @@ class connection_impl final : public server_connection,
   }
 
   boost::system::error_code send_heartbeat(frame::kind kind, std::uint64_t value) {
-    frame::header h;
-    h.kind = kind;
-    h.timeout_us = value;
-    const auto head = frame::encode_header(h);
+    const auto head = frame::encode_heartbeat(kind, value);
     return conn_->send_copy(boost::asio::buffer(head));
   }
 

@@ -1,6 +1,7 @@
 // Frame codec: round trips, the exact byte layout, and rejection of every kind of malformed input.
 #include "rpc/frame.hpp"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <vector>
@@ -287,6 +288,8 @@ TEST_CASE("frame: ping and pong carry only an opaque 64-bit value", "[frame][hea
       REQUIRE(err == frame::decode_error::none);
       CHECK(v.header.kind == kind);
       CHECK(v.header.timeout_us == ~std::uint64_t{0});
+      const auto built = frame::encode_heartbeat(kind, ~std::uint64_t{0});  // what both sides send
+      CHECK(std::equal(built.begin(), built.end(), msg.begin()));
     }
     SECTION("a call id (heartbeats belong to the connection)") {
       h.call_id = 1;
