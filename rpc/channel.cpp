@@ -16,7 +16,6 @@
 #include <boost/asio/steady_timer.hpp>
 #include <cstring>
 #include <deque>
-#include <exception>
 #include <limits>
 #include <optional>
 #include <string>
@@ -724,13 +723,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     if (inline_ok && io_ex_ != nullptr && op->runs_on(*io_ex_)) {
       // The handler runs on our io_context, and we are on it: call it here, without wrapping it
       // for a type-erased dispatch (what dispatch would do, minus its cost).
-      // A handler that throws must not unwind through the transport delivering the reply (an rdma
-      // poll loop would lose its batch and its re-arm): its exception comes out of run() instead.
-      try {
-        complete_in_place(std::move(op), ec);
-      } catch (...) {
-        boost::asio::post(ex_, [e = std::current_exception()] { std::rethrow_exception(e); });
-      }
+      complete_in_place(std::move(op), ec, ex_);  // a handler's exception comes out of run()
       if (released_) maybe_close_released();
       return;
     }

@@ -17,6 +17,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/recycling_allocator.hpp>
 #include <boost/system/error_code.hpp>
+#include <exception>
 #include <memory>
 #include <new>
 #include <type_traits>
@@ -166,12 +167,18 @@ completion_op_ptr make_completion_op(Handler&& handler) {
 }
 
 // Completes `op` with `ec` here: the caller runs on the handler's executor (op->runs_on) and is not
-// inside the operation's initiating function.
+// inside the operation's initiating function. A handler that throws must not unwind through the
+// transport that delivered the frame (an rdma poll loop would lose its batch and its re-arm): its
+// exception is posted to `ex`, to come out of the io_context's run() as any handler's would.
 template <typename Op>
-void complete_in_place(op_ptr<Op> op, boost::system::error_code ec) {
+void complete_in_place(op_ptr<Op> op, boost::system::error_code ec, const boost::asio::any_io_executor& ex) {
   auto slot = op->cancellation_slot();
   if (slot.is_connected()) slot.clear();
-  op.release()->complete(ec);
+  try {
+    op.release()->complete(ec);
+  } catch (...) {
+    boost::asio::post(ex, [e = std::current_exception()] { std::rethrow_exception(e); });
+  }
 }
 
 // Queues the completion of `op` with `ec` on the handler's associated executor (`io`, or `ex` when

@@ -9,7 +9,6 @@
 #include <boost/asio/prefer.hpp>
 #include <climits>
 #include <cstring>
-#include <exception>
 #include <utility>
 
 #include "rpc/extras.hpp"
@@ -61,7 +60,7 @@ void stream_core::delivering(F&& f) {
     std::forward<F>(f)();
   } catch (...) {
     // What was completed before the failure still completes, posted (e.g. bad_alloc in a frame).
-    if (delivering_ == 0) post_ready(0, ready_count_);
+    if (delivering_ == 0) post_ready();
     throw;
   }
   if (delivering_ == 0 && ready_count_ > 0) run_ready();
@@ -633,9 +632,6 @@ void stream_core::post_completion(handler h, boost::system::error_code ec) {
 // arrives for a waiting read so completes it with no trip through the scheduler, and the next
 // read is waiting before the next message of the same batch is handled (so it, too, is parsed
 // straight from the receive buffer).
-// A handler that throws must not unwind through the transport that delivered the frame (an rdma
-// poll loop would lose its batch and its re-arm): the exception is posted, to come out of the
-// io_context's run() as any handler's would, and the other completions are posted.
 void stream_core::run_ready() {
   const auto self = shared_from_this();  // a handler may drop the last reference to the stream
   std::array<std::pair<handler, boost::system::error_code>, 3> ready;
@@ -644,23 +640,17 @@ void stream_core::run_ready() {
   const bool here = on_own_thread();
   for (std::size_t i = 0; i < n; ++i) {
     auto& [op, ec] = ready[i];
-    if (!here || !op->runs_on(*io_ex_)) {
+    if (here && op->runs_on(*io_ex_)) {
+      complete_in_place(std::move(op), ec, ex_);  // a handler's exception comes out of run()
+    } else {
       post_completion(std::move(op), ec);
-      continue;
-    }
-    try {
-      complete_in_place(std::move(op), ec);
-    } catch (...) {
-      for (std::size_t j = i + 1; j < n; ++j) post_completion(std::move(ready[j].first), ready[j].second);
-      boost::asio::post(ex_, [e = std::current_exception()] { std::rethrow_exception(e); });
-      return;
     }
   }
 }
 
-void stream_core::post_ready(std::size_t from, std::size_t to) noexcept {
-  ready_count_ = 0;
-  for (std::size_t i = from; i < to; ++i) {
+void stream_core::post_ready() noexcept {
+  const std::size_t n = std::exchange(ready_count_, 0);
+  for (std::size_t i = 0; i < n; ++i) {
     try {
       post_completion(std::move(ready_[i].first), ready_[i].second);
     } catch (...) {  // no memory to post it: dropped (the op frees itself)

@@ -146,7 +146,7 @@ class stream_core final : public stream_io, public std::enable_shared_from_this<
   // Completes a handler never stored (a stream_io call that fails at once): always posted.
   void post_completion(handler h, boost::system::error_code ec);
   void run_ready();
-  void post_ready(std::size_t from, std::size_t to) noexcept;
+  void post_ready() noexcept;  // the held completions, all posted (after a failure)
   template <typename F>
   void delivering(F&& f);  // runs f with completions held back, then run_ready
   void update_work();
