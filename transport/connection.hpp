@@ -168,7 +168,6 @@ class connection : public std::enable_shared_from_this<connection>, protected se
   // sends up to that many messages in one write (tcp) or one chained post (rdma); a lone message
   // waits two turns. Anything else that sends (a plain commit, close) takes held messages along.
   void hold_doorbell() noexcept;
-  bool doorbell_held() const noexcept { return held_commits_ > 0; }
   // Sends what was committed and held (on the executor).
   virtual void ring_doorbell() noexcept = 0;
 

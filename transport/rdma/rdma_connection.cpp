@@ -277,7 +277,7 @@ void rdma_connection::commit_reservation(std::uint64_t token, std::size_t size, 
   // Posting runs no user code: the WRs go out now, in commit order (behind any still waiting, and
   // taking held ones along), or with the doorbell's turn.
   if (coalesce) return hold_doorbell();
-  if (committed_.size() == 1 || doorbell_held()) post_committed();
+  if (committed_.size() == 1 || held_commits() > 0) post_committed();
 }
 
 void rdma_connection::cancel_reservation(std::uint64_t token) noexcept {
