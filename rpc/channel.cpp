@@ -3,11 +3,15 @@
 #include <google/protobuf/message_lite.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
+#include <boost/asio/append.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/defer.hpp>
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/error.hpp>
 #include <boost/asio/execution/outstanding_work.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -18,6 +22,7 @@
 #include <deque>
 #include <limits>
 #include <optional>
+#include <random>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -29,11 +34,13 @@
 #include "rpc/liveness.hpp"
 #include "rpc/stream_core.hpp"
 #include "transport/connect.hpp"
+#include "transport/resolve.hpp"
 
 namespace rdmarpc {
 namespace {
 
 using clock = std::chrono::steady_clock;
+constexpr std::size_t kNoEndpoint = std::numeric_limits<std::size_t>::max();
 
 // One call from start_unary_call until its handler is posted. Owned by channel_impl::calls_, which
 // keeps finished ones for reuse, so steady traffic allocates none.
@@ -51,48 +58,97 @@ struct pending_call {
   io_work_count io_work;
   boost::asio::any_io_executor work;
   std::optional<boost::asio::steady_timer> timer;
-  bool sent = false;
+  std::size_t sent_on = kNoEndpoint;  // the endpoint whose connection carried it; none: queued
+  bool wait_for_ready = false;
   // Set when the call failed before reaching the channel's executor (serialization).
   status_code early_status = status_code::ok;
   std::string early_message;
+
+  bool sent() const noexcept { return sent_on != kNoEndpoint; }
+};
+
+// A stream the channel routes frames to: attached to one endpoint's connection, or waiting for one.
+struct open_stream {
+  std::shared_ptr<stream_core> core;
+  std::size_t endpoint = kNoEndpoint;
+  bool wait_for_ready = false;
+};
+
+// One endpoint of the channel (gRPC's subchannel): its connection, its state, its reconnect backoff
+// and its heartbeats.
+struct endpoint_slot {
+  endpoint_slot(boost::asio::any_io_executor ex, std::optional<transport::endpoint> ep,
+                const reconnect_backoff_options& backoff_options, const channel_options& o)
+      : endpoint(std::move(ep)),
+        backoff(backoff_options),
+        retry_timer(ex),
+        live(o.heartbeat_interval, o.heartbeat_timeout, clock::now()) {}
+
+  std::string name() const { return endpoint ? endpoint->to_uri() : std::string("the connection"); }
+
+  const std::optional<transport::endpoint> endpoint;  // empty: a given connection (no reconnect)
+  std::shared_ptr<transport::connection> conn;
+  std::uint64_t generation = 0;  // of conn; events of an older connection are ignored
+  channel_state state = channel_state::idle;
+  reconnect_backoff backoff;
+  boost::asio::steady_timer retry_timer;  // transient_failure until it fires
+  bool reserving = false;                 // an async_reserve for the queue's first call is outstanding
+  std::optional<boost::asio::steady_timer> heartbeat_timer;  // ticks while connected
+  liveness live;                                             // of the current connection
 };
 
 class channel_impl;
 
-// What the connection holds as its handler. A separate object so a connection generation can be
-// attached: events from a connection that was replaced are ignored.
+// What a connection holds as its handler. A separate object so the endpoint and the connection's
+// generation can be attached: events from a connection that was replaced are ignored.
 class connection_events final : public transport::connection_handler {
  public:
-  connection_events(std::shared_ptr<channel_impl> ch, std::uint64_t generation)
-      : channel_(std::move(ch)), generation_(generation) {}
+  connection_events(std::shared_ptr<channel_impl> ch, std::size_t endpoint, std::uint64_t generation)
+      : channel_(std::move(ch)), endpoint_(endpoint), generation_(generation) {}
   void on_message(transport::received_message message) override;
   void on_close(const boost::system::error_code& reason) override;
 
  private:
   std::shared_ptr<channel_impl> channel_;  // dropped after on_close (the connection drops us)
+  std::size_t endpoint_;
   std::uint64_t generation_;
+};
+
+struct state_waiter {
+  std::uint64_t id = 0;
+  channel_state last_observed = channel_state::idle;
+  boost::asio::any_completion_handler<channel::state_change_signature> handler;
+  boost::asio::any_io_executor work;  // an outstanding operation keeps its executor busy
 };
 
 class channel_impl final : public std::enable_shared_from_this<channel_impl>, public stream_core::owner {
  public:
-  channel_impl(boost::asio::any_io_executor ex, std::optional<transport::endpoint> ep,
+  // A channel to `endpoints` (resolved on first use when a host is a name).
+  channel_impl(boost::asio::any_io_executor ex, std::vector<transport::endpoint> endpoints,
                channel_options options)
-      : ex_(std::move(ex)),
-        io_ex_(ex_.target<boost::asio::io_context::executor_type>()),
-        endpoint_(std::move(ep)),
-        options_(std::move(options)),
-        live_(options_.heartbeat_interval, options_.heartbeat_timeout, clock::now()) {
-    if (options_.max_in_flight == 0) options_.max_in_flight = 1;
+      : channel_impl(std::move(ex), std::move(options)) {
+    configured_ = std::move(endpoints);
+    bool numeric = true;
+    for (const auto& ep : configured_) numeric = numeric && transport::is_numeric_host(ep.host);
+    if (numeric) set_endpoints(configured_);
+  }
+
+  // A channel over a given connection (create(connection)): one endpoint that never reconnects.
+  channel_impl(std::shared_ptr<transport::connection> conn, channel_options options)
+      : channel_impl(conn->get_executor(), std::move(options)) {
+    slots_.push_back(std::make_unique<endpoint_slot>(ex_, std::nullopt, options_.reconnect, options_));
+    resolved_ = true;
+    slots_[0]->state = channel_state::connecting;
+    publish_state();
+    given_ = std::move(conn);
+  }
+
+  // Adopts the given connection. Runs once the channel is shared.
+  void adopt() {
+    boost::asio::post(ex_, [self = shared_from_this()] { self->attach(0, std::move(self->given_)); });
   }
 
   boost::asio::any_io_executor get_executor() const noexcept { return ex_; }
-
-  // Adopts an established connection (create(connection)). Runs before the channel is shared.
-  void adopt(std::shared_ptr<transport::connection> conn) {
-    boost::asio::post(ex_, [self = shared_from_this(), conn = std::move(conn)]() mutable {
-      self->attach(std::move(conn));
-    });
-  }
 
   void start_unary_call(const method_descriptor& method, client_context* context,
                         const google::protobuf::MessageLite& request, unary_op_ptr op) {
@@ -110,6 +166,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     if (context != nullptr) {
       context->mutable_server_initial_metadata().clear();
       context->mutable_server_trailing_metadata().clear();
+      c->wait_for_ready = context->wait_for_ready();
     }
     c->deadline = deadline_of(context);
     if (io_ex_ != nullptr) {
@@ -154,7 +211,10 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     // Not shared yet: the frames are queued here, sent once the stream is registered and connected.
     core->open(method, context, deadline_of(context), std::move(first), first_request != nullptr);
     calls_started_.fetch_add(1, std::memory_order_relaxed);
-    auto reg = [self = shared_from_this(), core, serialized] { self->register_stream(core, serialized); };
+    const bool wait_for_ready = context != nullptr && context->wait_for_ready();
+    auto reg = [self = shared_from_this(), core, serialized, wait_for_ready] {
+      self->register_stream(core, serialized, wait_for_ready);
+    };
     if (on_own_thread()) {
       reg();
     } else {
@@ -178,12 +238,40 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     });
   }
 
+  channel_state state(bool try_to_connect) {
+    const auto s = published_state();
+    if (try_to_connect && s == channel_state::idle) {
+      boost::asio::post(ex_, [self = shared_from_this()] { self->want_connections(); });
+    }
+    return s;
+  }
+
+  void wait_for_state_change(channel_state last,
+                             boost::asio::any_completion_handler<channel::state_change_signature> h) {
+    const std::uint64_t id = next_waiter_id_.fetch_add(1, std::memory_order_relaxed);
+    auto slot = boost::asio::get_associated_cancellation_slot(h);
+    if (slot.is_connected()) {
+      slot.assign([weak = weak_from_this(), id](boost::asio::cancellation_type type) {
+        if (type == boost::asio::cancellation_type::none) return;
+        if (auto self = weak.lock()) {
+          boost::asio::post(self->ex_, [self, id] { self->cancel_waiter(id); });
+        }
+      });
+    }
+    state_waiter w{id, last, std::move(h),
+                   boost::asio::prefer(ex_, boost::asio::execution::outstanding_work.tracked)};
+    boost::asio::post(
+        ex_, [self = shared_from_this(), w = std::move(w)]() mutable { self->add_waiter(std::move(w)); });
+  }
+
   channel_stats stats() const {
     channel_stats s;
     s.calls_started = calls_started_.load(std::memory_order_relaxed);
     s.calls_ok = calls_ok_.load(std::memory_order_relaxed);
     s.calls_failed = calls_failed_.load(std::memory_order_relaxed);
     s.connects = connects_.load(std::memory_order_relaxed);
+    s.connect_failures = connect_failures_.load(std::memory_order_relaxed);
+    s.disconnects = disconnects_.load(std::memory_order_relaxed);
     s.pings_sent = pings_sent_.load(std::memory_order_relaxed);
     s.pongs_received = pongs_received_.load(std::memory_order_relaxed);
     s.pings_received = pings_received_.load(std::memory_order_relaxed);
@@ -193,36 +281,37 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   }
 
   // Connection events (on ex_) ----------------------------------------------------------------
-  void on_message(std::uint64_t generation, transport::received_message message) {
-    if (generation != generation_ || !conn_) return;
-    live_.on_received();  // a flag: heartbeats cost nothing per message
+  void on_message(std::size_t e, std::uint64_t generation, transport::received_message message) {
+    endpoint_slot& slot = *slots_[e];
+    if (generation != slot.generation || !slot.conn) return;
+    slot.live.on_received();  // a flag: heartbeats cost nothing per message
     frame::decode_error err{};
     const auto v = frame::decode(message.bytes(), err);
     if (err != frame::decode_error::none) {
-      protocol_violation(frame::to_string(err));
+      protocol_violation(e, frame::to_string(err));
       return;
     }
     switch (v.header.kind) {
       case frame::kind::response: break;
-      case frame::kind::ping: return on_ping(v.header.timeout_us);
+      case frame::kind::ping: return on_ping(e, v.header.timeout_us);
       case frame::kind::pong:
         pongs_received_.fetch_add(1, std::memory_order_relaxed);
-        return live_.on_pong(v.header.timeout_us);
+        return slot.live.on_pong(v.header.timeout_us);
       case frame::kind::reset:
-        if (v.header.call_id == 0) return on_connection_reset(v);
-        return on_stream_frame(v, message);
+        if (v.header.call_id == 0) return on_connection_reset(e, v);
+        return on_stream_frame(e, v, message);
       case frame::kind::stream_message:
       case frame::kind::trailers:
       case frame::kind::window_update:
-      case frame::kind::stream_headers: return on_stream_frame(v, message);
-      default: return protocol_violation("unexpected frame kind from server");
+      case frame::kind::stream_headers: return on_stream_frame(e, v, message);
+      default: return protocol_violation(e, "unexpected frame kind from server");
     }
     auto it = calls_.find(v.header.call_id);
-    pending_call* c_ptr = it != calls_.end() && it->second->sent ? it->second.get() : nullptr;
+    pending_call* c_ptr = it != calls_.end() && it->second->sent_on == e ? it->second.get() : nullptr;
     // Limits first: nothing of the response's metadata is parsed or allocated before they hold.
     const auto fields = extras::count_fields(v.extras);
     if (!fields) {
-      protocol_violation("response extras do not parse");
+      protocol_violation(e, "response extras do not parse");
       return;
     }
     if (v.extras.size() > options_.max_metadata_bytes || *fields > options_.max_metadata_entries + 1) {
@@ -246,7 +335,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     if (!extras::decode_response(v.extras, status_message,
                                  ctx != nullptr ? &ctx->mutable_server_initial_metadata() : nullptr,
                                  ctx != nullptr ? &ctx->mutable_server_trailing_metadata() : nullptr)) {
-      protocol_violation("response extras do not parse");
+      protocol_violation(e, "response extras do not parse");
       return;
     }
     if (c_ptr == nullptr) return;  // finished already (deadline, cancel)
@@ -268,18 +357,28 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     pump();
   }
 
-  void on_close(std::uint64_t generation, const boost::system::error_code& reason) {
-    if (generation != generation_) return;
-    conn_.reset();
-    reserving_ = false;
-    if (heartbeat_timer_) heartbeat_timer_->cancel();
-    if (!closed_) spdlog::debug("rdmarpc channel: connection ended: {}", reason.message());
-    fail_all(status_code::unavailable,
-             closed_ ? std::string("channel closed") : "connection lost: " + reason.message());
-    if (!endpoint_) closed_ = true;  // a channel over a given connection cannot reconnect
+  void on_close(std::size_t e, std::uint64_t generation, const boost::system::error_code& reason) {
+    endpoint_slot& slot = *slots_[e];
+    if (generation != slot.generation || !slot.conn) return;
+    if (!closed_) spdlog::debug("rdmarpc channel: connection to {} ended: {}", slot.name(), reason.message());
+    // A clean close (the server shut down, or restarts) leaves the endpoint idle: the next call
+    // reconnects at once. Anything else marks it failed, so calls go elsewhere for its backoff.
+    const bool failed = reason != transport::errc::closed_by_peer;
+    connection_ended(e, closed_ ? std::string("channel closed") : "connection lost: " + reason.message(),
+                     failed);
   }
 
  private:
+  channel_impl(boost::asio::any_io_executor ex, channel_options options)
+      : ex_(std::move(ex)),
+        io_ex_(ex_.target<boost::asio::io_context::executor_type>()),
+        options_(std::move(options)),
+        resolve_backoff_(options_.reconnect),
+        resolve_timer_(ex_),
+        random_(std::random_device{}()) {
+    if (options_.max_in_flight == 0) options_.max_in_flight = 1;
+  }
+
   struct cancel_fn {
     // A constructor, not an aggregate: slot.emplace constructs with parentheses, which clang 14
     // does not accept for aggregates (P0960).
@@ -305,118 +404,437 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
                                                                       : now + options_.default_timeout;
   }
 
-  // On ex_: the stream joins the channel (and is connected, or waits for the connection).
-  void register_stream(const std::shared_ptr<stream_core>& core, bool serialized) {
+  bool at_capacity() const noexcept {
+    return calls_.size() + streams_.size() >= options_.max_in_flight + options_.max_queued_calls;
+  }
+
+  // On ex_: the stream joins the channel (and is connected, or waits for a connection).
+  void register_stream(const std::shared_ptr<stream_core>& core, bool serialized, bool wait_for_ready) {
     if (core->ended()) return;  // cancelled before it got here (its end was reported)
     if (!serialized)
       return core->fail(status_code::invalid_argument, "cannot serialize request (missing required fields?)");
     if (closed_) return core->fail(status_code::unavailable, "channel closed");
-    if (calls_.size() + streams_.size() >= options_.max_in_flight + options_.max_queued_calls)
+    if (at_capacity())
       return core->fail(status_code::resource_exhausted, "too many calls waiting on the channel");
     if (calls_.contains(core->id()) || streams_.contains(core->id()))
       return core->fail(status_code::resource_exhausted, "call id space exhausted");
-    streams_.emplace(core->id(), core);
+    if (!wait_for_ready && published_state() == channel_state::transient_failure)
+      return core->fail(status_code::unavailable, last_failure_);
+    streams_.emplace(core->id(), open_stream{core, kNoEndpoint, wait_for_ready});
     core->arm_deadline();
-    if (conn_) return core->attach(conn_);
-    unattached_streams_.push_back(core);
-    if (connecting_) return;
-    if (!endpoint_) return fail_all(status_code::unavailable, "not connected");
-    start_connect();
+    attach_waiting_streams();
+    if (streams_.contains(core->id()) && streams_.at(core->id()).endpoint == kNoEndpoint) want_connections();
   }
 
   // Routes a stream frame to its stream. A frame for an id we never used is a violation; one for a
-  // stream that ended here is dropped (it crossed our end).
-  void on_stream_frame(const frame::view& v, transport::received_message& message) {
+  // stream that ended here (or lives on another connection) is dropped (it crossed our end).
+  void on_stream_frame(std::size_t e, const frame::view& v, transport::received_message& message) {
     auto it = streams_.find(v.header.call_id);
-    if (it == streams_.end()) {
+    if (it == streams_.end() || it->second.endpoint != e) {
       if (v.header.call_id >= next_id_.load(std::memory_order_relaxed))
-        protocol_violation("stream frame for a stream never opened");
+        protocol_violation(e, "stream frame for a stream never opened");
       return;
     }
-    auto core = it->second;  // it may end (and leave streams_) inside on_frame
+    auto core = it->second.core;  // it may end (and leave streams_) inside on_frame
     core->on_frame(v, message);
   }
 
-  // Heartbeats ---------------------------------------------------------------------------------
-  // One periodic timer per connection; nothing per message but liveness's flag.
-  void start_heartbeats() {
-    live_ = liveness(options_.heartbeat_interval, options_.heartbeat_timeout, clock::now());
-    if (!live_.enabled()) return;
-    heartbeat_timer_.emplace(ex_, live_.next_tick(clock::now()));
-    arm_heartbeat();
+  // Connectivity --------------------------------------------------------------------------------
+  channel_state aggregate() const {
+    if (closed_) return channel_state::shutdown;
+    if (!resolved_) return resolving_ ? channel_state::connecting : resolve_state_;
+    std::array<channel_state, 1> one{};
+    if (slots_.size() == 1) {
+      one[0] = slots_[0]->state;
+      return aggregate_state(one);
+    }
+    std::vector<channel_state> states;
+    states.reserve(slots_.size());
+    for (const auto& s : slots_) states.push_back(s->state);
+    return aggregate_state(states);
   }
 
-  void arm_heartbeat() {
-    heartbeat_timer_->async_wait(
-        [weak = weak_from_this(), gen = generation_](const boost::system::error_code& ec) {
+  // Something waits for a connection (a call, a stream, a state waiter): the policy's endpoints
+  // connect. pick_first: the first idle endpoint in order, unless one is ready or connecting.
+  // round_robin: every idle endpoint.
+  void want_connections() {
+    if (closed_) return;
+    if (!resolved_) return start_resolve();
+    if (options_.load_balancing == load_balancing_policy::pick_first) {
+      for (const auto& s : slots_) {
+        if (s->state == channel_state::ready || s->state == channel_state::connecting) return;
+      }
+      for (std::size_t e = 0; e < slots_.size(); ++e) {
+        if (slots_[e]->state == channel_state::idle) return start_connect(e);
+      }
+      return;
+    }
+    for (std::size_t e = 0; e < slots_.size(); ++e) {
+      if (slots_[e]->state == channel_state::idle) start_connect(e);
+    }
+  }
+
+  // Anything that wants a connection now: calls, streams, someone waiting for the state.
+  bool has_demand() const noexcept { return !calls_.empty() || !streams_.empty() || !waiters_.empty(); }
+
+  void set_endpoints(const std::vector<transport::endpoint>& endpoints) {
+    for (const auto& ep : endpoints)
+      slots_.push_back(std::make_unique<endpoint_slot>(ex_, ep, options_.reconnect, options_));
+    resolved_ = true;
+  }
+
+  // Host names become endpoints, once, on first use (all names together).
+  void start_resolve() {
+    if (resolving_ || closed_) return;
+    resolving_ = true;
+    publish_state();
+    auto found = std::make_shared<std::vector<transport::endpoint>>();
+    auto left = std::make_shared<std::size_t>(configured_.size());
+    auto errors = std::make_shared<std::string>();
+    for (const auto& ep : configured_) {
+      transport::async_resolve(ex_, ep,
+                               [self = shared_from_this(), ep, found, left, errors](
+                                   boost::system::error_code ec, std::vector<transport::endpoint> addresses) {
+                                 if (ec) {
+                                   *errors += (errors->empty() ? "" : "; ") + std::string("cannot resolve ") +
+                                              ep.to_uri();
+                                 }
+                                 for (auto& a : addresses) {
+                                   if (std::find(found->begin(), found->end(), a) == found->end())
+                                     found->push_back(std::move(a));
+                                 }
+                                 if (--*left == 0) self->resolved(std::move(*found), *errors);
+                               });
+    }
+  }
+
+  void resolved(std::vector<transport::endpoint> endpoints, const std::string& errors) {
+    resolving_ = false;
+    if (closed_) return;
+    if (endpoints.empty()) {
+      // Nothing resolved: the channel fails like an endpoint, and resolves again after a backoff.
+      connect_failures_.fetch_add(1, std::memory_order_relaxed);
+      resolve_state_ = channel_state::transient_failure;
+      last_failure_ = errors;
+      resolve_timer_.expires_after(resolve_backoff_.next(unit_random()));
+      resolve_timer_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+        if (ec) return;
+        if (auto self = weak.lock()) {
+          self->resolve_state_ = channel_state::idle;
+          self->publish_state();
+          if (self->has_demand()) self->want_connections();
+        }
+      });
+      publish_state();
+      fail_waiting_fail_fast();
+      return;
+    }
+    if (!errors.empty()) spdlog::warn("rdmarpc channel: {}", errors);
+    set_endpoints(endpoints);
+    publish_state();
+    want_connections();
+  }
+
+  void start_connect(std::size_t e) {
+    endpoint_slot& slot = *slots_[e];
+    slot.state = channel_state::connecting;
+    publish_state();
+    transport::async_connect(ex_, *slot.endpoint, options_.transport,
+                             [self = shared_from_this(), e](const boost::system::error_code& ec,
+                                                            std::shared_ptr<transport::connection> conn) {
+                               self->connected(e, ec, std::move(conn));
+                             });
+  }
+
+  void connected(std::size_t e, const boost::system::error_code& ec,
+                 std::shared_ptr<transport::connection> conn) {
+    endpoint_slot& slot = *slots_[e];
+    if (closed_) {
+      if (conn) conn->close();
+      return;
+    }
+    if (ec) {
+      connect_failures_.fetch_add(1, std::memory_order_relaxed);
+      spdlog::debug("rdmarpc channel: connect to {} failed: {}", slot.name(), ec.message());
+      return endpoint_failed(e, "cannot connect to " + slot.name() + ": " + ec.message());
+    }
+    attach(e, std::move(conn));
+  }
+
+  void attach(std::size_t e, std::shared_ptr<transport::connection> conn) {
+    endpoint_slot& slot = *slots_[e];
+    slot.conn = std::move(conn);
+    slot.generation = ++generations_;
+    slot.state = channel_state::ready;
+    slot.backoff.reset();
+    connects_.fetch_add(1, std::memory_order_relaxed);
+    slot.conn->start(std::make_shared<connection_events>(shared_from_this(), e, slot.generation));
+    start_heartbeats(e);
+    publish_state();
+    pump();
+    attach_waiting_streams();
+  }
+
+  // Endpoint `e` failed (a connect attempt, or its connection): transient_failure, and a retry after
+  // its backoff. When every endpoint has failed, calls that do not wait for ready fail; else the
+  // policy moves on (pick_first tries the next endpoint at once).
+  void endpoint_failed(std::size_t e, std::string why) {
+    endpoint_slot& slot = *slots_[e];
+    last_failure_ = std::move(why);
+    if (!slot.endpoint) {
+      // A given connection cannot be replaced: the channel is done.
+      slot.state = channel_state::shutdown;
+      return close_now(last_failure_.c_str());
+    }
+    slot.state = channel_state::transient_failure;
+    slot.retry_timer.expires_after(slot.backoff.next(unit_random()));
+    slot.retry_timer.async_wait([weak = weak_from_this(), e](const boost::system::error_code& ec) {
+      if (ec) return;  // closed
+      if (auto self = weak.lock()) self->retry_due(e);
+    });
+    publish_state();
+    if (published_state() == channel_state::transient_failure) return fail_waiting_fail_fast();
+    want_connections();
+  }
+
+  // An endpoint's backoff ended: it may connect again (at once if anything waits for it).
+  void retry_due(std::size_t e) {
+    endpoint_slot& slot = *slots_[e];
+    if (closed_ || slot.state != channel_state::transient_failure) return;
+    slot.state = channel_state::idle;
+    publish_state();
+    if (has_demand()) want_connections();
+  }
+
+  // Endpoint e's connection ended (closed, lost, heartbeat timeout, protocol error): what it carried
+  // fails UNAVAILABLE with `why`; calls and streams that never reached it wait for the next one.
+  // failed: the endpoint is in transient_failure for its backoff; else idle (a clean close).
+  void connection_ended(std::size_t e, const std::string& why, bool failed) {
+    endpoint_slot& slot = *slots_[e];
+    auto conn = std::move(slot.conn);
+    disconnects_.fetch_add(1, std::memory_order_relaxed);
+    slot.generation = ++generations_;  // its on_close, and a wait for send room on it, are ignored
+    slot.reserving = false;
+    if (slot.heartbeat_timer) slot.heartbeat_timer->cancel();
+    conn->close();
+    fail_sent_on(e, status_code::unavailable, why);
+    if (closed_) return;
+    if (failed || !slot.endpoint) return endpoint_failed(e, why);
+    slot.state = channel_state::idle;
+    publish_state();
+    if (has_demand()) want_connections();
+  }
+
+  // Fails the calls and streams carried by endpoint e's connection.
+  void fail_sent_on(std::size_t e, status_code code, const std::string& message) {
+    std::vector<std::uint32_t> ids;
+    for (auto it = calls_.begin(); it != calls_.end(); ++it) {
+      if (it->second->sent_on == e) ids.push_back(it->first);
+    }
+    for (const auto id : ids) finish(id, code, message, /*in_queue=*/false);
+    std::vector<std::shared_ptr<stream_core>> ended;
+    for (auto it = streams_.begin(); it != streams_.end();) {
+      if (it->second.endpoint == e) {
+        ended.push_back(std::move(it->second.core));
+        it = streams_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (auto& core : ended) core->fail(code, message);
+  }
+
+  // Every endpoint failed: what waits for a connection fails, unless it waits for ready.
+  void fail_waiting_fail_fast() {
+    std::vector<std::uint32_t> ids;
+    for (const auto id : queue_) {
+      if (!calls_.at(id).wait_for_ready) ids.push_back(id);
+    }
+    for (const auto id : ids) finish(id, status_code::unavailable, last_failure_);
+    std::vector<std::shared_ptr<stream_core>> failed;
+    for (auto it = streams_.begin(); it != streams_.end();) {
+      if (it->second.endpoint == kNoEndpoint && !it->second.wait_for_ready) {
+        failed.push_back(std::move(it->second.core));
+        it = streams_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (auto& core : failed) core->fail(status_code::unavailable, last_failure_);
+  }
+
+  // Streams waiting for a connection get one, picked like a call's.
+  void attach_waiting_streams() {
+    std::vector<std::uint32_t> waiting;
+    for (const auto& [id, s] : streams_) {
+      if (s.endpoint == kNoEndpoint) waiting.push_back(id);
+    }
+    for (const auto id : waiting) {
+      auto it = streams_.find(id);  // attaching one may end another
+      if (it == streams_.end()) continue;
+      const std::size_t e = pick(/*need_room=*/false);
+      if (e == kNoEndpoint) return;
+      it->second.endpoint = e;
+      auto core = it->second.core;
+      core->attach(slots_[e]->conn);
+    }
+  }
+
+  // The endpoint for the next call: a ready one by the policy, or none. need_room: skip endpoints
+  // whose connection has a wait for send room outstanding.
+  std::size_t pick(bool need_room) {
+    const std::size_t n = slots_.size();
+    if (options_.load_balancing == load_balancing_policy::pick_first) {
+      for (std::size_t e = 0; e < n; ++e) {
+        const endpoint_slot& s = *slots_[e];
+        if (s.state == channel_state::ready) return need_room && s.reserving ? kNoEndpoint : e;
+      }
+      return kNoEndpoint;
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t e = (next_pick_ + i) % n;
+      const endpoint_slot& s = *slots_[e];
+      if (s.state == channel_state::ready && !(need_room && s.reserving)) {
+        next_pick_ = (e + 1) % n;
+        return e;
+      }
+    }
+    return kNoEndpoint;
+  }
+
+  // aggregate() as of the last publish_state(), which every change of an endpoint's state calls.
+  channel_state published_state() const noexcept {
+    return static_cast<channel_state>(state_.load(std::memory_order_relaxed));
+  }
+
+  // state_ for any thread, and waiters told of a change.
+  void publish_state() {
+    const channel_state now = aggregate();
+    if (static_cast<channel_state>(
+            state_.exchange(static_cast<std::uint8_t>(now), std::memory_order_acq_rel)) == now)
+      return;
+    std::vector<state_waiter> due;
+    for (auto it = waiters_.begin(); it != waiters_.end();) {
+      if (it->last_observed != now) {
+        due.push_back(std::move(*it));
+        it = waiters_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (auto& w : due) complete_waiter(std::move(w), {}, now);
+  }
+
+  void add_waiter(state_waiter w) {
+    const channel_state now = aggregate();
+    if (w.last_observed == channel_state::shutdown && now == channel_state::shutdown)
+      return complete_waiter(std::move(w), boost::asio::error::shut_down, now);
+    if (w.last_observed != now) return complete_waiter(std::move(w), {}, now);
+    waiters_.push_back(std::move(w));
+    want_connections();  // a waiter is demand: an idle or failed channel keeps trying
+  }
+
+  void cancel_waiter(std::uint64_t id) {
+    for (auto it = waiters_.begin(); it != waiters_.end(); ++it) {
+      if (it->id == id) {
+        auto w = std::move(*it);
+        waiters_.erase(it);
+        return complete_waiter(std::move(w), boost::asio::error::operation_aborted, aggregate());
+      }
+    }
+  }
+
+  void complete_waiter(state_waiter w, boost::system::error_code ec, channel_state s) {
+    // Through ex_ to the handler's associated executor (never inline: we may be inside a call).
+    boost::asio::post(ex_, boost::asio::append(std::move(w.handler), ec, s));
+  }
+
+  double unit_random() { return std::uniform_real_distribution<double>(0.0, 1.0)(random_); }
+
+  // Heartbeats ---------------------------------------------------------------------------------
+  // One periodic timer per connection; nothing per message but liveness's flag.
+  void start_heartbeats(std::size_t e) {
+    endpoint_slot& slot = *slots_[e];
+    slot.live = liveness(options_.heartbeat_interval, options_.heartbeat_timeout, clock::now());
+    if (!slot.live.enabled()) return;
+    if (!slot.heartbeat_timer) slot.heartbeat_timer.emplace(ex_);
+    slot.heartbeat_timer->expires_at(slot.live.next_tick(clock::now()));
+    arm_heartbeat(e);
+  }
+
+  void arm_heartbeat(std::size_t e) {
+    endpoint_slot& slot = *slots_[e];
+    slot.heartbeat_timer->async_wait(
+        [weak = weak_from_this(), e, gen = slot.generation](const boost::system::error_code& ec) {
           if (ec) return;  // cancelled: the connection ended
-          if (auto self = weak.lock()) self->heartbeat_tick(gen);
+          if (auto self = weak.lock()) self->heartbeat_tick(e, gen);
         });
   }
 
-  void heartbeat_tick(std::uint64_t gen) {
-    if (gen != generation_ || !conn_) return;
+  void heartbeat_tick(std::size_t e, std::uint64_t gen) {
+    endpoint_slot& slot = *slots_[e];
+    if (gen != slot.generation || !slot.conn) return;
     const auto now = clock::now();
-    switch (live_.tick(now)) {
+    switch (slot.live.tick(now)) {
       case liveness::action::none: break;
       case liveness::action::send_ping:
         // No room now: not sent this time. The timeout still runs, so a server that stopped
         // reading (or granting credits) is cut off like a silent one.
-        if (!send_heartbeat(frame::kind::ping, live_.ping_value()))
+        if (!send_heartbeat(slot, frame::kind::ping, slot.live.ping_value()))
           pings_sent_.fetch_add(1, std::memory_order_relaxed);
         break;
-      case liveness::action::peer_dead: return heartbeat_timed_out();
+      case liveness::action::peer_dead: return heartbeat_timed_out(e);
     }
     // On the shared tick grid: no drift with timer latency, one wake-up for all connections.
-    heartbeat_timer_->expires_at(live_.next_tick(now));
-    arm_heartbeat();
+    slot.heartbeat_timer->expires_at(slot.live.next_tick(now));
+    arm_heartbeat(e);
   }
 
   // A ping or pong through the connection's ordinary reserve/commit; no waiting for room.
-  boost::system::error_code send_heartbeat(frame::kind kind, std::uint64_t value) {
+  static boost::system::error_code send_heartbeat(endpoint_slot& slot, frame::kind kind,
+                                                  std::uint64_t value) {
     const auto head = frame::encode_heartbeat(kind, value);
-    return conn_->send_copy(boost::asio::buffer(head));
+    return slot.conn->send_copy(boost::asio::buffer(head));
   }
 
-  void on_ping(std::uint64_t value) {
+  void on_ping(std::size_t e, std::uint64_t value) {
     pings_received_.fetch_add(1, std::memory_order_relaxed);
-    (void)send_heartbeat(frame::kind::pong, value);  // no room: whatever fills the queue is traffic too
+    (void)send_heartbeat(*slots_[e], frame::kind::pong,
+                         value);  // no room: whatever fills the queue is traffic too
   }
 
-  void heartbeat_timed_out() {
+  void heartbeat_timed_out(std::size_t e) {
     heartbeat_timeouts_.fetch_add(1, std::memory_order_relaxed);
     const auto reason = make_error_code(transport::errc::connection_lost);
     spdlog::warn("rdmarpc channel: no answer from {} to a heartbeat within {} ms: {}",
-                 conn_->remote_address(),
+                 slots_[e]->conn->remote_address(),
                  std::chrono::duration_cast<std::chrono::milliseconds>(options_.heartbeat_timeout).count(),
                  reason.message());
-    end_connection("connection lost: " + reason.message() + " (no heartbeat answer)");
+    connection_ended(e, "connection lost: " + reason.message() + " (no heartbeat answer)", true);
   }
 
   // A reset for call 0 ends the connection (the server closes it next): say why to every call.
-  void on_connection_reset(const frame::view& v) {
+  void on_connection_reset(std::size_t e, const frame::view& v) {
     std::string why;
-    if (!extras::decode_response(v.extras, why)) return protocol_violation("reset extras do not parse");
+    if (!extras::decode_response(v.extras, why)) return protocol_violation(e, "reset extras do not parse");
     if (why.empty()) why = "connection reset by the server";
     if (why == "too_many_pings") too_many_pings_.fetch_add(1, std::memory_order_relaxed);
-    spdlog::warn("rdmarpc channel: {} closed the connection: {} ({})", conn_->remote_address(), why,
+    spdlog::warn("rdmarpc channel: {} closed the connection: {} ({})", slots_[e]->conn->remote_address(), why,
                  to_string(v.header.status));
-    end_connection("connection closed by the server: " + why + " (" +
-                   std::string(to_string(v.header.status)) + ")");
+    connection_ended(
+        e, "connection closed by the server: " + why + " (" + std::string(to_string(v.header.status)) + ")",
+        true);
   }
 
-  // Ends the current connection now and fails its calls UNAVAILABLE with `why`. The next call
-  // reconnects (a channel over a given connection stays closed).
-  void end_connection(const std::string& why) {
-    auto conn = std::move(conn_);
-    ++generation_;  // its on_close, and a wait for send room on it, are ignored from now on
-    reserving_ = false;
-    if (heartbeat_timer_) heartbeat_timer_->cancel();
-    conn->close();
-    fail_all(status_code::unavailable, why);
-    if (!endpoint_) closed_ = true;
+  void protocol_violation(std::size_t e, const char* why) {
+    spdlog::warn("rdmarpc channel: closing connection to {}: {}", slots_[e]->conn->remote_address(), why);
+    // Fail now rather than waiting for on_close: the connection is not trustworthy any more. A wait
+    // for send room on the old connection is ignored from now on (connection_ended resets
+    // reserving): left set, it would keep pump() from ever sending on the next connection.
+    connection_ended(e, std::string("connection closed: protocol error: ") + why, true);
   }
 
+  // Calls ----------------------------------------------------------------------------------------
   bool on_own_thread() const noexcept { return io_ex_ != nullptr && io_ex_->running_in_this_thread(); }
 
   std::uint32_t allocate_id() noexcept {
@@ -453,7 +871,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     if (c->deadline <= clock::now())
       return complete(std::move(c), status_code::deadline_exceeded, "deadline exceeded");
     // Bound on everything the channel holds (sent or waiting, connected or not): back-pressure.
-    if (calls_.size() + streams_.size() >= options_.max_in_flight + options_.max_queued_calls)
+    if (at_capacity())
       return complete(std::move(c), status_code::resource_exhausted, "too many calls waiting on the channel");
     if (calls_.contains(id))
       return complete(std::move(c), status_code::resource_exhausted, "call id space exhausted");
@@ -461,6 +879,9 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
       return complete(std::move(c), status_code::invalid_argument,
                       "cannot serialize request (missing required fields?)");
     }
+    // Every endpoint failed and none is retrying yet: a fail-fast call fails now.
+    if (!c->wait_for_ready && published_state() == channel_state::transient_failure)
+      return complete(std::move(c), status_code::unavailable, last_failure_);
     if (c->deadline != clock::time_point::max()) {
       c->timer.emplace(ex_, c->deadline);
       c->timer->async_wait([weak = weak_from_this(), id](const boost::system::error_code& ec) {
@@ -471,8 +892,9 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     pending_call& call = *c;
     calls_.insert(id, std::move(c));
     // Nothing waits ahead of it: straight into the connection's send memory, no copy.
-    if (request != nullptr && queue_.empty() && conn_ && in_flight_ < options_.max_in_flight && !reserving_) {
-      if (send_direct(call, *request)) return;
+    if (request != nullptr && queue_.empty() && in_flight_ < options_.max_in_flight) {
+      if (const std::size_t e = pick(/*need_room=*/true); e != kNoEndpoint && send_direct(e, call, *request))
+        return;
     }
     if (request != nullptr) {
       serialize_into_body(call, *request);
@@ -505,46 +927,42 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     return true;
   }
 
-  // Serializes `request` into a reservation and commits it. False (nothing sent, call untouched)
-  // when there is no room now or the call needs the slow path.
-  bool send_direct(pending_call& c, const google::protobuf::MessageLite& request) {
+  // Serializes `request` into a reservation on endpoint e and commits it. False (nothing sent, call
+  // untouched) when there is no room now or the call needs the slow path.
+  bool send_direct(std::size_t e, pending_call& c, const google::protobuf::MessageLite& request) {
     const std::size_t payload = request.ByteSizeLong();
     const bool has_metadata = c.context != nullptr && !c.context->request_metadata().empty();
     if (has_metadata || payload > std::numeric_limits<std::uint32_t>::max()) return false;
     frame::header h;
     if (!make_request_header(c, 0, static_cast<std::uint32_t>(payload), h)) return false;
     boost::system::error_code ec;
-    auto r = conn_->try_reserve(frame::kHeaderSize + payload, ec);
+    auto r = slots_[e]->conn->try_reserve(frame::kHeaderSize + payload, ec);
     if (ec) return false;  // the queued path reports it (or waits for room)
     std::byte* out = r.data().data();
     frame::encode_header(h, std::span<std::byte, frame::kHeaderSize>(out, frame::kHeaderSize));
     request.SerializeWithCachedSizesToArray(reinterpret_cast<std::uint8_t*>(out + frame::kHeaderSize));
     r.commit();
-    c.sent = true;
+    c.sent_on = e;
     ++in_flight_;
     return true;
   }
 
-  // Sends queued calls while in-flight slots, the connection and its send room allow.
+  // Sends queued calls while in-flight slots, a ready connection and its send room allow.
   void pump() {
-    if (queue_.empty()) return;
-    if (!conn_) {
-      if (closed_ || connecting_) return;
-      if (!endpoint_) {
-        fail_all(status_code::unavailable, "not connected");
+    while (!queue_.empty() && in_flight_ < options_.max_in_flight) {
+      const std::size_t e = pick(/*need_room=*/true);
+      if (e == kNoEndpoint) {
+        if (pick(/*need_room=*/false) == kNoEndpoint) want_connections();
         return;
       }
-      start_connect();
-      return;
-    }
-    while (!queue_.empty() && in_flight_ < options_.max_in_flight && !reserving_ && conn_) {
+      endpoint_slot& slot = *slots_[e];
       const std::uint32_t id = queue_.front();
       pending_call& c = calls_.at(id);
       boost::system::error_code ec;
-      auto r = conn_->try_reserve(frame::kHeaderSize + c.body.size(), ec);
+      auto r = slot.conn->try_reserve(frame::kHeaderSize + c.body.size(), ec);
       if (ec == boost::asio::error::would_block) {
-        wait_for_room(frame::kHeaderSize + c.body.size());
-        return;
+        wait_for_room(e, frame::kHeaderSize + c.body.size());
+        continue;  // round_robin may find room on another endpoint
       }
       if (ec) {
         queue_.pop_front();
@@ -556,12 +974,12 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
         }
         continue;
       }
-      send_queued(std::move(r));
+      send_queued(e, std::move(r));
     }
   }
 
-  // Writes the queue's first call into `r` (large enough for it) and commits it.
-  void send_queued(transport::send_reservation r) {
+  // Writes the queue's first call into `r` (endpoint e's, large enough for it) and commits it.
+  void send_queued(std::size_t e, transport::send_reservation r) {
     const std::uint32_t id = queue_.front();
     queue_.pop_front();
     pending_call& c = calls_.at(id);
@@ -574,23 +992,25 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     frame::encode_header(h, std::span<std::byte, frame::kHeaderSize>(out, frame::kHeaderSize));
     std::memcpy(out + frame::kHeaderSize, c.body.data(), c.body.size());
     r.commit(frame::kHeaderSize + c.body.size());
-    c.sent = true;
+    c.sent_on = e;
     std::string().swap(c.body);
     ++in_flight_;
   }
 
-  // The connection has no room: wait for it (the connection's one back-pressure mechanism).
-  void wait_for_room(std::size_t bytes) {
-    reserving_ = true;
-    conn_->async_reserve(bytes, [self = shared_from_this(), gen = generation_](
-                                    boost::system::error_code ec, transport::send_reservation r) {
-      if (gen != self->generation_) return;  // that connection is gone; r is dropped with it
-      self->reserving_ = false;
-      if (ec) return;  // the connection ended: on_close fails the calls
+  // Endpoint e's connection has no room: wait for it (the connection's one back-pressure mechanism).
+  void wait_for_room(std::size_t e, std::size_t bytes) {
+    endpoint_slot& slot = *slots_[e];
+    slot.reserving = true;
+    slot.conn->async_reserve(bytes, [self = shared_from_this(), e, gen = slot.generation](
+                                        boost::system::error_code ec, transport::send_reservation r) {
+      endpoint_slot& s = *self->slots_[e];
+      if (gen != s.generation) return;  // that connection is gone; r is dropped with it
+      s.reserving = false;
+      if (ec) return;  // the connection ended: on_close fails its calls
       // The queue may have changed meanwhile (a deadline, a cancellation): use the room if it fits.
       if (!self->queue_.empty() && self->in_flight_ < self->options_.max_in_flight &&
           frame::kHeaderSize + self->calls_.at(self->queue_.front()).body.size() <= r.size()) {
-        self->send_queued(std::move(r));
+        self->send_queued(e, std::move(r));
       } else {
         r.cancel();
       }
@@ -598,53 +1018,12 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     });
   }
 
-  void start_connect() {
-    connecting_ = true;
-    transport::async_connect(ex_, *endpoint_, options_.transport,
-                             [self = shared_from_this()](const boost::system::error_code& ec,
-                                                         std::shared_ptr<transport::connection> conn) {
-                               self->connecting_ = false;
-                               if (self->closed_) {
-                                 if (conn) conn->close();
-                                 return;
-                               }
-                               if (ec) {
-                                 spdlog::debug("rdmarpc channel: connect to {} failed: {}",
-                                               self->endpoint_->to_uri(), ec.message());
-                                 self->fail_all(
-                                     status_code::unavailable,
-                                     "cannot connect to " + self->endpoint_->to_uri() + ": " + ec.message());
-                                 return;
-                               }
-                               self->attach(std::move(conn));
-                             });
-  }
-
-  void attach(std::shared_ptr<transport::connection> conn) {
-    conn_ = std::move(conn);
-    ++generation_;
-    connects_.fetch_add(1, std::memory_order_relaxed);
-    conn_->start(std::make_shared<connection_events>(shared_from_this(), generation_));
-    start_heartbeats();
-    pump();
-    for (auto& core : std::exchange(unattached_streams_, {})) {
-      if (conn_) core->attach(conn_);
-    }
-  }
-
-  void protocol_violation(const char* why) {
-    spdlog::warn("rdmarpc channel: closing connection to {}: {}", conn_->remote_address(), why);
-    // Fail now rather than waiting for on_close: the connection is not trustworthy any more. A wait
-    // for send room on the old connection is ignored from now on (end_connection resets
-    // reserving_): left set, it would keep pump() from ever sending on the next connection.
-    end_connection(std::string("connection closed: protocol error: ") + why);
-  }
-
   // Deadline or cancellation of call `id` (no-op when it already finished).
   void expire(std::uint32_t id, status_code code, const char* why) {
     auto it = calls_.find(id);
     if (it == calls_.end()) return;
-    if (it->second->sent && conn_) send_cancel(id);
+    const std::size_t e = it->second->sent_on;
+    if (e != kNoEndpoint && slots_[e]->conn) send_cancel(e, id);
     finish(id, code, why);
     pump();
   }
@@ -652,27 +1031,28 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   // Tells the server to stop working on call `id`: now, or once the connection has room (behind
   // what already waits for room; at most one per call that was sent). Dropped only when the
   // connection ends, which stops the server's handler anyway.
-  void send_cancel(std::uint32_t id) {
+  void send_cancel(std::size_t e, std::uint32_t id) {
+    endpoint_slot& slot = *slots_[e];
     frame::header h;
     h.kind = frame::kind::cancel;
     h.call_id = id;
     const auto head = frame::encode_header(h);
-    if (conn_->send_copy(boost::asio::buffer(head)) != boost::asio::error::would_block) return;
-    conn_->async_reserve(frame::kHeaderSize,
-                         [self = shared_from_this(), gen = generation_, head](boost::system::error_code ec,
-                                                                              transport::send_reservation r) {
-                           if (ec || gen != self->generation_)
-                             return;  // that connection ended: its calls are gone
-                           std::memcpy(r.data().data(), head.data(), head.size());
-                           r.commit(head.size());
-                         });
+    if (slot.conn->send_copy(boost::asio::buffer(head)) != boost::asio::error::would_block) return;
+    slot.conn->async_reserve(frame::kHeaderSize,
+                             [self = shared_from_this(), e, gen = slot.generation, head](
+                                 boost::system::error_code ec, transport::send_reservation r) {
+                               if (ec || gen != self->slots_[e]->generation)
+                                 return;  // that connection ended: its calls are gone
+                               std::memcpy(r.data().data(), head.data(), head.size());
+                               r.commit(head.size());
+                             });
   }
 
   void finish(std::uint32_t id, status_code code, std::string message, bool in_queue = true) {
     auto it = calls_.find(id);
     if (it == calls_.end()) return;
     auto c = calls_.extract(it);
-    if (c->sent) {
+    if (c->sent()) {
       --in_flight_;
     } else if (in_queue) {
       for (auto q = queue_.begin(); q != queue_.end(); ++q) {
@@ -690,17 +1070,28 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     queue_.clear();
     in_flight_ = 0;
     for (auto& [id, c] : calls) complete(std::move(c), code, message);
-    unattached_streams_.clear();
     auto streams = std::exchange(streams_, {});
-    for (auto& [id, core] : streams) core->fail(code, message);
+    for (auto& [id, s] : streams) s.core->fail(code, message);
   }
 
   void close_now(const char* why) {
-    if (closed_ && !conn_ && calls_.empty() && streams_.empty()) return;
+    const std::string reason = why;  // may point into last_failure_
+    if (closed_ && calls_.empty() && streams_.empty()) return;
     closed_ = true;
-    if (heartbeat_timer_) heartbeat_timer_->cancel();
-    fail_all(status_code::unavailable, why);
-    if (conn_) conn_->close();  // on_close follows (ignored: no calls left)
+    resolve_timer_.cancel();
+    for (auto& slot : slots_) {
+      slot->retry_timer.cancel();
+      if (slot->heartbeat_timer) slot->heartbeat_timer->cancel();
+      slot->state = channel_state::shutdown;
+    }
+    fail_all(status_code::unavailable, reason);
+    for (auto& slot : slots_) {
+      // Its on_close follows (ignored: no calls left).
+      if (auto conn = std::exchange(slot->conn, nullptr)) conn->close();
+      slot->generation = ++generations_;
+    }
+    given_.reset();
+    publish_state();
   }
 
   void maybe_close_released() {
@@ -755,7 +1146,8 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     c->body.clear();
     c->extras_length = 0;
     c->deadline = clock::time_point::max();
-    c->sent = false;
+    c->sent_on = kNoEndpoint;
+    c->wait_for_ready = false;
     c->early_status = status_code::ok;
     c->early_message.clear();
     calls_.keep(std::move(c));
@@ -763,38 +1155,46 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
 
   const boost::asio::any_io_executor ex_;
   const boost::asio::io_context::executor_type* const io_ex_;  // ex_'s target when an io_context's
-  const std::optional<transport::endpoint> endpoint_;          // empty: created over a given connection
   channel_options options_;
 
   // Owned by ex_:
-  std::shared_ptr<transport::connection> conn_;
-  std::uint64_t generation_ = 0;  // bumped per connection; stale events are ignored
-  bool connecting_ = false;
-  bool reserving_ = false;  // an async_reserve for the queue's first call is outstanding
+  std::vector<transport::endpoint> configured_;        // as given; names resolve on first use
+  std::vector<std::unique_ptr<endpoint_slot>> slots_;  // resolved endpoints, in order
+  std::shared_ptr<transport::connection> given_;       // create(connection), until adopted
+  bool resolved_ = false;
+  bool resolving_ = false;
+  channel_state resolve_state_ = channel_state::idle;  // before resolved_: idle or transient_failure
+  reconnect_backoff resolve_backoff_;
+  boost::asio::steady_timer resolve_timer_;
+  std::string last_failure_ = "not connected";  // why the last endpoint failed: fail-fast calls' message
+  std::uint64_t generations_ = 0;               // connection generations, unique across endpoints
+  std::size_t next_pick_ = 0;                   // round_robin's next endpoint
+  std::minstd_rand random_;                     // backoff jitter
+  std::vector<state_waiter> waiters_;
   bool closed_ = false;
   bool released_ = false;
-  bool complete_inline_ = false;                                             // see on_message and complete
-  call_table<pending_call> calls_{kSpareCalls};                              // queued and sent
-  std::deque<std::uint32_t> queue_;                                          // not yet sent, in order
-  std::size_t in_flight_ = 0;                                                // sent, not answered
-  std::unordered_map<std::uint32_t, std::shared_ptr<stream_core>> streams_;  // open streams
-  std::vector<std::shared_ptr<stream_core>> unattached_streams_;             // waiting for a connection
-  std::optional<boost::asio::steady_timer> heartbeat_timer_;                 // ticks while connected
-  liveness live_;                                                            // of the current connection
+  bool complete_inline_ = false;                            // see on_message and complete
+  call_table<pending_call> calls_{kSpareCalls};             // queued and sent
+  std::deque<std::uint32_t> queue_;                         // not yet sent, in order
+  std::size_t in_flight_ = 0;                               // sent, not answered
+  std::unordered_map<std::uint32_t, open_stream> streams_;  // open streams
 
   // Any thread:
+  std::atomic<std::uint8_t> state_{static_cast<std::uint8_t>(channel_state::idle)};
+  std::atomic<std::uint64_t> next_waiter_id_{1};
   std::atomic<std::uint32_t> next_id_{1};
-  std::atomic<std::uint64_t> calls_started_{0}, calls_ok_{0}, calls_failed_{0}, connects_{0};
+  std::atomic<std::uint64_t> calls_started_{0}, calls_ok_{0}, calls_failed_{0}, connects_{0},
+      connect_failures_{0}, disconnects_{0};
   std::atomic<std::uint64_t> pings_sent_{0}, pongs_received_{0}, pings_received_{0}, heartbeat_timeouts_{0},
       too_many_pings_{0};
 };
 
 void connection_events::on_message(transport::received_message message) {
-  channel_->on_message(generation_, std::move(message));
+  channel_->on_message(endpoint_, generation_, std::move(message));
 }
 
 void connection_events::on_close(const boost::system::error_code& reason) {
-  channel_->on_close(generation_, reason);
+  channel_->on_close(endpoint_, generation_, reason);
   channel_.reset();
 }
 
@@ -814,6 +1214,11 @@ class channel_handle final : public channel {
     return impl_->start_stream(method, context, first_request);
   }
   void close() override { impl_->close(); }
+  channel_state state(bool try_to_connect) override { return impl_->state(try_to_connect); }
+  void wait_for_state_change(channel_state last_observed,
+                             boost::asio::any_completion_handler<state_change_signature> handler) override {
+    impl_->wait_for_state_change(last_observed, std::move(handler));
+  }
   channel_stats stats() const override { return impl_->stats(); }
 
  private:
@@ -823,17 +1228,18 @@ class channel_handle final : public channel {
 }  // namespace
 
 std::shared_ptr<channel> channel::create(executor_type ex, std::string_view uri, channel_options options) {
-  auto ep = transport::parse_endpoint(uri);
-  if (!ep)
-    throw boost::system::system_error(ep.error(), "rdmarpc::channel::create(" + std::string(uri) + ")");
+  auto endpoints = transport::parse_endpoint_list(uri);
+  if (!endpoints)
+    throw boost::system::system_error(endpoints.error(),
+                                      "rdmarpc::channel::create(" + std::string(uri) + ")");
   return std::make_shared<channel_handle>(
-      std::make_shared<channel_impl>(std::move(ex), *ep, std::move(options)));
+      std::make_shared<channel_impl>(std::move(ex), std::move(*endpoints), std::move(options)));
 }
 
 std::shared_ptr<channel> channel::create(std::shared_ptr<transport::connection> connection,
                                          channel_options options) {
-  auto impl = std::make_shared<channel_impl>(connection->get_executor(), std::nullopt, std::move(options));
-  impl->adopt(std::move(connection));
+  auto impl = std::make_shared<channel_impl>(std::move(connection), std::move(options));
+  impl->adopt();
   return std::make_shared<channel_handle>(std::move(impl));
 }
 

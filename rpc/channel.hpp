@@ -1,18 +1,23 @@
 #pragma once
-// rdmarpc::channel: the client end of one connection to a server, with many calls in flight.
+// rdmarpc::channel: the client end of connections to one or several server endpoints, with many
+// calls in flight. It connects when first used, reports its state (rpc/connectivity.hpp),
+// reconnects with backoff, and spreads calls over its endpoints by a load-balancing policy.
 // Generated stubs hold a shared_ptr<channel> and call async_unary_call (rpc/unary_call.hpp).
 // Layer: rpc. Threading: start_unary_call may be called from any thread; the channel's own work
 // runs on its executor, which must be an io_context run by one thread (its state is not locked;
 // calls made on that thread are submitted at once), and each completion runs on the handler's
 // associated executor.
 
+#include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
 #include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string_view>
 
 #include "rpc/client_context.hpp"
+#include "rpc/connectivity.hpp"
 #include "rpc/method.hpp"
 #include "rpc/status.hpp"
 #include "rpc/stream.hpp"
@@ -25,6 +30,16 @@ class MessageLite;
 }
 
 namespace rdmarpc {
+
+// How a channel of several endpoints picks the connection for a call (README, Channels).
+enum class load_balancing_policy : std::uint8_t {
+  // One connection: to the first endpoint in list order that connects. When it fails, the next
+  // one is tried at once; calls stay on whichever connected until it fails.
+  pick_first,
+  // A connection to every endpoint; each call goes to the next ready one in turn. An endpoint
+  // that fails is skipped until it reconnects.
+  round_robin,
+};
 
 struct channel_options {
   // Calls started but not yet answered. Beyond it, up to max_queued_calls wait for a free slot;
@@ -51,6 +66,10 @@ struct channel_options {
   // faster is cut off by the server (too_many_pings).
   std::chrono::steady_clock::duration heartbeat_interval = std::chrono::milliseconds(300);
   std::chrono::steady_clock::duration heartbeat_timeout = std::chrono::milliseconds(300);
+  load_balancing_policy load_balancing = load_balancing_policy::pick_first;
+  // Waits between failed connection attempts to one endpoint (rpc/connectivity.hpp has the
+  // defaults and why): 100 ms, growing 1.6× per failure up to 10 s, each ±20 %.
+  reconnect_backoff_options reconnect;
   transport::connection_options transport;
 };
 
@@ -58,7 +77,9 @@ struct channel_stats {
   std::uint64_t calls_started = 0;
   std::uint64_t calls_ok = 0;
   std::uint64_t calls_failed = 0;
-  std::uint64_t connects = 0;
+  std::uint64_t connects = 0;          // connections established
+  std::uint64_t connect_failures = 0;  // attempts that failed (resolution, connect, handshake)
+  std::uint64_t disconnects = 0;       // established connections that ended, for any reason
   // Heartbeats: pings we sent and the pongs that answered them, the server's pings we answered,
   // connections ended because the server stopped answering, and connections the server ended
   // because we pinged too often.
@@ -75,9 +96,13 @@ class channel {
 
   virtual ~channel() = default;
 
-  // A channel to `uri` ("rdma://host:port" or "tcp://host:port"). It connects on first use and
-  // again on the next call after the connection died; calls made while connecting wait for it.
-  // Throws boost::system::system_error for a malformed URI.
+  // A channel to `uri`: "rdma://host:port", "tcp://host:port", or a list of endpoints,
+  // "rdma://10.0.0.1:7471,10.0.0.2:7471" (transport::parse_endpoint_list). Host names are resolved
+  // asynchronously on first use; a name with several addresses is an endpoint per address. The
+  // channel connects on first use (or state(true)), reconnects with backoff after a failure, and
+  // spreads calls by options.load_balancing. Calls made while no connection is ready wait for one;
+  // when every endpoint failed (transient_failure) they fail UNAVAILABLE at once, unless their
+  // context asks to wait_for_ready. Throws boost::system::system_error for a malformed URI.
   static std::shared_ptr<channel> create(executor_type ex, std::string_view uri,
                                          channel_options options = {});
   // A channel over an already established connection (loopback tests, custom transports). It
@@ -103,8 +128,31 @@ class channel {
   virtual std::shared_ptr<stream_io> start_stream(const method_descriptor& method, client_context* context,
                                                   const google::protobuf::MessageLite* first_request) = 0;
 
-  // Fails every pending call with UNAVAILABLE and closes the connection. Idempotent.
+  // Fails every pending call with UNAVAILABLE and closes the connections; the state becomes
+  // shutdown. Idempotent.
   virtual void close() = 0;
+
+  // The channel's state now (any thread). try_to_connect: an idle channel starts connecting.
+  virtual channel_state state(bool try_to_connect = false) = 0;
+
+  using state_change_signature = void(boost::system::error_code, channel_state);
+  // Completes once the state differs from `last_observed`. Completion: void(error_code,
+  // channel_state) with the new state, on the handler's associated executor; error
+  // boost::asio::error::operation_aborted when cancelled through the handler's cancellation slot
+  // (use it for a time limit), boost::asio::error::shut_down when `last_observed` is shutdown (it
+  // never changes). Waiting for a change keeps a failed channel retrying, as a waiting call would.
+  template <typename CompletionToken>
+  auto async_wait_for_state_change(channel_state last_observed, CompletionToken&& token) {
+    return boost::asio::async_initiate<CompletionToken, state_change_signature>(
+        [this](auto handler, channel_state last) {
+          wait_for_state_change(
+              last, boost::asio::any_completion_handler<state_change_signature>(std::move(handler)));
+        },
+        token, last_observed);
+  }
+
+  virtual void wait_for_state_change(channel_state last_observed,
+                                     boost::asio::any_completion_handler<state_change_signature> handler) = 0;
 
   virtual channel_stats stats() const = 0;
 };

@@ -25,6 +25,12 @@ class client_context {
     metadata_.emplace_back(std::move(key), std::move(value));
   }
   const rdmarpc::metadata& request_metadata() const noexcept { return metadata_; }
+  // Off (the default, "fail fast"): a call made while every endpoint of the channel is failing
+  // (transient_failure) fails UNAVAILABLE at once. On: it waits, through reconnects and their
+  // backoff, for a connection, until its deadline. Either way a call that reached the wire and
+  // then lost its connection fails UNAVAILABLE; it is never sent again.
+  void set_wait_for_ready(bool on) noexcept { wait_for_ready_ = on; }
+  bool wait_for_ready() const noexcept { return wait_for_ready_; }
 
   // Filled in when the call completes.
   status_code status() const noexcept { return status_; }
@@ -43,6 +49,7 @@ class client_context {
 
  private:
   clock::time_point deadline_ = clock::time_point::max();
+  bool wait_for_ready_ = false;
   rdmarpc::metadata metadata_;
   status_code status_ = status_code::unknown;
   std::string status_message_;

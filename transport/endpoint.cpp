@@ -1,5 +1,6 @@
 #include "transport/endpoint.hpp"
 
+#include <boost/asio/ip/address.hpp>
 #include <charconv>
 
 #include "transport/error.hpp"
@@ -51,6 +52,31 @@ boost::system::result<endpoint> parse_endpoint(std::string_view uri) {
   ep.host = std::string(host);
   ep.port = static_cast<std::uint16_t>(value);
   return ep;
+}
+
+boost::system::result<std::vector<endpoint>> parse_endpoint_list(std::string_view uris) {
+  std::vector<endpoint> list;
+  const auto sep = uris.find("://");
+  if (sep == std::string_view::npos) return make_error_code(errc::bad_uri);
+  const std::string_view first_scheme = uris.substr(0, sep + 3);
+  while (true) {
+    const auto comma = uris.find(',');
+    const std::string_view entry = uris.substr(0, comma);
+    auto ep = entry.find("://") != std::string_view::npos
+                  ? parse_endpoint(entry)
+                  : parse_endpoint(std::string(first_scheme).append(entry));
+    if (!ep) return ep.error();
+    list.push_back(std::move(*ep));
+    if (comma == std::string_view::npos) break;
+    uris.remove_prefix(comma + 1);
+  }
+  return list;
+}
+
+bool is_numeric_host(std::string_view host) {
+  boost::system::error_code ec;
+  (void)boost::asio::ip::make_address(std::string(host), ec);
+  return !ec;
 }
 
 }  // namespace rdmarpc::transport

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace rdmarpc::transport {
 
@@ -22,5 +23,14 @@ struct endpoint {
 
 // errc::bad_uri or errc::unsupported_scheme on failure.
 boost::system::result<endpoint> parse_endpoint(std::string_view uri);
+
+// A comma-separated list of endpoints: "rdma://10.0.0.1:7471,10.0.0.2:7471" (the first scheme
+// applies to entries without one) or "tcp://a:1,rdma://b:2". One entry is parse_endpoint. Empty
+// entries, and any entry parse_endpoint refuses, fail the whole list (errc::bad_uri or
+// errc::unsupported_scheme).
+boost::system::result<std::vector<endpoint>> parse_endpoint_list(std::string_view uris);
+
+// True when `host` is a numeric IPv4 or IPv6 address (nothing to resolve).
+bool is_numeric_host(std::string_view host);
 
 }  // namespace rdmarpc::transport

@@ -76,12 +76,15 @@ TEST_CASE("channel: a protocol error while waiting for send-queue room does not 
   }));
   for (const auto& r : big_results) CHECK(to_status_code(*r) == status_code::unavailable);
 
-  // 3. The next call reconnects, and its request must actually go out on the new connection.
+  // 3. The next call reconnects (it waits for ready: the endpoint failed, so a fail-fast call would
+  //    fail during the reconnect backoff), and its request must actually go out on the new
+  //    connection.
   tcp::socket second(io);
   accepted = false;
   acceptor.async_accept(second, [&](boost::system::error_code ec) { accepted = !ec; });
   client_context ctx;
   ctx.set_timeout(std::chrono::seconds(10));
+  ctx.set_wait_for_ready(true);
   test::EchoRequest small;
   small.set_data("after the reconnect");
   std::optional<boost::system::error_code> result;

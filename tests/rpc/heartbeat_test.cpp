@@ -141,12 +141,20 @@ TEST_CASE("heartbeat: an idle connection to a hung server is closed", "[heartbea
     hang h(f.server_io->executor());
     REQUIRE(run_until(f.io, [&] { return ch->stats().heartbeat_timeouts == 1; }));
   }
-  // The server woke up: a tcp channel connects again on its next call (a loopback one cannot).
+  // The server woke up. The endpoint failed, so a fail-fast call fails at once during its backoff,
+  // while a wait_for_ready call gets the next connection (tcp; a loopback channel cannot reconnect).
+  client_context ctx;
+  ctx.set_wait_for_ready(true);
+  ctx.set_timeout(10s);
   if (target == "tcp") {
-    CHECK(f.call(*ch) == status_code::ok);
+    CHECK(ch->state() == channel_state::transient_failure);
+    CHECK(f.call(*ch) == status_code::unavailable);
+    CHECK(f.call(*ch, &ctx) == status_code::ok);
+    CHECK(ch->state() == channel_state::ready);
     CHECK(ch->stats().connects == 2);
   } else {
-    CHECK(f.call(*ch) == status_code::unavailable);
+    CHECK(ch->state() == channel_state::shutdown);
+    CHECK(f.call(*ch, &ctx) == status_code::unavailable);
   }
 }
 
