@@ -93,6 +93,9 @@ struct endpoint_slot {
   reconnect_backoff backoff;
   boost::asio::steady_timer retry_timer;  // transient_failure until it fires
   bool reserving = false;                 // an async_reserve for the queue's first call is outstanding
+  // The server is going away: the connection serves what it carries, takes nothing new, and the
+  // server closes it once done. The endpoint counts as idle, but reconnects only after that.
+  bool draining = false;
   std::optional<boost::asio::steady_timer> heartbeat_timer;  // ticks while connected
   liveness live;                                             // of the current connection
 };
@@ -272,6 +275,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     s.connects = connects_.load(std::memory_order_relaxed);
     s.connect_failures = connect_failures_.load(std::memory_order_relaxed);
     s.disconnects = disconnects_.load(std::memory_order_relaxed);
+    s.going_aways = going_aways_.load(std::memory_order_relaxed);
     s.pings_sent = pings_sent_.load(std::memory_order_relaxed);
     s.pongs_received = pongs_received_.load(std::memory_order_relaxed);
     s.pings_received = pings_received_.load(std::memory_order_relaxed);
@@ -300,6 +304,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
       case frame::kind::reset:
         if (v.header.call_id == 0) return on_connection_reset(e, v);
         return on_stream_frame(e, v, message);
+      case frame::kind::going_away: return on_going_away(e);
       case frame::kind::stream_message:
       case frame::kind::trailers:
       case frame::kind::window_update:
@@ -443,14 +448,15 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   channel_state aggregate() const {
     if (closed_) return channel_state::shutdown;
     if (!resolved_) return resolving_ ? channel_state::connecting : resolve_state_;
+    const auto effective = [](const endpoint_slot& s) { return s.draining ? channel_state::idle : s.state; };
     std::array<channel_state, 1> one{};
     if (slots_.size() == 1) {
-      one[0] = slots_[0]->state;
+      one[0] = effective(*slots_[0]);
       return aggregate_state(one);
     }
     std::vector<channel_state> states;
     states.reserve(slots_.size());
-    for (const auto& s : slots_) states.push_back(s->state);
+    for (const auto& s : slots_) states.push_back(effective(*s));
     return aggregate_state(states);
   }
 
@@ -462,7 +468,8 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     if (!resolved_) return start_resolve();
     if (options_.load_balancing == load_balancing_policy::pick_first) {
       for (const auto& s : slots_) {
-        if (s->state == channel_state::ready || s->state == channel_state::connecting) return;
+        if ((s->state == channel_state::ready && !s->draining) || s->state == channel_state::connecting)
+          return;
       }
       for (std::size_t e = 0; e < slots_.size(); ++e) {
         if (slots_[e]->state == channel_state::idle) return start_connect(e);
@@ -612,6 +619,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   void connection_ended(std::size_t e, const std::string& why, bool failed) {
     endpoint_slot& slot = *slots_[e];
     auto conn = std::move(slot.conn);
+    slot.draining = false;
     disconnects_.fetch_add(1, std::memory_order_relaxed);
     slot.generation = ++generations_;  // its on_close, and a wait for send room on it, are ignored
     slot.reserving = false;
@@ -687,14 +695,14 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     if (options_.load_balancing == load_balancing_policy::pick_first) {
       for (std::size_t e = 0; e < n; ++e) {
         const endpoint_slot& s = *slots_[e];
-        if (s.state == channel_state::ready) return need_room && s.reserving ? kNoEndpoint : e;
+        if (s.state == channel_state::ready && !s.draining) return need_room && s.reserving ? kNoEndpoint : e;
       }
       return kNoEndpoint;
     }
     for (std::size_t i = 0; i < n; ++i) {
       const std::size_t e = (next_pick_ + i) % n;
       const endpoint_slot& s = *slots_[e];
-      if (s.state == channel_state::ready && !(need_room && s.reserving)) {
+      if (s.state == channel_state::ready && !s.draining && !(need_room && s.reserving)) {
         next_pick_ = (e + 1) % n;
         return e;
       }
@@ -811,6 +819,32 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
                  std::chrono::duration_cast<std::chrono::milliseconds>(options_.heartbeat_timeout).count(),
                  reason.message());
     connection_ended(e, "connection lost: " + reason.message() + " (no heartbeat answer)", true);
+  }
+
+  // The server shuts down: new calls and streams go elsewhere (or wait for a reconnect); what
+  // this connection carries finishes. Our answer tells the server nothing new follows it.
+  void on_going_away(std::size_t e) {
+    endpoint_slot& slot = *slots_[e];
+    if (slot.draining) return;
+    slot.draining = true;
+    going_aways_.fetch_add(1, std::memory_order_relaxed);
+    spdlog::debug("rdmarpc channel: {} is going away", slot.name());
+    frame::header h;
+    h.kind = frame::kind::going_away;
+    const auto head = frame::encode_header(h);
+    if (slot.conn->send_copy(boost::asio::buffer(head)) == boost::asio::error::would_block) {
+      // Behind what waits for room already: nothing new was committed after it.
+      slot.conn->async_reserve(frame::kHeaderSize,
+                               [self = shared_from_this(), e, gen = slot.generation, head](
+                                   boost::system::error_code ec, transport::send_reservation r) {
+                                 if (ec || gen != self->slots_[e]->generation) return;
+                                 std::memcpy(r.data().data(), head.data(), head.size());
+                                 r.commit(head.size());
+                               });
+    }
+    publish_state();
+    attach_waiting_streams();
+    pump();  // queued calls go to another endpoint, or wait (want_connections)
   }
 
   // A reset for call 0 ends the connection (the server closes it next): say why to every call.
@@ -1184,7 +1218,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   std::atomic<std::uint64_t> next_waiter_id_{1};
   std::atomic<std::uint32_t> next_id_{1};
   std::atomic<std::uint64_t> calls_started_{0}, calls_ok_{0}, calls_failed_{0}, connects_{0},
-      connect_failures_{0}, disconnects_{0};
+      connect_failures_{0}, disconnects_{0}, going_aways_{0};
   std::atomic<std::uint64_t> pings_sent_{0}, pongs_received_{0}, pings_received_{0}, heartbeat_timeouts_{0},
       too_many_pings_{0};
 };

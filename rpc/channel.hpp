@@ -80,6 +80,7 @@ struct channel_stats {
   std::uint64_t connects = 0;          // connections established
   std::uint64_t connect_failures = 0;  // attempts that failed (resolution, connect, handshake)
   std::uint64_t disconnects = 0;       // established connections that ended, for any reason
+  std::uint64_t going_aways = 0;       // connections a server drained for a graceful shutdown
   // Heartbeats: pings we sent and the pongs that answered them, the server's pings we answered,
   // connections ended because the server stopped answering, and connections the server ended
   // because we pinged too often.

@@ -70,6 +70,7 @@ constexpr kind_rules rules_of(kind k) noexcept {
     case kind::stream_headers: return {false, false, false, true, false, false};
     case kind::ping:
     case kind::pong: return {false, false, false, false, false, false, true, true};
+    case kind::going_away: return {false, false, false, false, false, false, false, true};
   }
   return {};
 }

@@ -31,8 +31,10 @@ enum class kind : std::uint8_t {
   // Heartbeats (docs/wire-format.md, Heartbeats): connection-level, call_id 0.
   ping = 11,  // both: timeout_us = an opaque value the pong echoes
   pong = 12,  // both: timeout_us = the ping's value
+  // Graceful shutdown (docs/wire-format.md, Going away): connection-level, call_id 0, no fields.
+  going_away = 13,  // server -> client: send nothing new here; client -> server: understood
 };
-inline constexpr std::uint8_t kLastKind = 12;
+inline constexpr std::uint8_t kLastKind = 13;
 
 // Header flag bits; any other bit set is a malformed frame.
 inline constexpr std::uint8_t kFlagHasTimeout = 0x01;  // request: timeout_us is meaningful

@@ -64,13 +64,7 @@ class server::impl final : public server_connection::owner,
   const server_options& options() const noexcept override { return options_; }
   bool shutting_down() const noexcept override { return shutting_down_.load(); }
   void call_started() noexcept override { in_flight_.fetch_add(1); }
-  void call_finished() override {
-    if (in_flight_.fetch_sub(1) == 1 && shutting_down_.load()) {
-      boost::asio::post(ex_, [self = shared_from_this()] {
-        if (self->in_flight_.load() == 0 && !self->shutdown_handlers_.empty()) self->finish_shutdown();
-      });
-    }
-  }
+  void call_finished() override { in_flight_.fetch_sub(1); }
   server_connection::heartbeat_counters& heartbeats() noexcept override { return heartbeats_; }
   server_stats stats() const {
     server_stats s;
@@ -89,6 +83,12 @@ class server::impl final : public server_connection::owner,
       per_peer_.erase(peer);
     }
     connections_.erase(it);
+    // The last connection of a graceful shutdown closed (each closes once drained): done.
+    if (shutting_down_ && connections_.empty()) {
+      boost::asio::post(ex_, [self = shared_from_this()] {
+        if (!self->shutdown_handlers_.empty()) self->finish_shutdown();
+      });
+    }
   }
 
   transport::endpoint listen(std::string_view uri) {
@@ -113,7 +113,9 @@ class server::impl final : public server_connection::owner,
     boost::asio::post(ex_, [self = shared_from_this(), grace, handler = std::move(handler)]() mutable {
       self->begin_shutdown();
       self->shutdown_handlers_.push_back(std::move(handler));
-      if (self->in_flight_.load() == 0) {
+      // Every client is told to send nothing new (going_away); a connection closes once its client
+      // answered and its calls and streams finished, and the last one to close completes us.
+      if (self->for_each_connection([](server_connection& c) { c.go_away(); }) == 0) {
         self->finish_shutdown();
         return;
       }
@@ -189,6 +191,8 @@ class server::impl final : public server_connection::owner,
   }
 
   void close_connections();
+  // Runs `f` on every live connection, each on its own executor; returns how many.
+  std::size_t for_each_connection(void (*f)(server_connection&));
 
   const boost::asio::any_io_executor ex_;
   server_options options_;
@@ -256,7 +260,7 @@ void server::impl::serve(std::shared_ptr<transport::connection> conn) {
   boost::asio::post(conn->get_executor(), [state] { state->start(); });
 }
 
-void server::impl::close_connections() {
+std::size_t server::impl::for_each_connection(void (*f)(server_connection&)) {
   std::vector<std::shared_ptr<server_connection>> conns;
   {
     std::lock_guard lock(mutex_);
@@ -266,8 +270,13 @@ void server::impl::close_connections() {
   }
   for (auto& c : conns) {
     auto ex = c->get_executor();
-    boost::asio::post(ex, [c] { c->close(); });
+    boost::asio::post(ex, [c, f] { f(*c); });
   }
+  return conns.size();
+}
+
+void server::impl::close_connections() {
+  for_each_connection([](server_connection& c) { c.close(); });
 }
 
 server::server(boost::asio::any_io_executor ex, server_options options)

@@ -78,7 +78,11 @@ class server {
   // Serves an already established connection (loopback tests, custom transports).
   void serve(std::shared_ptr<transport::connection> connection);
 
-  // Stops accepting, lets in-flight calls finish for up to `grace`, then closes every connection.
+  // Graceful shutdown: stops accepting and tells every client to send nothing new on its
+  // connection (going_away; clients move new calls to their other endpoints, or reconnect). What
+  // a client sent before it answered is still served; a connection closes once its client
+  // answered and its calls and streams finished. Completes when every connection closed, or after
+  // `grace` (then the rest are closed, and their calls fail UNAVAILABLE at the clients).
   // Completion: void() on the server's executor.
   void async_shutdown(std::chrono::steady_clock::duration grace,
                       boost::asio::any_completion_handler<void()> handler);

@@ -129,6 +129,23 @@ class connection_impl final : public server_connection,
     if (!closed_) conn_->close();
   }
 
+  void go_away() override {
+    if (closed_ || going_away_sent_) return;
+    going_away_sent_ = true;
+    frame::header h;
+    h.kind = frame::kind::going_away;
+    const auto head = frame::encode_header(h);
+    if (conn_->send_copy(boost::asio::buffer(head)) != boost::asio::error::would_block) return;
+    // Behind what waits for room already; the server's grace bounds the wait.
+    conn_->async_reserve(
+        frame::kHeaderSize,
+        [self = shared_from_this(), head](boost::system::error_code ec, transport::send_reservation r) {
+          if (ec || self->closed_) return;
+          std::memcpy(r.data().data(), head.data(), head.size());
+          r.commit(head.size());
+        });
+  }
+
   void on_message(transport::received_message message) override {
     if (closed_) return;
     live_.on_received();  // a flag: heartbeats cost nothing per message
@@ -141,6 +158,7 @@ class connection_impl final : public server_connection,
         server_->heartbeats().pongs_received.fetch_add(1, std::memory_order_relaxed);
         return live_.on_pong(v.header.timeout_us);
       case frame::kind::request: return on_request(v, message);
+      case frame::kind::going_away: return on_going_away_answer();
       case frame::kind::cancel: return on_cancel(v.header.call_id);
       case frame::kind::response: return violation("response frame sent to a server");
       case frame::kind::stream_open: return on_stream_open(v);
@@ -177,6 +195,19 @@ class connection_impl final : public server_connection,
     for (auto& [id, c] : calls_) cancel(*c);
     fail_streams(why);
     conn_->close();
+  }
+
+  // --- going away ---------------------------------------------------------------------------
+  // The client answered our going_away: nothing new follows it on this connection.
+  void on_going_away_answer() {
+    if (!going_away_sent_) return violation("going_away from a client that was not asked to go");
+    client_gone_away_ = true;
+    close_if_drained();
+  }
+
+  // After the client's answer, the connection closes with its last call or stream.
+  void close_if_drained() {
+    if (client_gone_away_ && !closed_ && calls_.empty() && streams_.empty()) close();
   }
 
   // --- heartbeats ---------------------------------------------------------------------------
@@ -257,7 +288,7 @@ class connection_impl final : public server_connection,
     metadata md;
     stream_window_size client_window = kDefaultStreamWindow;
     if (!take_request_metadata(v, md, &client_window)) return;
-    if (server_->shutting_down()) return refuse_stream(id, status_code::unavailable, "server shutting down");
+    if (client_gone_away_) return refuse_stream(id, status_code::unavailable, "server shutting down");
     if (calls_.size() + streams_.size() >= opts.max_in_flight_per_connection)
       return refuse_stream(id, status_code::resource_exhausted,
                            "too many calls in flight on this connection");
@@ -316,6 +347,7 @@ class connection_impl final : public server_connection,
     server_->call_finished();
     if (st.ended) {
       streams_.erase(it);
+      if (client_gone_away_) close_if_drained();
       return;
     }
     if (e) set_status_from(st.ctx, e);
@@ -331,6 +363,7 @@ class connection_impl final : public server_connection,
     st.ended = true;
     if (st.done) {
       streams_.erase(it);
+      if (client_gone_away_) close_if_drained();
       return;
     }
     (void)code;
@@ -368,7 +401,7 @@ class connection_impl final : public server_connection,
     highest_id_ = std::max(highest_id_, id);
     metadata md;
     if (!take_request_metadata(v, md, nullptr)) return;
-    if (server_->shutting_down()) return refuse(id, status_code::unavailable, "server shutting down");
+    if (client_gone_away_) return refuse(id, status_code::unavailable, "server shutting down");
     if (calls_.size() + streams_.size() >= server_->options().max_in_flight_per_connection)
       return refuse(id, status_code::resource_exhausted, "too many calls in flight on this connection");
     const method_entry* m = server_->methods().find(v.header.method_id);
@@ -526,6 +559,7 @@ class connection_impl final : public server_connection,
     c->done = false;
     c->reply_wait.reset();
     calls_.keep(std::move(c));
+    if (client_gone_away_) close_if_drained();
   }
 
   static constexpr std::size_t kSpareActiveCalls = 64;  // call records kept for reuse
@@ -626,6 +660,8 @@ class connection_impl final : public server_connection,
   const boost::asio::io_context::executor_type* io_ex_;  // ex_'s target when it is an io_context's
   std::shared_ptr<const std::string> peer_;              // shared with every call's server_context
   bool closed_ = false;
+  bool going_away_sent_ = false;      // go_away(): the client was told to send nothing new
+  bool client_gone_away_ = false;     // and answered: nothing new follows; close once drained
   std::size_t refusals_waiting_ = 0;  // refusals waiting for send room
   std::uint32_t serial_ = 0;          // last call's serial
   // The call whose start() is on the stack (null outside), its key, and whether its completion

@@ -47,6 +47,10 @@ class server_connection : public transport::connection_handler {
   virtual void start() = 0;
   // Closes the connection (gracefully: committed replies are flushed). Call on get_executor().
   virtual void close() = 0;
+  // Graceful shutdown: tells the client to send nothing new (going_away), serves what it sent
+  // before it answered, and closes once the client answered and every call and stream finished
+  // (docs/wire-format.md, Going away). Call on get_executor().
+  virtual void go_away() = 0;
   virtual const boost::asio::any_io_executor& get_executor() const noexcept = 0;
 
  protected:

@@ -44,6 +44,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (h.kind == frame::kind::cancel || h.kind == frame::kind::half_close || window) {
     RDMARPC_FUZZ_CHECK(h.extras_length == 0 && h.payload_length == 0);
   }
+  if (h.kind == frame::kind::going_away) {  // about the connection, and nothing else
+    RDMARPC_FUZZ_CHECK(h.call_id == 0 && h.method_id == 0 && h.extras_length == 0 && h.payload_length == 0);
+  }
 
   const auto again = frame::encode_header(h);
   RDMARPC_FUZZ_CHECK(std::memcmp(again.data(), data, frame::kHeaderSize) == 0);

@@ -343,3 +343,84 @@ TEST_CASE("connectivity: a host name is resolved without blocking and its addres
   CHECK(c.call(&ctx) == status_code::ok);
   CHECK(s.served() == 1);
 }
+
+namespace {
+
+// Keeps `depth` counted calls (wait_for_ready) in flight until `total` were made; counts failures.
+struct closed_loop {
+  client& c;
+  int total;
+  int started = 0, ok = 0, failed = 0;
+  std::vector<std::unique_ptr<client_context>> contexts;
+
+  void start(int depth) {
+    for (int i = 0; i < depth; ++i) next();
+  }
+  void next() {
+    if (started == total) return;
+    ++started;
+    contexts.push_back(std::make_unique<client_context>(wait_for_ready()));
+    async_unary_call<test::EchoReply>(*c.ch, test::test_service::sleep, contexts.back().get(),
+                                      test::make_request("l", 0),
+                                      [this](boost::system::error_code ec, test::EchoReply) {
+                                        (ec ? failed : ok) += 1;
+                                        next();
+                                      });
+  }
+  bool done() const { return ok + failed == total; }
+};
+
+}  // namespace
+
+TEST_CASE("connectivity: a server going away under load loses no call", "[connectivity]") {
+  tcp_server a, b, s3;
+  client c;
+  channel_options o;
+  o.load_balancing = load_balancing_policy::round_robin;
+  c.ch = channel::create(c.io.get_executor(),
+                         "tcp://" + a.host_port() + "," + b.host_port() + "," + s3.host_port(), o);
+  c.ch->state(/*try_to_connect=*/true);
+  REQUIRE(run_until(c.io, [&] { return c.ch->stats().connects == 3; }));
+  closed_loop load{c, 3000};
+  load.start(32);
+  REQUIRE(run_until(c.io, [&] { return load.ok >= 300; }));
+  // b shuts down gracefully while calls keep flowing to it.
+  std::promise<void> shut;
+  b.srv->async_shutdown(10s, [&] { shut.set_value(); });
+  auto shut_done = shut.get_future();
+  REQUIRE(run_until(c.io, [&] { return shut_done.wait_for(0s) == std::future_status::ready; }));
+  const int b_served = b.served();
+  REQUIRE(run_until(c.io, [&] { return load.done(); }));
+  CHECK(load.failed == 0);
+  CHECK(load.ok == 3000);
+  CHECK(b.served() == b_served);  // nothing reached it after it closed
+  CHECK(a.served() + b.served() + s3.served() == 3000);
+  CHECK(c.ch->stats().going_aways == 1);
+  CHECK(c.ch->stats().calls_failed == 0);
+}
+
+TEST_CASE("connectivity: going away lets calls in flight finish, then new calls find no server",
+          "[connectivity]") {
+  tcp_server s;
+  client c;
+  c.ch = channel::create(c.io.get_executor(), "tcp://" + s.host_port());
+  CHECK(c.call() == status_code::ok);
+  std::vector<std::optional<boost::system::error_code>> slow(4);
+  for (auto& out : slow) {
+    async_unary_call<test::EchoReply>(*c.ch, test::test_service::sleep, nullptr, test::make_request("s", 200),
+                                      [&out](boost::system::error_code ec, test::EchoReply) { out = ec; });
+  }
+  REQUIRE(run_until(c.io, [&] { return s.service.sleeps_started.load() == 5; }));
+  std::promise<void> shut;
+  s.srv->async_shutdown(30s, [&] { shut.set_value(); });
+  auto shut_done = shut.get_future();
+  REQUIRE(run_until(c.io, [&] { return c.ch->stats().going_aways == 1; }));
+  REQUIRE(run_until(c.io, [&] { return shut_done.wait_for(0s) == std::future_status::ready; }));
+  for (const auto& out : slow) {
+    REQUIRE(out.has_value());
+    CHECK_FALSE(*out);
+  }
+  // The server stopped listening: the next fail-fast call finds nobody.
+  client_context ctx;
+  CHECK(c.call(&ctx) == status_code::unavailable);
+}

@@ -116,7 +116,7 @@ TEST_CASE("frame: malformed headers are rejected with the right reason", "[frame
   SECTION("bad kind (0 and beyond the last)") {
     msg[3] = std::byte{0};
     CHECK(decode_error_of(msg) == frame::decode_error::bad_kind);
-    msg[3] = std::byte{13};
+    msg[3] = std::byte{frame::kLastKind + 1};
     CHECK(decode_error_of(msg) == frame::decode_error::bad_kind);
     msg[3] = std::byte{0xFF};
     CHECK(decode_error_of(msg) == frame::decode_error::bad_kind);
@@ -273,6 +273,28 @@ TEST_CASE("frame: stream kinds accept exactly the fields the wire format gives t
     auto h = stream_header(k::window_update);
     h.extras_length = 1;
     CHECK(decode_error_of(make_message(h, 1, 0)) == frame::decode_error::bad_field);
+  }
+}
+
+TEST_CASE("frame: going_away belongs to the connection and carries nothing", "[frame]") {
+  frame::header h;
+  h.kind = frame::kind::going_away;
+  frame::decode_error err{};
+  const auto msg = make_message(h, 0, 0);
+  const auto v = frame::decode(msg, err);
+  REQUIRE(err == frame::decode_error::none);
+  CHECK(v.header.kind == frame::kind::going_away);
+  SECTION("a call id") {
+    h.call_id = 1;
+    CHECK(decode_error_of(make_message(h, 0, 0)) == frame::decode_error::bad_field);
+  }
+  SECTION("a value") {
+    h.timeout_us = 1;
+    CHECK(decode_error_of(make_message(h, 0, 0)) == frame::decode_error::bad_field);
+  }
+  SECTION("a payload") {
+    h.payload_length = 4;
+    CHECK(decode_error_of(make_message(h, 0, 4)) == frame::decode_error::bad_field);
   }
 }
 
