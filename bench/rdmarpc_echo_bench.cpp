@@ -242,12 +242,19 @@ int run_heartbeats(const settings& s) {
     echo_client client(client_io, channels.back(), transport_of(s.uri), s.mode_label());
     run_matrix(client, one_call_options());  // connected
   }
+  // Each side's own thread CPU too: a client host with these connections pays the one, the
+  // server host the other.
+  const auto client0 = thread_cpu_time(pthread_self());
+  const auto server0 = thread_cpu_time(server_thread.native_handle());
   auto r =
       measure_idle("rdmarpc", transport_of(s.uri),
                    (s.heartbeats ? "heartbeats-" : "no_heartbeats-") + std::to_string(s.connections), [&] {
                      client_io.restart();
                      client_io.run_for(idle_duration(s.idle_seconds));
                    });
+  r.client_cpu_seconds = std::chrono::duration<double>(thread_cpu_time(pthread_self()) - client0).count();
+  r.server_cpu_seconds =
+      std::chrono::duration<double>(thread_cpu_time(server_thread.native_handle()) - server0).count();
   std::uint64_t pings = 0, timeouts = 0, connects = 0;
   for (const auto& ch : channels) {
     const auto st = ch->stats();
@@ -257,8 +264,10 @@ int run_heartbeats(const settings& s) {
   }
   report_idle(r, s.client.json_path);
   std::cerr << "rdmarpc_echo_bench: " << s.connections << " idle connections over " << r.seconds
-            << " s: " << 100.0 * r.cpu_seconds / r.seconds << " % of one core; " << pings << " pings, "
-            << timeouts << " heartbeat timeouts, " << connects << " connects" << std::endl;
+            << " s: " << 100.0 * r.cpu_seconds / r.seconds << " % of one core (client side "
+            << 100.0 * r.client_cpu_seconds / r.seconds << " %, server side "
+            << 100.0 * r.server_cpu_seconds / r.seconds << " %); " << pings << " pings, " << timeouts
+            << " heartbeat timeouts, " << connects << " connects" << std::endl;
   for (auto& ch : channels) ch->close();
   channels.clear();
   client_io.restart();

@@ -179,7 +179,9 @@ TEST_CASE("heartbeat: a healthy idle connection stays up and every ping is answe
   CHECK(c.too_many_pings == 0);
   CHECK(s.too_many_pings == 0);
   CHECK(c.pongs_received + 1 >= c.pings_sent);  // at most the last one still on its way
-  CHECK(c.pings_received <= s.pings_sent);
+  // The server counts a ping once the transport took it, on its own thread: the client may
+  // already have received (and counted) that one. One at most: a ping waits for its pong.
+  CHECK(c.pings_received <= s.pings_sent + 1);
   CHECK(s.pings_received <= c.pings_sent);
   // Still the first connection.
   CHECK(f.call(*ch) == status_code::ok);
