@@ -58,7 +58,10 @@ class liveness {
     if (outstanding_ && value == ping_value_) outstanding_ = false;
   }
 
-  // Periodic: only received traffic is a sign of life (calls waiting for replies are not).
+  // Periodic: only received traffic is a sign of life (calls waiting for replies are not). Pass the
+  // tick's scheduled instant on the next_tick grid, not the time its timer ran: timer latency
+  // differs from tick to tick, and a silence measured a few microseconds short of the interval
+  // would cost a whole period.
   action tick(clock::time_point now) noexcept {
     if (!enabled()) return action::none;
     if (received_) {

@@ -222,7 +222,8 @@ class connection_impl final : public server_connection,
   void heartbeat_tick() {
     if (closed_) return;
     const auto now = clock::now();
-    switch (live_.tick(now)) {
+    // The grid instant this tick stands for, not when it ran (see the channel's heartbeat_tick).
+    switch (live_.tick(heartbeat_timer_->expiry())) {
       case liveness::action::none: break;
       case liveness::action::send_ping:
         // No room now: not sent this time; the timeout still runs (a client that stopped reading
