@@ -58,7 +58,8 @@ class hangable_server {
   ~hangable_server() {
     release();
     std::promise<void> done;
-    asio::post(io_, [&] { server_->async_shutdown(std::chrono::milliseconds(100), [&] { done.set_value(); }); });
+    asio::post(io_,
+               [&] { server_->async_shutdown(std::chrono::milliseconds(100), [&] { done.set_value(); }); });
     done.get_future().wait_for(std::chrono::seconds(5));
     work_.reset();
     io_.stop();
@@ -103,7 +104,9 @@ void emit(const settings& s, const std::string& line) {
   if (!s.json_path.empty()) std::ofstream(s.json_path, std::ios::app) << line << "\n";
 }
 
-std::string transport_of(const std::string& uri) { return uri.substr(0, uri.find("://")); }
+std::string transport_of(const std::string& uri) {
+  return uri.substr(0, uri.find("://"));
+}
 
 // Runs `io` until `done()` or `limit` passes.
 template <class Done>
@@ -165,14 +168,17 @@ int run_detect(const settings& s) {
       // Connected, and a call answered.
       loop.depth = 1;
       loop.start();
-      run_until(io, [&] { return loop.ok >= 1; }, std::chrono::seconds(30));
+      run_until(
+          io, [&] { return loop.ok >= 1; }, std::chrono::seconds(30));
       loop.stopped = !busy;
       if (busy) {
         loop.depth = 7;
         loop.start();  // 8 in flight from now on
-        run_until(io, [&] { return loop.ok >= 100; }, std::chrono::seconds(30));
+        run_until(
+            io, [&] { return loop.ok >= 100; }, std::chrono::seconds(30));
       } else {
-        run_until(io, [&] { return loop.in_flight == 0; }, std::chrono::seconds(30));
+        run_until(
+            io, [&] { return loop.in_flight == 0; }, std::chrono::seconds(30));
       }
       const auto t0 = server.hang();
       const bool seen = run_until(
@@ -189,7 +195,8 @@ int run_detect(const settings& s) {
                     transport_of(s.uri).c_str(), busy ? "busy" : "idle", run, seen ? "true" : "false", ms);
       emit(s, line);
       ch->close();
-      run_until(io, [&] { return loop.in_flight == 0; }, std::chrono::seconds(10));
+      run_until(
+          io, [&] { return loop.in_flight == 0; }, std::chrono::seconds(10));
     }
   }
   return 0;
@@ -197,8 +204,8 @@ int run_detect(const settings& s) {
 
 int run_failover(const settings& s) {
   const char* policy = s.policy == rdmarpc::load_balancing_policy::pick_first ? "pick_first" : "round_robin";
-  std::printf("%-8s %-11s %4s %12s %12s %8s %8s %6s\n", "transport", "policy", "run", "detect_ms", "failover_ms",
-              "ok", "failed", "hung");
+  std::printf("%-8s %-11s %4s %12s %12s %8s %8s %6s\n", "transport", "policy", "run", "detect_ms",
+              "failover_ms", "ok", "failed", "hung");
   for (int run = 0; run < s.runs; ++run) {
     hangable_server a(s.uri), b(s.uri);
     asio::io_context io(1);
@@ -209,7 +216,8 @@ int run_failover(const settings& s) {
     EchoBench::Stub stub(ch);
     call_loop loop{stub, 16, /*wait_for_ready=*/true};
     loop.start();
-    run_until(io, [&] { return loop.ok >= 500; }, std::chrono::seconds(30));
+    run_until(
+        io, [&] { return loop.ok >= 500; }, std::chrono::seconds(30));
     // Hang the endpoint the calls are on (pick_first: the first; round_robin: either).
     const auto t0 = a.hang();
     const int ok_before = loop.ok;
@@ -225,19 +233,22 @@ int run_failover(const settings& s) {
     const double failover_ms = recovered ? ms_since(t0, *loop.ok_after_failure) : -1;
     loop.stopped = true;
     a.release();
-    run_until(io, [&] { return loop.in_flight == 0; }, std::chrono::seconds(10));
+    run_until(
+        io, [&] { return loop.in_flight == 0; }, std::chrono::seconds(10));
     const int hung = loop.in_flight;
-    std::printf("%-8s %-11s %4d %12.1f %12.1f %8d %8d %6d%s\n", transport_of(s.uri).c_str(), policy, run, detect_ms,
-                failover_ms, loop.ok, loop.failed, hung, recovered ? "" : "  NOT RECOVERED within 10 s");
+    std::printf("%-8s %-11s %4d %12.1f %12.1f %8d %8d %6d%s\n", transport_of(s.uri).c_str(), policy, run,
+                detect_ms, failover_ms, loop.ok, loop.failed, hung,
+                recovered ? "" : "  NOT RECOVERED within 10 s");
     char line[320];
     std::snprintf(line, sizeof line,
                   "{\"kind\":\"failover\",\"transport\":\"%s\",\"policy\":\"%s\",\"run\":%d,\"recovered\":%s,"
                   "\"detect_ms\":%.1f,\"failover_ms\":%.1f,\"ok\":%d,\"failed\":%d,\"hung\":%d}",
-                  transport_of(s.uri).c_str(), policy, run, recovered ? "true" : "false", detect_ms, failover_ms,
-                  loop.ok, loop.failed, hung);
+                  transport_of(s.uri).c_str(), policy, run, recovered ? "true" : "false", detect_ms,
+                  failover_ms, loop.ok, loop.failed, hung);
     emit(s, line);
     ch->close();
-    run_until(io, [] { return false; }, std::chrono::milliseconds(100));
+    run_until(
+        io, [] { return false; }, std::chrono::milliseconds(100));
   }
   return 0;
 }

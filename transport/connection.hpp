@@ -56,6 +56,16 @@ struct connection_options {
   // adaptive: how long to keep polling after the last completion before sleeping. Long enough to
   // catch the reply of a call just sent on real NICs (a few us) and in the Soft-RoCE VM (tens).
   std::chrono::microseconds adaptive_spin{100};
+  // How long a reliable-connection send waits for the peer's ACK before the NIC retransmits:
+  // 4.096 us * 2^ack_timeout_exponent (14: 67 ms), and how many times it retransmits before the
+  // QP fails with IBV_WC_RETRY_EXC_ERR (the connection then ends connection_lost). With the
+  // defaults a host that died under traffic is noticed after (1 + 7) * 67 ms ~ 0.54 s (the spec
+  // lets a NIC wait up to 4x longer), where rdma_cm's own default for RoCE (exponent 18, ~1.07 s
+  // a try) takes ~8.6 s. Short enough for the <= 1 s detection target; long enough that a
+  // datacenter's worst queueing (single-digit ms) and Soft-RoCE under emulation never retransmit
+  // spuriously. Idle connections rely on heartbeats (rpc layer), which cover hung processes too.
+  std::uint8_t ack_timeout_exponent = 14;
+  std::uint8_t retry_count = 7;  // 0..7 (3 bits on the wire)
 
   // tcp only ------------------------------------------------------------------------------
   // SO_SNDBUF and SO_RCVBUF of the socket; 0 keeps the kernel's (auto-tuned, up to megabytes).

@@ -23,13 +23,22 @@ inline std::array<std::byte, wire::kHandshakeSize> encode_local_handshake(const 
 }
 
 // For rdma_connect / rdma_accept. `hello` must outlive the call that uses the result.
-inline rdma_conn_param make_conn_param(const std::array<std::byte, wire::kHandshakeSize>& hello) {
+inline rdma_conn_param make_conn_param(const std::array<std::byte, wire::kHandshakeSize>& hello,
+                                       const connection_options& options) {
   rdma_conn_param param{};
   param.private_data = hello.data();
   param.private_data_len = static_cast<std::uint8_t>(hello.size());
-  param.retry_count = 7;
+  param.retry_count = std::min<std::uint8_t>(options.retry_count, 7);
   param.rnr_retry_count = 0;  // a credit bug must show up at once as RNR_RETRY_EXC_ERR
   return param;
+}
+
+// The QP's local ACK timeout (connection_options::ack_timeout_exponent), applied by rdma_cm when
+// it moves the QP to RTS. Call on the active side before rdma_resolve_route, on the passive side
+// before rdma_accept. False (errno set) if the option is refused.
+inline bool set_ack_timeout(rdma_cm_id* id, const connection_options& options) {
+  std::uint8_t exponent = std::min<std::uint8_t>(options.ack_timeout_exponent, 31);
+  return rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &exponent, sizeof exponent) == 0;
 }
 
 }  // namespace rdmarpc::transport::rdma

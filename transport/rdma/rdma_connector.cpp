@@ -88,6 +88,8 @@ bool rdma_connector::on_cm_error(const boost::system::error_code& ec) {
 void rdma_connector::on_event(rdma_cm_event& event) {
   switch (event.event) {
     case RDMA_CM_EVENT_ADDR_RESOLVED:
+      if (!set_ack_timeout(id_.get(), options_))
+        spdlog::warn("rdma connect: cannot set the ACK timeout: {}", std::strerror(errno));
       if (rdma_resolve_route(id_.get(), timeout_ms(options_)) != 0)
         finish(make_error_code(errc::unreachable));
       return;
@@ -106,7 +108,7 @@ void rdma_connector::on_event(rdma_cm_event& event) {
         return;
       }
       const auto hello = encode_local_handshake(options_);
-      rdma_conn_param param = make_conn_param(hello);
+      rdma_conn_param param = make_conn_param(hello, options_);
       if (rdma_connect(resources_->id(), &param) != 0) {
         spdlog::warn("rdma connect: rdma_connect: {}", std::strerror(errno));
         finish(make_error_code(errc::unreachable));

@@ -167,13 +167,15 @@ class rdma_listener::core final : public std::enable_shared_from_this<core>, pub
       rdma_reject(id.get(), nullptr, 0);
       return;  // `id` is destroyed here
     }
+    if (!set_ack_timeout(id.get(), options_))
+      spdlog::warn("rdma listener {}: cannot set the ACK timeout: {}", local_.to_uri(), std::strerror(errno));
     try {
       auto resources = std::make_unique<qp_resources>(verbs::make_event_channel(), std::move(id), options_);
       if (const auto ec = resources->post_whole_ring(); ec) {
         throw boost::system::system_error(ec, "posting the receive ring");
       }
       const auto hello = encode_local_handshake(options_);
-      rdma_conn_param param = make_conn_param(hello);
+      rdma_conn_param param = make_conn_param(hello, options_);
       if (rdma_accept(resources->id(), &param) != 0) throw_errno("rdma_accept");
       rdma_cm_id* key = resources->id();
       pending_[key] = pending{std::move(resources), *peer};
