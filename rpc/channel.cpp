@@ -834,17 +834,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     spdlog::debug("rdmarpc channel: {} is going away", slot.name());
     frame::header h;
     h.kind = frame::kind::going_away;
-    const auto head = frame::encode_header(h);
-    if (slot.conn->send_copy(boost::asio::buffer(head)) == boost::asio::error::would_block) {
-      // Behind what waits for room already: nothing new was committed after it.
-      slot.conn->async_reserve(frame::kHeaderSize,
-                               [self = shared_from_this(), e, gen = slot.generation, head](
-                                   boost::system::error_code ec, transport::send_reservation r) {
-                                 if (ec || gen != self->slots_[e]->generation) return;
-                                 std::memcpy(r.data().data(), head.data(), head.size());
-                                 r.commit(head.size());
-                               });
-    }
+    send_header(e, h);  // nothing new was committed after it
     publish_state();
     attach_waiting_streams();
     pump();  // queued calls go to another endpoint, or wait (want_connections)
@@ -1069,10 +1059,16 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   // what already waits for room; at most one per call that was sent). Dropped only when the
   // connection ends, which stops the server's handler anyway.
   void send_cancel(std::size_t e, std::uint32_t id) {
-    endpoint_slot& slot = *slots_[e];
     frame::header h;
     h.kind = frame::kind::cancel;
     h.call_id = id;
+    send_header(e, h);
+  }
+
+  // A header-only frame on endpoint e's connection: now, or once it has room, behind what waits for
+  // room already. Dropped only when that connection ends (its calls are gone with it).
+  void send_header(std::size_t e, const frame::header& h) {
+    endpoint_slot& slot = *slots_[e];
     const auto head = frame::encode_header(h);
     if (slot.conn->send_copy(boost::asio::buffer(head)) != boost::asio::error::would_block) return;
     slot.conn->async_reserve(frame::kHeaderSize,

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <functional>
 #include <future>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -87,6 +88,16 @@ struct client {
     start(out, ctx);
     REQUIRE(run_until(io, [&] { return out.has_value(); }));
     return to_status_code(*out);
+  }
+  // A round_robin channel over `servers`, connected to every one.
+  void connect_round_robin(std::initializer_list<const tcp_server*> servers) {
+    std::string uri = "tcp://";
+    for (const auto* s : servers) uri += (uri.size() > 6 ? "," : "") + s->host_port();
+    channel_options o;
+    o.load_balancing = load_balancing_policy::round_robin;
+    ch = channel::create(io.get_executor(), uri, o);
+    ch->state(/*try_to_connect=*/true);
+    REQUIRE(run_until(io, [&] { return ch->stats().connects == servers.size(); }));
   }
   // Waits (bounded) until the channel reports `want`.
   bool reach(channel_state want) {
@@ -273,12 +284,7 @@ TEST_CASE("connectivity: a server restarted on the same address gets the channel
 TEST_CASE("connectivity: round_robin spreads calls evenly over three servers", "[connectivity]") {
   tcp_server a, b, s3;
   client c;
-  channel_options o;
-  o.load_balancing = load_balancing_policy::round_robin;
-  c.ch = channel::create(c.io.get_executor(),
-                         "tcp://" + a.host_port() + "," + b.host_port() + "," + s3.host_port(), o);
-  c.ch->state(/*try_to_connect=*/true);
-  REQUIRE(run_until(c.io, [&] { return c.ch->stats().connects == 3; }));
+  c.connect_round_robin({&a, &b, &s3});
   // In flight together, as a loaded client has them.
   std::vector<std::optional<boost::system::error_code>> outs(300);
   for (auto& out : outs) c.start(out);
@@ -375,12 +381,7 @@ struct closed_loop {
 TEST_CASE("connectivity: a server going away under load loses no call", "[connectivity]") {
   tcp_server a, b, s3;
   client c;
-  channel_options o;
-  o.load_balancing = load_balancing_policy::round_robin;
-  c.ch = channel::create(c.io.get_executor(),
-                         "tcp://" + a.host_port() + "," + b.host_port() + "," + s3.host_port(), o);
-  c.ch->state(/*try_to_connect=*/true);
-  REQUIRE(run_until(c.io, [&] { return c.ch->stats().connects == 3; }));
+  c.connect_round_robin({&a, &b, &s3});
   closed_loop load{c, 3000};
   load.start(32);
   REQUIRE(run_until(c.io, [&] { return load.ok >= 300; }));
