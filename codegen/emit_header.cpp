@@ -75,7 +75,7 @@ void print_client_function(code_writer& p, const service_model& s, const method_
               "      return ::boost::asio::async_initiate<CompletionToken, $signature$>(\n"
               "          [this](auto handler, const $request$* req) {\n"
               "            this->$do$(nullptr, *req, "
-              "::boost::asio::any_completion_handler<$signature$>(::std::move(handler)));\n"
+              "::rdmarpc::unary_completion<$response$>::make(::std::move(handler)));\n"
               "          },\n"
               "          token, &request);\n"
               "    }\n"
@@ -85,7 +85,7 @@ void print_client_function(code_writer& p, const service_model& s, const method_
               "      return ::boost::asio::async_initiate<CompletionToken, $signature$>(\n"
               "          [this](auto handler, ::rdmarpc::client_context* ctx, const $request$* req) {\n"
               "            this->$do$(ctx, *req, "
-              "::boost::asio::any_completion_handler<$signature$>(::std::move(handler)));\n"
+              "::rdmarpc::unary_completion<$response$>::make(::std::move(handler)));\n"
               "          },\n"
               "          token, &context, &request);\n"
               "    }\n");
@@ -134,7 +134,7 @@ void print_do_function(code_writer& p, const service_model& s, const method_mode
     case method_kind::unary:
       p.print(v,
               "    $virtual$void $do$(::rdmarpc::client_context* context, const $request$& request,\n"
-              "        ::boost::asio::any_completion_handler<$signature$> handler) $tail$;\n");
+              "        ::rdmarpc::unary_completion<$response$> done) $tail$;\n");
       return;
     case method_kind::server_streaming:
       p.print(
@@ -155,7 +155,8 @@ void print_interface(code_writer& p, const service_model& s) {
   p.print(
       "\n"
       "  // The client as user code sees it. Stub implements it over an rdmarpc::channel; a test can\n"
-      "  // derive a fake from it and override the do_* functions.\n"
+      "  // derive a fake from it and override the do_* functions (a unary one completes its\n"
+      "  // rdmarpc::unary_completion with (error_code, Reply) from work it posted, rpc/unary_completion.hpp).\n"
       "  // Each async_* function has the completion signature void(error_code, Reply), so a callback,\n"
       "  // use_future, use_awaitable, as_tuple(use_awaitable) or deferred all work; errors are in\n"
       "  // rdmarpc::status_category(). `request` (and `context`) must stay valid until the operation\n"
@@ -182,7 +183,7 @@ void print_interface(code_writer& p, const service_model& s) {
 void print_stub(code_writer& p, const service_model& s) {
   p.print(
       "\n"
-      "  // The real client: each call goes through rdmarpc::async_unary_call on the channel, each\n"
+      "  // The real client: each call goes through channel::start_unary_call, each\n"
       "  // stream through channel::start_stream.\n"
       "  // Threading: as the channel's (calls may start from any thread).\n"
       "  class Stub final : public Interface {\n"
@@ -324,9 +325,9 @@ std::string emit_header(const file_model& file) {
       "#include \"rpc/service.hpp\"\n"
       "#include \"rpc/stream.hpp\"\n"
       "#include \"rpc/unary_call.hpp\"\n"
+      "#include \"rpc/unary_completion.hpp\"\n"
       "\n"
-      "#include <boost/asio/any_completion_handler.hpp>\n"
-      "#include <boost/asio/async_result.hpp>\n"
+            "#include <boost/asio/async_result.hpp>\n"
       "#include <boost/asio/awaitable.hpp>\n"
       "#include <boost/system/error_code.hpp>\n"
       "\n"

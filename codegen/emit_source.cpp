@@ -1,4 +1,4 @@
-// Prints foo.rdmarpc.pb.cc: the Stub's calls into rdmarpc::async_unary_call (streams:
+// Prints foo.rdmarpc.pb.cc: the Stub's calls into channel::start_unary_call (streams:
 // channel::start_stream) and the new_call / new_stream_call of Service and CallbackService (a typed
 // call object per method; the server parses, runs and replies through it).
 
@@ -27,10 +27,8 @@ void print_stub(code_writer& p, const file_model& file, const service_model& s) 
         p.print(
             v,
             "void $qclass$::Stub::$do$(::rdmarpc::client_context* context, const $request$& request,\n"
-            "    ::boost::asio::any_completion_handler<void(::boost::system::error_code, $response$)> "
-            "handler) {\n"
-            "  ::rdmarpc::async_unary_call<$response$>(*channel_, $qclass$::$descriptor$, context, request,\n"
-            "                                         ::std::move(handler));\n"
+            "    ::rdmarpc::unary_completion<$response$> done) {\n"
+            "  channel_->start_unary_call($qclass$::$descriptor$, context, request, ::std::move(done).release());\n"
             "}\n"
             "\n");
         break;

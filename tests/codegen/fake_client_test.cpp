@@ -64,7 +64,7 @@ class fake_shop final : public shop::Shop::Interface {
 
  private:
   void do_price(rdmarpc::client_context* context, const Outer_Inner_Deepest& request,
-                asio::any_completion_handler<void(error_code, Money)> handler) override {
+                rdmarpc::unary_completion<Money> done) override {
     ++price_calls;
     saw_context.push_back(context != nullptr);
     Money reply;
@@ -77,16 +77,16 @@ class fake_shop final : public shop::Shop::Interface {
       if (context != nullptr)
         context->set_result(rdmarpc::status_code::not_found, "no such sku " + request.sku());
     }
-    asio::post(ex_, [handler = std::move(handler), ec, reply = std::move(reply)]() mutable {
-      std::move(handler)(ec, std::move(reply));
+    asio::post(ex_, [done = std::move(done), ec, reply = std::move(reply)]() mutable {
+      done(ec, std::move(reply));
     });
   }
 
   void do_total(rdmarpc::client_context*, const shop::Basket&,
-                asio::any_completion_handler<void(error_code, Money)> handler) override {
+                rdmarpc::unary_completion<Money> done) override {
     ++total_calls;
-    asio::post(ex_, [handler = std::move(handler)]() mutable {
-      std::move(handler)(rdmarpc::make_error_code(rdmarpc::status_code::unimplemented), Money{});
+    asio::post(ex_, [done = std::move(done)]() mutable {
+      done(rdmarpc::make_error_code(rdmarpc::status_code::unimplemented), Money{});
     });
   }
 

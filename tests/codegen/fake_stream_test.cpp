@@ -33,7 +33,7 @@ class fake_events final : public streams::Events::Interface {
 
  private:
   void do_get(rdmarpc::client_context*, const streams::Item&,
-              asio::any_completion_handler<void(error_code, streams::Item)>) override {
+              rdmarpc::unary_completion<streams::Item>) override {
     FAIL("unary Get is not used here");
   }
   std::shared_ptr<rdmarpc::stream_io> do_watch(rdmarpc::client_context* context,
