@@ -24,13 +24,13 @@ void print_stub(code_writer& p, const file_model& file, const service_model& s) 
                     {"response", m.response_type}};
     switch (m.kind) {
       case method_kind::unary:
-        p.print(
-            v,
-            "void $qclass$::Stub::$do$(::rdmarpc::client_context* context, const $request$& request,\n"
-            "    ::rdmarpc::unary_completion<$response$> done) {\n"
-            "  channel_->start_unary_call($qclass$::$descriptor$, context, request, ::std::move(done).release());\n"
-            "}\n"
-            "\n");
+        p.print(v,
+                "void $qclass$::Stub::$do$(::rdmarpc::client_context* context, const $request$& request,\n"
+                "    ::rdmarpc::unary_completion<$response$> done) {\n"
+                "  channel_->start_unary_call($qclass$::$descriptor$, context, request, "
+                "::std::move(done).release());\n"
+                "}\n"
+                "\n");
         break;
       case method_kind::server_streaming:
         p.print(v,

@@ -73,6 +73,10 @@ class server::impl final : public server_connection::owner,
     s.pings_received = heartbeats_.pings_received.load(std::memory_order_relaxed);
     s.heartbeat_timeouts = heartbeats_.timeouts.load(std::memory_order_relaxed);
     s.too_many_pings = heartbeats_.too_many_pings.load(std::memory_order_relaxed);
+    std::lock_guard lock(mutex_);
+    s.connections = connections_.size();
+    s.connections_accepted = accepted_;
+    s.connections_refused = refused_;
     return s;
   }
   void connection_ended(server_connection* c) override {
@@ -203,7 +207,7 @@ class server::impl final : public server_connection::owner,
   std::vector<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guards_;
   std::vector<std::thread> threads_;
 
-  std::mutex mutex_;  // guards the members below up to in_flight_
+  mutable std::mutex mutex_;  // guards the members below up to in_flight_
   std::vector<std::shared_ptr<transport::listener>> listeners_;
   struct served {
     std::weak_ptr<server_connection> connection;
@@ -212,6 +216,7 @@ class server::impl final : public server_connection::owner,
   std::unordered_map<server_connection*, served> connections_;
   std::unordered_map<std::string, std::size_t> per_peer_;  // connections by peer host
   std::uint64_t refused_ = 0;                              // connections refused by the limits
+  std::uint64_t accepted_ = 0;                             // connections served
   std::size_t next_context_ = 0;
   std::atomic<bool> shutting_down_{false};
   std::atomic<std::size_t> in_flight_{0};
@@ -240,6 +245,7 @@ void server::impl::serve(std::shared_ptr<transport::connection> conn) {
       state = server_connection::create(shared_from_this(), conn);
       ++per_peer_[peer];
       connections_.emplace(state.get(), served{state, std::move(peer)});
+      ++accepted_;
     }
     if (refused != nullptr) {
       if (!shutting_down_) refusals = ++refused_;

@@ -54,11 +54,14 @@ struct server_options {
 
 // Counters over all connections, any thread.
 struct server_stats {
-  std::uint64_t pings_sent = 0;          // our heartbeats to clients
-  std::uint64_t pongs_received = 0;      // their answers
-  std::uint64_t pings_received = 0;      // clients' heartbeats (answered with a pong)
-  std::uint64_t heartbeat_timeouts = 0;  // connections ended because a client stopped answering
-  std::uint64_t too_many_pings = 0;      // connections ended because a client pinged too often
+  std::uint64_t pings_sent = 0;            // our heartbeats to clients
+  std::uint64_t pongs_received = 0;        // their answers
+  std::uint64_t pings_received = 0;        // clients' heartbeats (answered with a pong)
+  std::uint64_t heartbeat_timeouts = 0;    // connections ended because a client stopped answering
+  std::uint64_t too_many_pings = 0;        // connections ended because a client pinged too often
+  std::uint64_t connections = 0;           // served now (accepted and not yet ended)
+  std::uint64_t connections_accepted = 0;  // served since the server started
+  std::uint64_t connections_refused = 0;   // closed at once by max_connections(_per_peer)
 };
 
 class server {

@@ -1,0 +1,47 @@
+// Churn over tcp (and the pure parser of `rdma resource show`): connect, call, disconnect, many
+// times; the process must end holding what it held before (fds, heap). The full 10^4 cycles run in
+// tests/soak/churn.sh; CI runs a shorter count here.
+#include <catch2/catch.hpp>
+
+#include "churn.hpp"
+
+using namespace rdmarpc::soak;
+
+TEST_CASE("rdma resource summaries are summed per kind over devices", "[soak]") {
+  const auto counts = parse_rdma_resource_summary(
+      "0: rxe0: pd 2 cq 4 qp 2 cm_id 3 mr 6 ctx 0 srq 0\n"
+      "1: mlx5_0: pd 1 cq 1 qp 1 cm_id 0 mr 1 ctx 1 srq 0\n"
+      "garbage line\n");
+  CHECK(counts.at("pd") == 3);
+  CHECK(counts.at("qp") == 3);
+  CHECK(counts.at("mr") == 7);
+  CHECK(counts.at("cm_id") == 3);
+  CHECK(parse_rdma_resource_summary("").empty());
+}
+
+TEST_CASE("growth_since names what grew and ignores what shrank", "[soak]") {
+  resource_counts before;
+  before.fds = 10;
+  before.heap_bytes = 1000;
+  before.rdma = {{"qp", 2}, {"mr", 4}};
+  resource_counts after = before;
+  CHECK(after.growth_since(before, 0).empty());
+  after.fds = 9;
+  after.heap_bytes = 1500;
+  after.rdma["qp"] = 3;
+  CHECK(after.growth_since(before, 1000) == "qp +1");
+  CHECK(after.growth_since(before, 100) == "heap bytes +500, qp +1");
+}
+
+TEST_CASE("tcp churn: 300 connect/call/disconnect cycles leak no fd and no heap", "[soak]") {
+  churn_options o;
+  o.target = "tcp";
+  o.address = "127.0.0.1";
+  o.cycles = 300;
+  const churn_result r = run_churn(o);
+  INFO("before: " << r.before.to_string() << "\nafter: " << r.after.to_string());
+  CHECK(r.first_failure.empty());
+  CHECK(r.calls_ok == o.cycles);
+  CHECK(r.leaked.empty());
+  CHECK(r.after.fds == r.before.fds);
+}

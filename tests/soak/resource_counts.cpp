@@ -1,0 +1,103 @@
+#include "resource_counts.hpp"
+
+#include <malloc.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#include <sanitizer/allocator_interface.h>
+#define RDMARPC_SANITIZED_HEAP 1
+#endif
+
+namespace rdmarpc::soak {
+namespace {
+
+std::size_t count_fds() {
+  std::size_t n = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
+    ++n;
+  return n;  // includes the directory's own fd, in every snapshot alike
+}
+
+std::optional<std::size_t> heap_in_use() {
+#ifdef RDMARPC_SANITIZED_HEAP
+  return __sanitizer_get_current_allocated_bytes();
+#else
+  return mallinfo2().uordblks;
+#endif
+}
+
+std::string run_rdma_tool() {
+  std::string out;
+  FILE* p = ::popen("rdma resource show 2>/dev/null", "r");
+  if (p == nullptr) return out;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
+  ::pclose(p);
+  return out;
+}
+
+}  // namespace
+
+std::map<std::string, long> parse_rdma_resource_summary(const std::string& text) {
+  std::map<std::string, long> counts;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream words(line);
+    std::string index, device, key;
+    if (!(words >> index >> device) || index.empty() || index.back() != ':') continue;
+    long value = 0;
+    while (words >> key >> value) counts[key] += value;
+  }
+  return counts;
+}
+
+resource_counts count_resources() {
+  resource_counts c;
+  c.fds = count_fds();
+  c.heap_bytes = heap_in_use();
+  c.rdma = parse_rdma_resource_summary(run_rdma_tool());
+  c.rdma.erase("ctx");  // verbs contexts: librdmacm keeps its device contexts open for the process
+  c.rdma.erase("srq");
+  return c;
+}
+
+std::string resource_counts::growth_since(const resource_counts& before, std::size_t heap_slack) const {
+  std::string grown;
+  auto add = [&grown](const std::string& what, long long delta) {
+    if (delta <= 0) return;
+    if (!grown.empty()) grown += ", ";
+    grown += what + " +" + std::to_string(delta);
+  };
+  add("fds", static_cast<long long>(fds) - static_cast<long long>(before.fds));
+  if (heap_bytes && before.heap_bytes) {
+    const long long delta = static_cast<long long>(*heap_bytes) - static_cast<long long>(*before.heap_bytes);
+    if (delta > static_cast<long long>(heap_slack)) add("heap bytes", delta);
+  }
+  for (const auto& [kind, n] : rdma) {
+    auto it = before.rdma.find(kind);
+    add(kind, n - (it != before.rdma.end() ? it->second : 0));
+  }
+  return grown;
+}
+
+std::string resource_counts::to_string() const {
+  std::string s = "fds " + std::to_string(fds);
+  if (heap_bytes) s += ", heap " + std::to_string(*heap_bytes) + " B";
+  for (const auto& [kind, n] : rdma) s += ", " + kind + " " + std::to_string(n);
+  return s;
+}
+
+std::string resource_counts::to_json() const {
+  std::string s = "{\"fds\": " + std::to_string(fds);
+  if (heap_bytes) s += ", \"heap_bytes\": " + std::to_string(*heap_bytes);
+  for (const auto& [kind, n] : rdma) s += ", \"" + kind + "\": " + std::to_string(n);
+  return s + "}";
+}
+
+}  // namespace rdmarpc::soak
