@@ -2,6 +2,7 @@
 # run_auth_example.sh SERVER CLIENT URI: starts auth_server on URI (port 0), runs auth_client
 # against it and checks each call's outcome: no token and an unknown one UNAUTHENTICATED, the
 # hello-only token OK for SayHello and PERMISSION_DENIED for the stream, the demo token OK for both.
+# 77 (CTest "skipped") for rdma:// without an RDMA device.
 set -u
 server=$1 client=$2 uri=$3
 source "$(dirname "${BASH_SOURCE[0]}")/../start_server.sh"
