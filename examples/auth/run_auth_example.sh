@@ -10,11 +10,7 @@ skip_without_rdma_device "$uri"
 
 start_server auth_server "$server" "$uri" || exit 1
 trap 'kill -TERM "$server_pid" 2>/dev/null; rm -f "$server_log"' EXIT
-out=$(timeout 60 "$client" "$bound")
-rc=$?
-echo "$out"
-echo "run_auth_example: auth_client exit $rc"
-((rc == 0)) || exit 1
+run_client auth_client "$client" || exit 1
 expect() {
   grep -qxF "$1" <<<"$out" || { echo "run_auth_example: FAILED: expected the line '$1'"; exit 1; }
 }
