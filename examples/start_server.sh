@@ -32,3 +32,14 @@ skip_without_rdma_device() {
     exit 77
   fi
 }
+
+# run_client NAME CLIENT: after start_server, runs `CLIENT $bound` (bounded: 60 s), prints its
+# output and sets `out`; returns 1, saying so, when the client fails.
+run_client() {
+  local name=$1 client=$2 rc
+  out=$(timeout 60 "$client" "$bound")
+  rc=$?
+  echo "$out"
+  echo "$name exit $rc"
+  ((rc == 0))
+}

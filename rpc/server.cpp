@@ -28,17 +28,24 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-// The host part of a remote address ("tcp://10.0.0.2:5000" -> "tcp://10.0.0.2",
+// The transport and host part of a remote address ("tcp://10.0.0.2:5000" -> "tcp://10.0.0.2",
 // "rdma://[fe80::1]:7471" -> "rdma://[fe80::1]"): what max_connections_per_peer counts by.
-std::string peer_host(const std::string& address) {
-  const auto colon = address.rfind(':');
-  const auto scheme_end = address.find("://");
-  const auto bracket = address.rfind(']');
-  if (colon == std::string::npos || colon <= scheme_end + 2 ||
-      (bracket != std::string::npos && colon < bracket)) {
-    return address;  // no port ("loopback://a")
+std::string peer_host(const peer_info& peer) {
+  return std::string(peer.address.substr(0, peer.host.data() + peer.host.size() - peer.address.data()));
+}
+
+// Asks options.admit_connection about `peer`; nullptr admits, else why not.
+const char* admission_refusal(const server_options& options, const peer_info& peer) {
+  if (!options.admit_connection) return nullptr;
+  try {
+    return options.admit_connection(peer) ? nullptr : "refused by admit_connection";
+  } catch (const std::exception& e) {
+    spdlog::warn("rdmarpc server: admit_connection threw for {}: {} (connection refused)", peer.address,
+                 e.what());
+  } catch (...) {
+    spdlog::warn("rdmarpc server: admit_connection threw for {} (connection refused)", peer.address);
   }
-  return address.substr(0, colon);
+  return "admit_connection threw";
 }
 
 }  // namespace
@@ -215,8 +222,8 @@ class server::impl final : public server_connection::owner,
   };
   std::unordered_map<server_connection*, served> connections_;
   std::unordered_map<std::string, std::size_t> per_peer_;  // connections by peer host
-  std::uint64_t refused_ = 0;                              // connections refused by the limits
-  std::uint64_t accepted_ = 0;                             // connections served
+  std::uint64_t refused_ = 0;   // connections refused by the limits or admit_connection
+  std::uint64_t accepted_ = 0;  // connections served
   std::size_t next_context_ = 0;
   std::atomic<bool> shutting_down_{false};
   std::atomic<std::size_t> in_flight_{0};
@@ -229,7 +236,10 @@ class server::impl final : public server_connection::owner,
 
 void server::impl::serve(std::shared_ptr<transport::connection> conn) {
   const std::string address = conn->remote_address();
-  std::string peer = peer_host(address);
+  const auto info = peer_info::from_address(address);
+  std::string peer = peer_host(info);
+  // User code, so outside the lock; a refusal takes the same way out as the limits'.
+  const char* not_admitted = admission_refusal(options_, info);
   std::shared_ptr<server_connection> state;
   const char* refused = nullptr;
   std::uint64_t refusals = 0;
@@ -237,6 +247,8 @@ void server::impl::serve(std::shared_ptr<transport::connection> conn) {
     std::lock_guard lock(mutex_);
     if (shutting_down_) {
       refused = "the server is shutting down";
+    } else if (not_admitted != nullptr) {
+      refused = not_admitted;
     } else if (connections_.size() >= options_.max_connections) {
       refused = "max_connections reached";
     } else if (per_peer_[peer] >= options_.max_connections_per_peer) {

@@ -10,6 +10,7 @@
 #include <memory>
 #include <string_view>
 
+#include "rpc/server_hooks.hpp"
 #include "rpc/service.hpp"
 #include "rpc/stream_window.hpp"
 #include "transport/connect.hpp"
@@ -36,6 +37,21 @@ struct server_options {
   // below kInitialStreamWindow, which clients may use before they learn it.
   stream_window_size stream_window = kDefaultStreamWindow;
   std::size_t max_connections_per_peer = 1000;
+  // Admission: sees each new connection's peer (address, transport, host) before the limits above
+  // and may refuse it (false). A refused connection is closed as soon as it is accepted, as one
+  // beyond max_connections: the client's calls fail UNAVAILABLE (closed_by_peer) and a channel
+  // reconnects with its backoff. Runs where the connection is accepted (the server's executor) or
+  // on the thread calling serve(); keep it quick, the next accept waits for it. An exception
+  // refuses the connection. Empty: every connection is admitted.
+  connection_admission admit_connection;
+  // Authentication / authorization: sees every request and stream_open (method, client metadata,
+  // peer) once its metadata passed the limits above, before anything else is done with it (so an
+  // unknown method is checked too, with an empty name). A verdict other than OK answers that call
+  // (or resets that stream) with its code and message, e.g. UNAUTHENTICATED or PERMISSION_DENIED;
+  // the handler never runs and the connection carries on. An exception answers INTERNAL. Runs on
+  // the connection's thread, from several threads at once when `threads` > 1; it must not block.
+  // Empty (the default): no check, and no cost beyond one branch per call.
+  call_check check_call;
   // Heartbeats towards each client, as channel_options: after heartbeat_interval with nothing
   // received a ping; no answer within heartbeat_timeout ends the connection (connection_lost) and
   // cancels its calls and streams. Zero or max() in either disables them. A dead or hung client is
@@ -61,7 +77,7 @@ struct server_stats {
   std::uint64_t too_many_pings = 0;        // connections ended because a client pinged too often
   std::uint64_t connections = 0;           // served now (accepted and not yet ended)
   std::uint64_t connections_accepted = 0;  // served since the server started
-  std::uint64_t connections_refused = 0;   // closed at once by max_connections(_per_peer)
+  std::uint64_t connections_refused = 0;   // closed at once: admit_connection, max_connections(_per_peer)
 };
 
 class server {

@@ -104,6 +104,7 @@ class connection_impl final : public server_connection,
         ex_(conn_->get_executor()),
         io_ex_(ex_.target<boost::asio::io_context::executor_type>()),
         peer_(std::make_shared<const std::string>(conn_->remote_address())),
+        peer_info_(peer_info::from_address(*peer_)),
         live_(server_->options().heartbeat_interval, server_->options().heartbeat_timeout, clock::now()),
         policer_(server_->options().min_ping_interval_allowed, server_->options().max_ping_strikes) {}
 
@@ -288,12 +289,12 @@ class connection_impl final : public server_connection,
     const auto& opts = server_->options();
     metadata md;
     stream_window_size client_window = kDefaultStreamWindow;
-    if (!take_request_metadata(v, md, &client_window)) return;
+    const method_entry* m = nullptr;
+    if (!admit_request(v, md, &client_window, m)) return;
     if (client_gone_away_) return refuse_stream(id, status_code::unavailable, "server shutting down");
     if (calls_.size() + streams_.size() >= opts.max_in_flight_per_connection)
       return refuse_stream(id, status_code::resource_exhausted,
                            "too many calls in flight on this connection");
-    const method_entry* m = server_->methods().find(v.header.method_id);
     if (m == nullptr)
       return refuse_stream(id, status_code::unimplemented,
                            "unknown method id " + std::to_string(v.header.method_id));
@@ -401,11 +402,11 @@ class connection_impl final : public server_connection,
     if (calls_.contains(id) || streams_.contains(id)) return violation("duplicate call id");
     highest_id_ = std::max(highest_id_, id);
     metadata md;
-    if (!take_request_metadata(v, md, nullptr)) return;
+    const method_entry* m = nullptr;
+    if (!admit_request(v, md, nullptr, m)) return;
     if (client_gone_away_) return refuse(id, status_code::unavailable, "server shutting down");
     if (calls_.size() + streams_.size() >= server_->options().max_in_flight_per_connection)
       return refuse(id, status_code::resource_exhausted, "too many calls in flight on this connection");
-    const method_entry* m = server_->methods().find(v.header.method_id);
     if (m == nullptr)
       return refuse(id, status_code::unimplemented,
                     "unknown method id " + std::to_string(v.header.method_id));
@@ -598,11 +599,12 @@ class connection_impl final : public server_connection,
     return ec;
   }
 
-  // A request's or stream_open's metadata (and, for a stream, the client's window), limits first:
-  // nothing of it is parsed or allocated before they are checked. False when the call was refused
-  // RESOURCE_EXHAUSTED (a response, or a reset for a stream) or the connection closed as a
-  // protocol violation.
-  bool take_request_metadata(const frame::view& v, metadata& md, stream_window_size* window) {
+  // What every request and stream_open goes through first, in this one place: its metadata (and,
+  // for a stream, the client's window), limits first: nothing of it is parsed or allocated before
+  // they are checked; then its method (`m`, null for an unknown id: the caller answers
+  // UNIMPLEMENTED) and server_options::check_call. False when the call was refused (a response, or
+  // a reset for a stream) or the connection closed as a protocol violation.
+  bool admit_request(const frame::view& v, metadata& md, stream_window_size* window, const method_entry*& m) {
     const std::uint32_t id = v.header.call_id;
     const auto refusal = window != nullptr ? frame::kind::reset : frame::kind::response;
     const auto& opts = server_->options();
@@ -623,7 +625,30 @@ class connection_impl final : public server_connection,
       violation(window != nullptr ? "stream_open extras do not parse" : "request extras do not parse");
       return false;
     }
+    m = server_->methods().find(v.header.method_id);
+    // Without a check (the usual case) this branch is all it costs.
+    if (opts.check_call) [[unlikely]]
+      return run_check_call(id, m, md, window != nullptr);
     return true;
+  }
+
+  // server_options::check_call on a call about to start; refuses it unless the verdict is OK.
+  bool run_check_call(std::uint32_t id, const method_entry* m, const metadata& md, bool stream) {
+    const call_info info{m != nullptr ? m->full_name : std::string_view(), md, peer_info_, stream};
+    call_verdict verdict;
+    try {
+      verdict = server_->options().check_call(info);
+    } catch (const std::exception& e) {
+      verdict = {status_code::internal, std::string("check_call threw: ") + e.what()};
+    } catch (...) {
+      verdict = {status_code::internal, "check_call threw a non-standard exception"};
+    }
+    if (verdict.code == status_code::ok) return true;
+    // Per call, so at debug: a client without credentials must not flood the log.
+    spdlog::debug("rdmarpc server: {} {} from {} refused by check_call: {} {}", stream ? "stream" : "call",
+                  info.method, *peer_, to_string(verdict.code), verdict.message);
+    refuse(id, verdict.code, verdict.message, stream ? frame::kind::reset : frame::kind::response);
+    return false;
   }
 
   // A request beyond a configured limit: refused RESOURCE_EXHAUSTED; logged once per connection.
@@ -660,6 +685,7 @@ class connection_impl final : public server_connection,
   boost::asio::any_io_executor ex_;
   const boost::asio::io_context::executor_type* io_ex_;  // ex_'s target when it is an io_context's
   std::shared_ptr<const std::string> peer_;              // shared with every call's server_context
+  peer_info peer_info_;                                  // views into *peer_, for check_call
   bool closed_ = false;
   bool going_away_sent_ = false;      // go_away(): the client was told to send nothing new
   bool client_gone_away_ = false;     // and answered: nothing new follows; close once drained

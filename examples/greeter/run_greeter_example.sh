@@ -9,11 +9,7 @@ skip_without_rdma_device "$uri"
 
 start_server greeter_server "$server" "$uri" || exit 1
 trap 'kill -TERM "$server_pid" 2>/dev/null; rm -f "$server_log"' EXIT
-out=$(timeout 60 "$client" "$bound")
-rc=$?
-echo "$out"
-echo "run_greeter_example: greeter_client exit $rc"
-((rc == 0)) || exit 1
+run_client greeter_client "$client" || exit 1
 [[ $(grep -c '^\(callback\|coroutine\): *hello, ada (from ' <<<"$out") == 2 ]] ||
   { echo "run_greeter_example: FAILED: expected two 'hello, ada' replies"; exit 1; }
 [[ $(grep -c '^stream: *\(hello\|bonjour\|hallo\), ada$' <<<"$out") == 3 ]] ||

@@ -1,9 +1,9 @@
 // Churn over tcp (and the pure parser of `rdma resource show`): connect, call, disconnect, many
 // times; the process must end holding what it held before (fds, heap). The full 10^4 cycles run in
 // tests/soak/churn.sh; CI runs a shorter count here.
-#include <catch2/catch.hpp>
-
 #include "churn.hpp"
+
+#include <catch2/catch.hpp>
 
 using namespace rdmarpc::soak;
 
