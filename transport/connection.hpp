@@ -66,6 +66,16 @@ struct connection_options {
   // spuriously. Idle connections rely on heartbeats (rpc layer), which cover hung processes too.
   std::uint8_t ack_timeout_exponent = 14;
   std::uint8_t retry_count = 7;  // 0..7 (3 bits on the wire)
+  // Listener: connection requests accepted (a QP and its registered rings allocated) whose client
+  // has not completed the handshake yet (rdma_cm ESTABLISHED). Beyond max_pending_handshakes a new
+  // request is rejected before anything is allocated (the client sees errc::handshake_rejected and
+  // a channel retries with backoff); one pending longer than handshake_timeout is dropped and its
+  // QP, memory and cm_id freed. An honest client completes in one round trip, so a client that
+  // stalls (or many of them) holds at most max_pending_handshakes * the rings' registered memory
+  // (2 MiB each by default), for at most handshake_timeout. The default admits a burst of 128
+  // clients connecting at once (a fleet reconnecting after a restart); more retry with backoff.
+  std::size_t max_pending_handshakes = 128;
+  std::chrono::milliseconds handshake_timeout{5000};
 
   // tcp only ------------------------------------------------------------------------------
   // SO_SNDBUF and SO_RCVBUF of the socket; 0 keeps the kernel's (auto-tuned, up to megabytes).

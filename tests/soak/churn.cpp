@@ -81,11 +81,14 @@ churn_result run_churn(const churn_options& o) {
     server->add_service(service);
     const std::string uri = server->listen(o.target + "://" + o.address + ":0").to_uri();
 
+    // The device's objects before any connection: only the listener's cm_id.
+    const auto idle = count_resources().rdma;
     for (std::size_t i = 0; i < o.warmup_cycles && result.first_failure.empty(); ++i)
       result.first_failure = one_cycle(client_io, *server, uri, i);
-    // Settled after the warm-up: nothing of its cycles is still being torn down.
-    const auto warm = count_resources();
-    wait_until([&] { return count_resources().fds <= warm.fds; }, std::chrono::milliseconds(500));
+    // Settled after the warm-up: the last cycles' QPs, rings and cm_ids outlive the rpc
+    // connection for a while (rdma_cm's disconnect and time-wait) and must be gone first; fds and
+    // heap are taken after the warm-up, so one-time costs (librdmacm's device fds) stay out.
+    wait_until([&] { return count_resources().rdma == idle; }, o.settle);
     result.before = count_resources();
 
     const auto start = clock::now();

@@ -157,17 +157,6 @@ TEST_CASE("rdma peer killed with SIGKILL mid-stream ends the survivor's connecti
 
 namespace {
 
-// Waits (running `io` meanwhile, the listener lives there) for the next event on a raw channel.
-rdma_cm_event_type next_raw_event(boost::asio::io_context& io, rdma_event_channel* ch) {
-  rdma_cm_event* event = nullptr;
-  const bool got = run_until(
-      io, [&] { return rdma_get_cm_event(ch, &event) == 0; }, std::chrono::seconds(10));
-  if (!got) return static_cast<rdma_cm_event_type>(-1);
-  const auto type = event->event;
-  rdma_ack_cm_event(event);
-  return type;
-}
-
 // A raw rdma_cm client that sends `private_data` as its handshake; returns the final event.
 rdma_cm_event_type raw_connect(boost::asio::io_context& io, std::uint16_t port,
                                std::span<const std::byte> private_data) {

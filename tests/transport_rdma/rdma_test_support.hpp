@@ -3,6 +3,8 @@
 // and connecting a client/server pair over rdma_cm on one io_context.
 // Layer: tests. Threading: everything runs on the test's io_context thread.
 
+#include <rdma/rdma_cma.h>
+
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstring>
@@ -96,6 +98,17 @@ inline std::vector<std::byte> pattern(std::size_t size, unsigned seed) {
   for (std::size_t i = 0; i < size; ++i)
     v[i] = static_cast<std::byte>((i * 131 + seed * 7 + (i >> 12)) & 0xff);
   return v;
+}
+
+// Waits (running `io` meanwhile, the listener lives there) for the next event on a raw channel.
+inline rdma_cm_event_type next_raw_event(boost::asio::io_context& io, rdma_event_channel* ch) {
+  rdma_cm_event* event = nullptr;
+  const bool got = run_until(
+      io, [&] { return rdma_get_cm_event(ch, &event) == 0; }, std::chrono::seconds(10));
+  if (!got) return static_cast<rdma_cm_event_type>(-1);
+  const auto type = event->event;
+  rdma_ack_cm_event(event);
+  return type;
 }
 
 }  // namespace rdmarpc::rdma_test

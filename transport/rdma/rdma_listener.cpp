@@ -6,7 +6,9 @@
 
 #include <boost/asio/append.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/system/system_error.hpp>
+#include <chrono>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -33,7 +35,7 @@ constexpr int kBacklog = 1024;
 class rdma_listener::core final : public std::enable_shared_from_this<core>, public cm_event_pump::handler {
  public:
   core(boost::asio::any_io_executor ex, const endpoint& ep, const connection_options& options)
-      : ex_(std::move(ex)), options_(options), local_(ep) {
+      : ex_(std::move(ex)), options_(options), local_(ep), handshake_timer_(ex_) {
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
@@ -92,9 +94,11 @@ class rdma_listener::core final : public std::enable_shared_from_this<core>, pub
   }
 
  private:
+  using clock = std::chrono::steady_clock;
   struct pending {
     std::unique_ptr<qp_resources> resources;
     wire::handshake peer;
+    clock::time_point deadline;  // of the handshake (options_.handshake_timeout)
   };
   struct waiter {
     boost::asio::any_io_executor executor;
@@ -102,6 +106,7 @@ class rdma_listener::core final : public std::enable_shared_from_this<core>, pub
   };
 
   void shutdown() noexcept {
+    handshake_timer_.cancel();
     if (events_) events_->stop();
     ready_.clear();
     pending_.clear();
@@ -167,6 +172,14 @@ class rdma_listener::core final : public std::enable_shared_from_this<core>, pub
       rdma_reject(id.get(), nullptr, 0);
       return;  // `id` is destroyed here
     }
+    // Before anything is allocated for it: a flood of requests that never complete costs at most
+    // this many pending QPs with their rings.
+    if (pending_.size() >= options_.max_pending_handshakes) {
+      log_limit("rejecting a connection: max_pending_handshakes ({}) reached",
+                options_.max_pending_handshakes);
+      rdma_reject(id.get(), nullptr, 0);
+      return;
+    }
     if (!set_ack_timeout(id.get(), options_))
       spdlog::warn("rdma listener {}: cannot set the ACK timeout: {}", local_.to_uri(), std::strerror(errno));
     try {
@@ -178,11 +191,49 @@ class rdma_listener::core final : public std::enable_shared_from_this<core>, pub
       rdma_conn_param param = make_conn_param(hello, options_);
       if (rdma_accept(resources->id(), &param) != 0) throw_errno("rdma_accept");
       rdma_cm_id* key = resources->id();
-      pending_[key] = pending{std::move(resources), *peer};
+      pending_[key] = pending{std::move(resources), *peer, clock::now() + options_.handshake_timeout};
+      arm_handshake_timer();
     } catch (const std::exception& e) {
       spdlog::warn("rdma listener {}: cannot accept a connection: {}", local_.to_uri(), e.what());
       if (id) rdma_reject(id.get(), nullptr, 0);
     }
+  }
+
+  // The handshake timer runs while handshakes are pending, set for the earliest deadline.
+  void arm_handshake_timer() {
+    if (timer_armed_ || pending_.empty() || closed_) return;
+    auto earliest = clock::time_point::max();
+    for (const auto& [id, p] : pending_) earliest = std::min(earliest, p.deadline);
+    timer_armed_ = true;
+    handshake_timer_.expires_at(earliest);
+    handshake_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+      self->timer_armed_ = false;
+      if (!ec) self->drop_expired_handshakes();
+    });
+  }
+
+  void drop_expired_handshakes() {
+    if (closed_) return;
+    const auto now = clock::now();
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      if (it->second.deadline > now) {
+        ++it;
+        continue;
+      }
+      log_limit("dropping a connection whose handshake did not complete within handshake_timeout ({} ms)",
+                options_.handshake_timeout.count());
+      it = pending_.erase(it);  // destroys its QP, rings and cm_id
+    }
+    arm_handshake_timer();
+  }
+
+  // A limit hit: the first time at warning level, then at debug (a flood must not flood the log).
+  template <typename... Args>
+  void log_limit(spdlog::format_string_t<Args...> what, Args&&... args) {
+    const auto level = limit_logged_ ? spdlog::level::debug : spdlog::level::warn;
+    limit_logged_ = true;
+    spdlog::log(level, "rdma listener {}: {}", local_.to_uri(),
+                fmt::format(what, std::forward<Args>(args)...));
   }
 
   void serve() {
@@ -212,6 +263,9 @@ class rdma_listener::core final : public std::enable_shared_from_this<core>, pub
   std::map<rdma_cm_id*, pending> pending_;  // accepted, waiting for ESTABLISHED
   std::deque<pending> ready_;               // established, waiting for async_accept
   std::deque<waiter> waiters_;
+  boost::asio::steady_timer handshake_timer_;  // for pending_'s earliest deadline
+  bool timer_armed_ = false;
+  bool limit_logged_ = false;  // a handshake limit was hit (logged at warning once)
   bool closed_ = false;
 };
 
