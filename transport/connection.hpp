@@ -76,6 +76,12 @@ struct connection_options {
   // clients connecting at once (a fleet reconnecting after a restart); more retry with backoff.
   std::size_t max_pending_handshakes = 128;
   std::chrono::milliseconds handshake_timeout{5000};
+  // A message larger than a slot arrives as fragments, each a whole slot but the last; it must be
+  // complete within this time of its first fragment, or the connection ends as a protocol error.
+  // Until it is complete nothing of it reaches the rpc layer, so it bounds how long a peer can hold
+  // a partial message (up to max_message_size) without heartbeats seeing silence. A 16 MiB message
+  // takes milliseconds on a NIC and about a second on Soft-RoCE under emulation.
+  std::chrono::milliseconds reassembly_timeout{5000};
 
   // tcp only ------------------------------------------------------------------------------
   // SO_SNDBUF and SO_RCVBUF of the socket; 0 keeps the kernel's (auto-tuned, up to megabytes).

@@ -118,12 +118,17 @@ void rdma_wire_seeds() {
   const auto rec = [](wire::imm_fields f, const std::string& bytes) {
     return le(wire::encode_imm(f)) + le(static_cast<std::uint8_t>(bytes.size())) + bytes;
   };
-  const std::string params = le(std::uint32_t{4096}) + le(std::uint16_t{1000}) + le(std::uint16_t{64});
+  // Round trip of 1000 bytes in 64-byte slots; then fragments of 64 bytes (the u8 is size - 1).
+  const std::string params =
+      le(std::uint32_t{4096}) + le(std::uint16_t{1000}) + le(std::uint16_t{64}) + le(std::uint8_t{63});
   write("rdma_wire", "whole", params + rec({3, wire::fragment::whole}, "a whole message"));
   write("rdma_wire", "fragments",
         params + rec({0, wire::fragment::first}, std::string(64, 'f')) +
-            rec({1, wire::fragment::middle}, std::string(64, 'm')) + rec({0, wire::fragment::middle}, "") +
-            rec({2, wire::fragment::last}, "end"));
+            rec({1, wire::fragment::middle}, std::string(64, 'm')) + rec({2, wire::fragment::last}, "end"));
+  // A peer trying to keep a message open with an empty fragment: a protocol error.
+  write(
+      "rdma_wire", "empty_middle",
+      params + rec({0, wire::fragment::first}, std::string(64, 'f')) + rec({0, wire::fragment::middle}, ""));
   write("rdma_wire", "credits_goodbye",
         params + rec({5, wire::fragment::whole, true}, "") + rec({0, wire::fragment::whole, true, true}, ""));
 }

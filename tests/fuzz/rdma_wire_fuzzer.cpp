@@ -4,7 +4,8 @@
 // Also splits a message with fragment_count/fragment_kind and checks it reassembles unchanged.
 //
 // Input: u32 max_message_size (mod 64 KiB), u16 message size and u16 slot size for the
-// round trip, then records of (u32 immediate, u8 length, length bytes) until the input ends.
+// round trip, u8 fragment size - 1, then records of (u32 immediate, u8 length, length bytes) until
+// the input ends.
 #include <vector>
 
 #include "fuzz_input.hpp"
@@ -26,7 +27,7 @@ void round_trip(std::size_t message_size, std::size_t slot_size) {
   for (std::size_t i = 0; i < message_size; ++i) message[i] = static_cast<std::byte>(i * 13 + 5);
   const std::size_t count = wire::fragment_count(message_size, slot_size);
   RDMARPC_FUZZ_CHECK(count >= 1 && (count - 1) * slot_size < std::max<std::size_t>(message_size, 1));
-  wire::reassembler r(message_size);
+  wire::reassembler r(message_size, slot_size);
   for (std::size_t i = 0; i < count; ++i) {
     const std::size_t at = i * slot_size;
     const auto bytes =
@@ -56,7 +57,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::size_t slot_size = wire::kMinSlotSize + in.take<std::uint16_t>() % 4096;
   round_trip(message_size % 16384, slot_size);
 
-  wire::reassembler r(max_message_size);
+  // Fragments below are at most 255 bytes: a fragment size they can match.
+  const std::size_t fragment_size = 1 + in.take<std::uint8_t>();
+  wire::reassembler r(max_message_size, fragment_size);
   std::vector<std::byte> model;  // what the message being reassembled holds so far
   bool in_progress = false;
   while (!in.empty()) {
@@ -73,11 +76,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (!in_progress && bytes.size() <= max_message_size) expected = outcome::whole;
         break;
       case wire::fragment::first:
-        if (!in_progress && bytes.size() <= max_message_size) expected = outcome::need_more;
+        if (!in_progress && bytes.size() <= max_message_size && bytes.size() == fragment_size)
+          expected = outcome::need_more;
         break;
       case wire::fragment::middle:
       case wire::fragment::last:
-        if (in_progress && model.size() + bytes.size() <= max_message_size) {
+        if (in_progress && model.size() + bytes.size() <= max_message_size &&
+            (imm->kind == wire::fragment::middle ? bytes.size() == fragment_size
+                                                 : !bytes.empty() && bytes.size() <= fragment_size)) {
           expected = imm->kind == wire::fragment::middle ? outcome::need_more : outcome::complete;
         }
         break;

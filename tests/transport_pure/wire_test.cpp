@@ -106,7 +106,7 @@ TEST_CASE("reassembler: split then reassemble gives the original bytes", "[wire]
   for (std::size_t size :
        {std::size_t{0}, std::size_t{1}, slot - 1, slot, slot + 1, 3 * slot, 10 * slot + 7}) {
     const auto message = pattern(size, static_cast<unsigned>(size));
-    wire::reassembler r(1 << 20);
+    wire::reassembler r(1 << 20, slot);
     const std::size_t count = wire::fragment_count(size, slot);
     std::vector<std::byte> got;
     for (std::size_t i = 0; i < count; ++i) {
@@ -134,7 +134,7 @@ TEST_CASE("reassembler: 16 MiB message at max size completes, one byte more is a
           "[wire][reassembler]") {
   constexpr std::size_t slot = 8192, max = std::size_t{16} << 20;
   const std::vector<std::byte> chunk(slot, std::byte{0x5a});
-  wire::reassembler r(max);
+  wire::reassembler r(max, slot);
   const std::size_t count = wire::fragment_count(max, slot);
   for (std::size_t i = 0; i + 1 < count; ++i)
     REQUIRE(r.feed(wire::fragment_kind(i, count), chunk) == outcome::need_more);
@@ -150,18 +150,18 @@ TEST_CASE("reassembler: 16 MiB message at max size completes, one byte more is a
 }
 
 TEST_CASE("reassembler: receive whole larger than max / expect protocol_error", "[wire][reassembler]") {
-  wire::reassembler r(10);
+  wire::reassembler r(10, 16);
   CHECK(r.feed(fragment::whole, pattern(10)) == outcome::whole);
   CHECK(r.feed(fragment::whole, pattern(11)) == outcome::protocol_error);
-  wire::reassembler r2(10);
+  wire::reassembler r2(10, 11);
   CHECK(r2.feed(fragment::first, pattern(11)) == outcome::protocol_error);
-  wire::reassembler r3(10);
+  wire::reassembler r3(10, 6);
   REQUIRE(r3.feed(fragment::first, pattern(6)) == outcome::need_more);
-  CHECK(r3.feed(fragment::middle, pattern(5)) == outcome::protocol_error);
+  CHECK(r3.feed(fragment::last, pattern(5)) == outcome::protocol_error);
 }
 
 TEST_CASE("reassembler: zero-length messages", "[wire][reassembler]") {
-  wire::reassembler r(0);
+  wire::reassembler r(0, 64);
   CHECK(r.feed(fragment::whole, {}) == outcome::whole);
   CHECK(r.feed(fragment::whole, pattern(1)) == outcome::protocol_error);
 }
@@ -169,47 +169,47 @@ TEST_CASE("reassembler: zero-length messages", "[wire][reassembler]") {
 TEST_CASE("reassembler: out-of-order kinds / expect protocol_error", "[wire][reassembler]") {
   const auto bytes = pattern(8);
   SECTION("middle with nothing started") {
-    wire::reassembler r(1024);
+    wire::reassembler r(1024, 8);
     CHECK(r.feed(fragment::middle, bytes) == outcome::protocol_error);
   }
   SECTION("last with nothing started") {
-    wire::reassembler r(1024);
+    wire::reassembler r(1024, 8);
     CHECK(r.feed(fragment::last, bytes) == outcome::protocol_error);
   }
   SECTION("first while a message is in progress") {
-    wire::reassembler r(1024);
+    wire::reassembler r(1024, 8);
     REQUIRE(r.feed(fragment::first, bytes) == outcome::need_more);
     CHECK(r.feed(fragment::first, bytes) == outcome::protocol_error);
   }
   SECTION("whole while a message is in progress") {
-    wire::reassembler r(1024);
+    wire::reassembler r(1024, 8);
     REQUIRE(r.feed(fragment::first, bytes) == outcome::need_more);
     REQUIRE(r.feed(fragment::middle, bytes) == outcome::need_more);
     CHECK(r.feed(fragment::whole, bytes) == outcome::protocol_error);
   }
   SECTION("last after a completed message") {
-    wire::reassembler r(1024);
+    wire::reassembler r(1024, 8);
     REQUIRE(r.feed(fragment::first, bytes) == outcome::need_more);
     REQUIRE(r.feed(fragment::last, bytes) == outcome::complete);
     CHECK(r.take().size() == 16);
     CHECK(r.feed(fragment::last, bytes) == outcome::protocol_error);
   }
   SECTION("a kind outside the enum") {
-    wire::reassembler r(1024);
+    wire::reassembler r(1024, 8);
     CHECK(r.feed(static_cast<fragment>(7), bytes) == outcome::protocol_error);
   }
 }
 
 TEST_CASE("reassembler: usable again after a complete message", "[wire][reassembler]") {
-  wire::reassembler r(1024);
-  REQUIRE(r.feed(fragment::first, pattern(4, 1)) == outcome::need_more);
-  REQUIRE(r.feed(fragment::last, pattern(4, 2)) == outcome::complete);
+  wire::reassembler r(1024, 3);
+  REQUIRE(r.feed(fragment::first, pattern(3, 1)) == outcome::need_more);
+  REQUIRE(r.feed(fragment::last, pattern(2, 2)) == outcome::complete);
   auto first = r.take();
   REQUIRE(r.feed(fragment::first, pattern(3, 3)) == outcome::need_more);
   REQUIRE(r.feed(fragment::middle, pattern(3, 4)) == outcome::need_more);
   REQUIRE(r.feed(fragment::last, pattern(3, 5)) == outcome::complete);
   auto second = r.take();
-  CHECK(first.size() == 8);
+  CHECK(first.size() == 5);
   REQUIRE(second.size() == 9);
   CHECK(std::vector<std::byte>(second.begin(), second.begin() + 3) == pattern(3, 3));
   CHECK(std::vector<std::byte>(second.begin() + 6, second.end()) == pattern(3, 5));
@@ -299,5 +299,36 @@ TEST_CASE("handshake: malformed input / expect handshake_rejected", "[wire][hand
       h.slot_size = slot;
       require_rejected(wire::encode_handshake(h));
     }
+  }
+}
+
+// A peer cannot keep a message open for free: every fragment but the last is a whole slot, and the
+// last is not empty.
+TEST_CASE("reassembler: short or empty fragments / expect protocol_error", "[wire][reassembler]") {
+  constexpr std::size_t slot = 8;
+  SECTION("an empty middle fragment") {
+    wire::reassembler r(1024, slot);
+    REQUIRE(r.feed(fragment::first, pattern(slot)) == outcome::need_more);
+    CHECK(r.feed(fragment::middle, {}) == outcome::protocol_error);
+    CHECK_FALSE(r.in_progress());
+  }
+  SECTION("a short first fragment") {
+    wire::reassembler r(1024, slot);
+    CHECK(r.feed(fragment::first, pattern(slot - 1)) == outcome::protocol_error);
+  }
+  SECTION("a short middle fragment") {
+    wire::reassembler r(1024, slot);
+    REQUIRE(r.feed(fragment::first, pattern(slot)) == outcome::need_more);
+    CHECK(r.feed(fragment::middle, pattern(1)) == outcome::protocol_error);
+  }
+  SECTION("an empty last fragment") {
+    wire::reassembler r(1024, slot);
+    REQUIRE(r.feed(fragment::first, pattern(slot)) == outcome::need_more);
+    CHECK(r.feed(fragment::last, {}) == outcome::protocol_error);
+  }
+  SECTION("a last fragment longer than a slot") {
+    wire::reassembler r(1024, slot);
+    REQUIRE(r.feed(fragment::first, pattern(slot)) == outcome::need_more);
+    CHECK(r.feed(fragment::last, pattern(slot + 1)) == outcome::protocol_error);
   }
 }

@@ -56,8 +56,9 @@ rdma_connection::rdma_connection(boost::asio::any_io_executor ex, std::unique_pt
       reactor_(ex_, *resources_, options.polling, options.adaptive_spin, stats_.cq_wakeups),
       cm_pump_(ex_, resources_->channel()),
       drain_timer_(ex_),
+      reassembly_timer_(ex_),
       credits_(peer.ring_depth, resources_->ring_depth()),
-      reassembler_(options.max_message_size),
+      reassembler_(options.max_message_size, std::min(peer.slot_size, resources_->slot_size())),
       remote_address_(describe_peer(resources_->id())),
       fragment_size_(std::min(peer.slot_size, resources_->slot_size())),
       max_send_message_(std::min<std::size_t>(options.max_message_size, peer.max_message_size)),
@@ -172,7 +173,10 @@ void rdma_connection::handle_receive(const ibv_wc& wc) {
       deliver(
           received_message(bytes, std::shared_ptr<received_message::owner>(shared_from_this(), this), slot));
       return;
-    case wire::reassembler::outcome::need_more: receives_.release(slot); return;
+    case wire::reassembler::outcome::need_more:
+      receives_.release(slot);
+      if (imm->kind == wire::fragment::first) watch_reassembly();
+      return;
     case wire::reassembler::outcome::complete:
       receives_.release(slot);
       deliver(received_message(reassembler_.take()));
@@ -494,6 +498,22 @@ void rdma_connection::try_finish_close() {
   if (posted_seq_ == completed_seq_) fail(make_error_code(errc::closed_locally));
 }
 
+// A fragmented message must be complete within options_.reassembly_timeout of its first fragment
+// (heartbeats cannot tell: until it is, nothing reaches the rpc layer). One timer wait per
+// fragmented message; a message that completes in time just leaves it to expire unheard.
+void rdma_connection::watch_reassembly() {
+  const std::uint64_t message = ++fragmented_messages_;
+  reassembly_timer_.expires_after(options_.reassembly_timeout);
+  reassembly_timer_.async_wait([self = self(), message](const boost::system::error_code& ec) {
+    if (ec || self->life_.has_ended() || !self->reassembler_.in_progress() ||
+        self->fragmented_messages_ != message)
+      return;
+    spdlog::warn("rdma {}: a fragmented message was not complete within reassembly_timeout ({} ms)",
+                 self->remote_address_, self->options_.reassembly_timeout.count());
+    self->fail(make_error_code(errc::protocol_error));
+  });
+}
+
 void rdma_connection::fail(boost::system::error_code reason) {
   const auto action = life_.end(reason);
   if (action == connection_lifecycle::end_action::ignored) return;
@@ -535,6 +555,7 @@ void rdma_connection::check_drained() {
 void rdma_connection::shutdown_resources() noexcept {
   if (!life_.shut_down()) return;
   drain_timer_.cancel();
+  reassembly_timer_.cancel();
   // The fds belong to the verbs objects: let go of them (cancelling waits), never close them.
   reactor_.stop();
   cm_pump_.stop();

@@ -127,6 +127,7 @@ class rdma_connection final : public connection,
 
   // Ending.
   void fail(boost::system::error_code reason);
+  void watch_reassembly();
   void try_finish_close();
   void check_drained();
   void shutdown_resources() noexcept;
@@ -141,6 +142,8 @@ class rdma_connection final : public connection,
   cq_reactor reactor_;
   cm_event_pump cm_pump_;
   boost::asio::steady_timer drain_timer_;
+  boost::asio::steady_timer reassembly_timer_;  // watch_reassembly()
+  std::uint64_t fragmented_messages_ = 0;       // started; tells the timer's message apart
 
   credit_window credits_;
   wire::reassembler reassembler_;

@@ -63,13 +63,16 @@ reassembler::outcome reassembler::feed(fragment kind, std::span<const std::byte>
       if (in_progress_ || bytes.size() > max_message_size_) return fail();
       return outcome::whole;
     case fragment::first:
-      if (in_progress_ || bytes.size() > max_message_size_) return fail();
+      if (in_progress_ || bytes.size() != fragment_size_ || bytes.size() > max_message_size_) return fail();
       buffer_.assign(bytes.begin(), bytes.end());
       in_progress_ = true;
       return outcome::need_more;
     case fragment::middle:
     case fragment::last:
       if (!in_progress_ || bytes.size() > max_message_size_ - buffer_.size()) return fail();
+      if (kind == fragment::middle ? bytes.size() != fragment_size_
+                                   : bytes.empty() || bytes.size() > fragment_size_)
+        return fail();
       buffer_.insert(buffer_.end(), bytes.begin(), bytes.end());
       if (kind == fragment::middle) return outcome::need_more;
       in_progress_ = false;

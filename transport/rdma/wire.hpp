@@ -45,17 +45,23 @@ std::size_t fragment_count(std::size_t message_size, std::size_t slot_size) noex
 // Kind of fragment `index` out of `count`.
 fragment fragment_kind(std::size_t index, std::size_t count) noexcept;
 
-// Rebuilds messages from fragments in arrival order (RC delivers in order).
+// Rebuilds messages from fragments in arrival order (RC delivers in order). A sender fills every
+// fragment but the last to exactly `fragment_size` (the smaller of the two sides' slot sizes), so a
+// message in progress always grows by a whole slot per credit it costs and ends after at most
+// max_message_size / fragment_size fragments: a peer cannot keep one open with empty fragments.
 class reassembler {
  public:
   enum class outcome {
     whole,           // a single-fragment message: use the received bytes in place
     need_more,       // fragment stored; the message is not complete yet
     complete,        // the last fragment arrived: take() the assembled message
-    protocol_error,  // out-of-order kind, or larger than max_message_size: close the connection
+    protocol_error,  // out-of-order kind, a first or middle fragment that is not exactly
+                     // fragment_size, an empty last one, or larger than max_message_size: close
+                     // the connection
   };
 
-  explicit reassembler(std::size_t max_message_size) : max_message_size_(max_message_size) {}
+  reassembler(std::size_t max_message_size, std::size_t fragment_size)
+      : max_message_size_(max_message_size), fragment_size_(fragment_size) {}
 
   outcome feed(fragment kind, std::span<const std::byte> bytes);
   std::vector<std::byte> take() noexcept;  // after outcome::complete
@@ -63,6 +69,7 @@ class reassembler {
 
  private:
   std::size_t max_message_size_;
+  std::size_t fragment_size_;
   bool in_progress_ = false;
   std::vector<std::byte> buffer_;
 };

@@ -1,0 +1,274 @@
+// rdma peers that break the protocol on purpose, made with raw rdma_cm and verbs:
+//  * clients that send a connection request and never complete the handshake: the listener holds
+//    at most max_pending_handshakes pending QPs, frees them after handshake_timeout, and an honest
+//    client gets in again (QPs counted device-wide with `rdma resource show`: in the test VM this
+//    binary is rxe0's only user);
+//  * a peer that starts a fragmented message and never finishes it: the connection ends as a
+//    protocol error after reassembly_timeout.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "resource_counts.hpp"
+#include "tests/transport_rdma/rdma_test_support.hpp"
+#include "transport/error.hpp"
+#include "transport/rdma/wire.hpp"
+
+using namespace rdmarpc;
+using namespace rdmarpc::rdma_test;
+
+namespace {
+
+long device_qps() {
+  return soak::count_resources().rdma["qp"];
+}
+
+// A raw rdma_cm id on a non-blocking channel of its own, resolved to rxe0's `port`.
+void resolve_raw(boost::asio::io_context& io, std::uint16_t port, rdma_event_channel*& ch, rdma_cm_id*& id) {
+  ch = rdma_create_event_channel();
+  REQUIRE(ch != nullptr);
+  REQUIRE(::fcntl(ch->fd, F_SETFL, ::fcntl(ch->fd, F_GETFL) | O_NONBLOCK) == 0);
+  REQUIRE(rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP) == 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  REQUIRE(::inet_pton(AF_INET, kRdmaHost, &addr.sin_addr) == 1);
+  REQUIRE(rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr*>(&addr), 2000) == 0);
+  REQUIRE(next_raw_event(io, ch) == RDMA_CM_EVENT_ADDR_RESOLVED);
+  REQUIRE(rdma_resolve_route(id, 2000) == 0);
+  REQUIRE(next_raw_event(io, ch) == RDMA_CM_EVENT_ROUTE_RESOLVED);
+}
+
+// A client that sends a well-formed connection request and stops before the last step: it has no
+// QP of its own, so rdma_cm hands it the server's accept (CONNECT_RESPONSE) and waits for it to
+// finish with rdma_accept(), which it never calls. The server has allocated its QP and rings.
+class stalled_client {
+ public:
+  stalled_client(boost::asio::io_context& io, std::uint16_t port) {
+    resolve_raw(io, port, ch_, id_);
+    const auto hello =
+        transport::rdma::wire::encode_handshake({transport::rdma::wire::kProtocolVersion, 16, 4096, 1 << 20});
+    rdma_conn_param param{};
+    param.private_data = hello.data();
+    param.private_data_len = static_cast<std::uint8_t>(hello.size());
+    param.retry_count = 7;
+    // No QP: rdma_cm leaves the last step to us. A QP number of its own for each client, or the
+    // server's CM rejects the second as a stale duplicate of the first.
+    static std::uint32_t next_fake_qp_num = 0x1000;
+    param.qp_num = next_fake_qp_num++;
+    REQUIRE(rdma_connect(id_, &param) == 0);
+    first_event = next_raw_event(io, ch_);
+  }
+  ~stalled_client() {
+    rdma_destroy_id(id_);
+    rdma_destroy_event_channel(ch_);
+  }
+  stalled_client(const stalled_client&) = delete;
+  stalled_client& operator=(const stalled_client&) = delete;
+
+  rdma_cm_event_type first_event{};  // CONNECT_RESPONSE when the server accepted, REJECTED if not
+
+ private:
+  rdma_event_channel* ch_ = nullptr;
+  rdma_cm_id* id_ = nullptr;
+};
+
+// An honest connect; its error (none when it got in, then the connection is closed).
+boost::system::error_code honest_connect(boost::asio::io_context& io, std::uint16_t port) {
+  std::optional<boost::system::error_code> result;
+  std::shared_ptr<transport::connection> conn;
+  transport::rdma::async_connect(io.get_executor(), rdma_endpoint(port), {},
+                                 [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
+                                   result = ec;
+                                   conn = std::move(c);
+                                 });
+  REQUIRE(run_until(io, [&] { return result.has_value(); }));
+  if (conn) conn->close();
+  return *result;
+}
+
+}  // namespace
+
+TEST_CASE("rdma listener: stalled handshakes are bounded and dropped after handshake_timeout") {
+  boost::asio::io_context io;
+  constexpr std::uint16_t kPort = 7531;
+  transport::connection_options server_options;
+  server_options.max_pending_handshakes = 2;
+  server_options.handshake_timeout = std::chrono::milliseconds(1500);
+  auto listener = transport::rdma::make_listener(io.get_executor(), rdma_endpoint(kPort), server_options);
+  std::vector<std::shared_ptr<transport::connection>> accepted;
+  std::function<void()> accept_next = [&] {
+    listener->async_accept(io.get_executor(),
+                           [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
+                             if (ec) return;
+                             c->close();
+                             accepted.push_back(std::move(c));
+                             accept_next();
+                           });
+  };
+  accept_next();
+  const long idle_qps = device_qps();
+
+  // Two stalled clients fill the pending handshakes: the server allocated a QP for each.
+  auto a = std::make_unique<stalled_client>(io, kPort);
+  auto b = std::make_unique<stalled_client>(io, kPort);
+  CHECK(a->first_event == RDMA_CM_EVENT_CONNECT_RESPONSE);
+  CHECK(b->first_event == RDMA_CM_EVENT_CONNECT_RESPONSE);
+  CHECK(device_qps() == idle_qps + 2);
+
+  // A third request, stalled or honest, is rejected before anything is allocated for it.
+  stalled_client c(io, kPort);
+  CHECK(c.first_event == RDMA_CM_EVENT_REJECTED);
+  CHECK(honest_connect(io, kPort) == transport::errc::handshake_rejected);
+  CHECK(device_qps() == idle_qps + 2);
+  CHECK(accepted.empty());
+
+  // After handshake_timeout the server frees both pending QPs (the stalled clients are still
+  // there: nothing of theirs helped), and an honest client gets in.
+  REQUIRE(run_until(
+      io, [&] { return device_qps() == idle_qps; }, std::chrono::seconds(20)));
+  CHECK_FALSE(honest_connect(io, kPort));
+  REQUIRE(run_until(io, [&] { return accepted.size() == 1; }));
+  CHECK(accepted.size() == 1);
+}
+
+namespace {
+
+// A raw rdma_cm + verbs client with a real QP that speaks the handshake and then sends whatever
+// immediates and bytes it is told to (nothing else: no credits returned, no fragmentation rules).
+class raw_peer {
+ public:
+  raw_peer(boost::asio::io_context& io, std::uint16_t port, std::uint32_t slot_size) : buffer_(slot_size) {
+    resolve_raw(io, port, ch_, id_);
+    pd_ = ibv_alloc_pd(id_->verbs);
+    REQUIRE(pd_ != nullptr);
+    cq_ = ibv_create_cq(id_->verbs, 32, nullptr, nullptr, 0);
+    REQUIRE(cq_ != nullptr);
+    ibv_qp_init_attr attr{};
+    attr.send_cq = attr.recv_cq = cq_;
+    attr.qp_type = IBV_QPT_RC;
+    attr.cap.max_send_wr = attr.cap.max_recv_wr = 16;
+    attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;
+    REQUIRE(rdma_create_qp(id_, pd_, &attr) == 0);
+    mr_ = ibv_reg_mr(pd_, buffer_.data(), buffer_.size(), IBV_ACCESS_LOCAL_WRITE);
+    REQUIRE(mr_ != nullptr);
+    // Receives for whatever the server sends (credit returns), so it never meets an empty queue.
+    receive_area_.resize(16 * std::size_t{slot_size});
+    recv_mr_ = ibv_reg_mr(pd_, receive_area_.data(), receive_area_.size(), IBV_ACCESS_LOCAL_WRITE);
+    REQUIRE(recv_mr_ != nullptr);
+    for (std::uint32_t i = 0; i < 16; ++i) {
+      ibv_sge sge{reinterpret_cast<std::uintptr_t>(receive_area_.data()) + i * slot_size, slot_size,
+                  recv_mr_->lkey};
+      ibv_recv_wr wr{};
+      wr.wr_id = i;
+      wr.sg_list = &sge;
+      wr.num_sge = 1;
+      ibv_recv_wr* bad = nullptr;
+      REQUIRE(ibv_post_recv(id_->qp, &wr, &bad) == 0);
+    }
+    const auto hello = transport::rdma::wire::encode_handshake(
+        {transport::rdma::wire::kProtocolVersion, 16, slot_size, 1 << 20});
+    rdma_conn_param param{};
+    param.private_data = hello.data();
+    param.private_data_len = static_cast<std::uint8_t>(hello.size());
+    param.retry_count = 7;
+    param.rnr_retry_count = 0;
+    REQUIRE(rdma_connect(id_, &param) == 0);
+    REQUIRE(next_raw_event(io, ch_) == RDMA_CM_EVENT_ESTABLISHED);
+  }
+  ~raw_peer() {
+    rdma_disconnect(id_);
+    rdma_destroy_qp(id_);
+    ibv_dereg_mr(recv_mr_);
+    ibv_dereg_mr(mr_);
+    ibv_destroy_cq(cq_);
+    ibv_dealloc_pd(pd_);
+    rdma_destroy_id(id_);
+    rdma_destroy_event_channel(ch_);
+  }
+  raw_peer(const raw_peer&) = delete;
+  raw_peer& operator=(const raw_peer&) = delete;
+
+  // One SEND_WITH_IMM of `size` bytes of the buffer with immediate `fields`.
+  void send(const transport::rdma::wire::imm_fields& fields, std::size_t size) {
+    std::memset(buffer_.data(), 0x5a, size);
+    ibv_sge sge{reinterpret_cast<std::uintptr_t>(buffer_.data()), static_cast<std::uint32_t>(size),
+                mr_->lkey};
+    ibv_send_wr wr{};
+    wr.opcode = IBV_WR_SEND_WITH_IMM;
+    wr.imm_data = htonl(transport::rdma::wire::encode_imm(fields));
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    ibv_send_wr* bad = nullptr;
+    REQUIRE(ibv_post_send(id_->qp, &wr, &bad) == 0);
+  }
+
+ private:
+  rdma_event_channel* ch_ = nullptr;
+  rdma_cm_id* id_ = nullptr;
+  ibv_pd* pd_ = nullptr;
+  ibv_cq* cq_ = nullptr;
+  ibv_mr* mr_ = nullptr;
+  ibv_mr* recv_mr_ = nullptr;
+  std::vector<std::byte> buffer_;
+  std::vector<std::byte> receive_area_;
+};
+
+}  // namespace
+
+TEST_CASE("rdma: a fragmented message left unfinished ends the connection after reassembly_timeout") {
+  boost::asio::io_context io;
+  constexpr std::uint16_t kPort = 7532;
+  constexpr std::uint32_t kSlot = 4096;
+  transport::connection_options server_options;
+  server_options.reassembly_timeout = std::chrono::milliseconds(500);
+  auto listener = transport::rdma::make_listener(io.get_executor(), rdma_endpoint(kPort), server_options);
+  std::shared_ptr<transport::connection> server;
+  listener->async_accept(io.get_executor(),
+                         [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
+                           if (!ec) server = std::move(c);
+                         });
+  raw_peer peer(io, kPort, kSlot);
+  REQUIRE(run_until(io, [&] { return server != nullptr; }));
+  auto rec = std::make_shared<recorder>();
+  server->start(rec);
+
+  // A first fragment (a whole slot, as the rules want) and then nothing, ever.
+  peer.send({0, transport::rdma::wire::fragment::first}, kSlot);
+  REQUIRE(run_until(
+      io, [&] { return rec->closed.has_value(); }, std::chrono::seconds(20)));
+  CHECK(*rec->closed == transport::errc::protocol_error);
+  CHECK(rec->messages.empty());
+}
+
+TEST_CASE("rdma: an empty middle fragment is a protocol error at once") {
+  boost::asio::io_context io;
+  constexpr std::uint16_t kPort = 7533;
+  constexpr std::uint32_t kSlot = 4096;
+  transport::connection_options server_options;
+  server_options.reassembly_timeout = std::chrono::minutes(10);  // not what ends it here
+  auto listener = transport::rdma::make_listener(io.get_executor(), rdma_endpoint(kPort), server_options);
+  std::shared_ptr<transport::connection> server;
+  listener->async_accept(io.get_executor(),
+                         [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
+                           if (!ec) server = std::move(c);
+                         });
+  raw_peer peer(io, kPort, kSlot);
+  REQUIRE(run_until(io, [&] { return server != nullptr; }));
+  auto rec = std::make_shared<recorder>();
+  server->start(rec);
+
+  peer.send({0, transport::rdma::wire::fragment::first}, kSlot);
+  peer.send({0, transport::rdma::wire::fragment::middle}, 0);
+  REQUIRE(run_until(
+      io, [&] { return rec->closed.has_value(); }, std::chrono::seconds(20)));
+  CHECK(*rec->closed == transport::errc::protocol_error);
+  CHECK(rec->messages.empty());
+}
