@@ -37,6 +37,12 @@ struct server_options {
   // below kInitialStreamWindow, which clients may use before they learn it.
   stream_window_size stream_window = kDefaultStreamWindow;
   std::size_t max_connections_per_peer = 1000;
+  // RDMA-registered (pinned) memory of this server's connections (their rings: 2 MiB each with the
+  // default transport options, so 4096 connections). A connection beyond it is rejected during the
+  // handshake, before anything is allocated (the client sees UNAVAILABLE, handshake_rejected) and
+  // logged like the connection limits. Used when transport.registered_memory is not set (set that
+  // to share one budget with other servers and channels: one bound per process); 0: no bound.
+  std::size_t max_registered_memory = std::size_t{8} << 30;
   // Admission: sees each new connection's peer (address, transport, host) before the limits above
   // and may refuse it (false). A refused connection is closed as soon as it is accepted, as one
   // beyond max_connections: the client's calls fail UNAVAILABLE (closed_by_peer) and a channel

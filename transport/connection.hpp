@@ -21,6 +21,7 @@
 #include <string>
 
 #include "transport/error.hpp"
+#include "transport/memory_budget.hpp"
 #include "transport/received_message.hpp"
 #include "transport/send_reservation.hpp"
 
@@ -74,6 +75,14 @@ struct connection_options {
   // stalls (or many of them) holds at most max_pending_handshakes * the rings' registered memory
   // (2 MiB each by default), for at most handshake_timeout. The default admits a burst of 128
   // clients connecting at once (a fleet reconnecting after a restart); more retry with backoff.
+  // Registered (pinned) memory: each connection's receive ring and send ring (recv_ring_depth and
+  // send_buffers times slot_size, 2 MiB by default) are leased from this budget before anything is
+  // allocated; a connection that would take it past its limit is not made (a listener rejects it:
+  // the client sees handshake_rejected; a connect fails registered_memory_exhausted). Null: no
+  // bound here. A server fills it in from server_options::max_registered_memory; share one budget
+  // among every server and channel for one bound per process. Large-message send buffers are not
+  // leased: send_queue_bytes bounds them per connection.
+  std::shared_ptr<memory_budget> registered_memory;
   std::size_t max_pending_handshakes = 128;
   std::chrono::milliseconds handshake_timeout{5000};
   // A message larger than a slot arrives as fragments, each a whole slot but the last; it must be

@@ -23,6 +23,7 @@ class category final : public boost::system::error_category {
       case errc::bad_uri: return "malformed URI (expected scheme://host:port)";
       case errc::unsupported_scheme: return "unsupported URI scheme";
       case errc::not_connected: return "not connected";
+      case errc::registered_memory_exhausted: return "registered-memory budget exhausted";
     }
     return "unknown transport error " + std::to_string(value);
   }

@@ -23,6 +23,9 @@ enum class errc {
   bad_uri,             // not "scheme://host:port"
   unsupported_scheme,  // a scheme this build cannot serve
   not_connected,       // operation on a connection that is not open (yet or any more)
+  // A new rdma connection would take the registered-memory budget past its limit
+  // (connection_options::registered_memory); nothing was allocated for it.
+  registered_memory_exhausted,
 };
 
 const boost::system::error_category& transport_category() noexcept;

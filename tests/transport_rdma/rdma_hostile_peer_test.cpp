@@ -4,7 +4,8 @@
 //    client gets in again (QPs counted device-wide with `rdma resource show`: in the test VM this
 //    binary is rxe0's only user);
 //  * a peer that starts a fragmented message and never finishes it: the connection ends as a
-//    protocol error after reassembly_timeout.
+//    protocol error after reassembly_timeout;
+//  * connections beyond the registered-memory budget (connection_options::registered_memory).
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <infiniband/verbs.h>
@@ -79,17 +80,24 @@ class stalled_client {
   rdma_cm_id* id_ = nullptr;
 };
 
-// An honest connect; its error (none when it got in, then the connection is closed).
-boost::system::error_code honest_connect(boost::asio::io_context& io, std::uint16_t port) {
+// An honest connect; its error (none when it got in, then the connection is closed unless
+// `keep` takes it).
+boost::system::error_code honest_connect(boost::asio::io_context& io, std::uint16_t port,
+                                         const transport::connection_options& options = {},
+                                         std::shared_ptr<transport::connection>* keep = nullptr) {
   std::optional<boost::system::error_code> result;
   std::shared_ptr<transport::connection> conn;
-  transport::rdma::async_connect(io.get_executor(), rdma_endpoint(port), {},
+  transport::rdma::async_connect(io.get_executor(), rdma_endpoint(port), options,
                                  [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
                                    result = ec;
                                    conn = std::move(c);
                                  });
   REQUIRE(run_until(io, [&] { return result.has_value(); }));
-  if (conn) conn->close();
+  if (keep != nullptr) {
+    *keep = std::move(conn);
+  } else if (conn) {
+    conn->close();
+  }
   return *result;
 }
 
@@ -271,4 +279,65 @@ TEST_CASE("rdma: an empty middle fragment is a protocol error at once") {
       io, [&] { return rec->closed.has_value(); }, std::chrono::seconds(20)));
   CHECK(*rec->closed == transport::errc::protocol_error);
   CHECK(rec->messages.empty());
+}
+
+TEST_CASE("rdma listener: a connection beyond the registered-memory budget is rejected before allocation") {
+  boost::asio::io_context io;
+  constexpr std::uint16_t kPort = 7534;
+  transport::connection_options small;  // rings of 16 + 16 slots of 1 KiB: 32 KiB a connection
+  small.recv_ring_depth = 16;
+  small.send_buffers = 16;
+  small.slot_size = 1024;
+  auto budget = transport::memory_budget::create(40 * 1024);  // one connection's rings, not two
+  transport::connection_options server_options = small;
+  server_options.registered_memory = budget;
+  auto listener = transport::rdma::make_listener(io.get_executor(), rdma_endpoint(kPort), server_options);
+  std::vector<std::shared_ptr<transport::connection>> accepted;
+  std::vector<std::shared_ptr<recorder>> server_ends;
+  std::function<void()> accept_next = [&] {
+    listener->async_accept(io.get_executor(),
+                           [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
+                             if (ec) return;
+                             server_ends.push_back(std::make_shared<recorder>());
+                             c->start(server_ends.back());
+                             accepted.push_back(std::move(c));
+                             accept_next();
+                           });
+  };
+  accept_next();
+  const long idle_qps = device_qps();
+
+  std::shared_ptr<transport::connection> first;
+  REQUIRE_FALSE(honest_connect(io, kPort, small, &first));
+  first->start(std::make_shared<recorder>());
+  REQUIRE(run_until(io, [&] { return accepted.size() == 1; }));
+  CHECK(budget->in_use() == 32 * 1024);
+  CHECK(device_qps() == idle_qps + 2);  // the client's and the server's
+
+  // The second does not fit: rejected, and the server allocated nothing for it.
+  CHECK(honest_connect(io, kPort, small) == transport::errc::handshake_rejected);
+  CHECK(budget->in_use() == 32 * 1024);
+  CHECK(device_qps() == idle_qps + 2);
+  CHECK(accepted.size() == 1);
+
+  // Once the first is gone (its server end too: its rings stay registered while the connection
+  // object lives, for messages read in place) the budget is whole again, and the next client gets
+  // in.
+  first->close();
+  REQUIRE(run_until(io, [&] { return server_ends[0]->closed.has_value(); }));
+  accepted.clear();
+  REQUIRE(run_until(
+      io, [&] { return budget->in_use() == 0; }, std::chrono::seconds(20)));
+  CHECK_FALSE(honest_connect(io, kPort, small));
+  REQUIRE(run_until(io, [&] { return accepted.size() == 1; }));
+}
+
+TEST_CASE("rdma connect beyond the client's own registered-memory budget fails before allocation") {
+  boost::asio::io_context io;
+  constexpr std::uint16_t kPort = 7535;
+  auto listener = transport::rdma::make_listener(io.get_executor(), rdma_endpoint(kPort), {});
+  transport::connection_options client_options;
+  client_options.registered_memory = transport::memory_budget::create(1024);  // less than any ring
+  CHECK(honest_connect(io, kPort, client_options) == transport::errc::registered_memory_exhausted);
+  CHECK(client_options.registered_memory->in_use() == 0);
 }

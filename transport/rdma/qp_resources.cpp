@@ -40,12 +40,23 @@ qp_resources::qp_resources(verbs::event_channel channel, verbs::cm_id id, const 
   check_options(options);
   ibv_context* ctx = id_->verbs;
   if (ctx == nullptr) throw std::invalid_argument("rdma: cm_id is not bound to a device");
-  pd_ = verbs::make_protection_domain(ctx);
   const std::size_t ring_bytes = std::size_t{ring_depth_} * slot_size_;
+  const std::size_t send_bytes = std::size_t{send_buffers_} * slot_size_;
+  if (options.registered_memory) {
+    auto granted = options.registered_memory->try_acquire(ring_bytes + send_bytes);
+    if (!granted) {
+      throw boost::system::system_error(
+          make_error_code(errc::registered_memory_exhausted),
+          "rdma: " + std::to_string(ring_bytes + send_bytes) + " bytes of rings with " +
+              std::to_string(options.registered_memory->in_use()) + " of " +
+              std::to_string(options.registered_memory->limit()) + " registered bytes in use");
+    }
+    pinned_ = std::move(*granted);
+  }
+  pd_ = verbs::make_protection_domain(ctx);
   ring_memory_ = verbs::allocate_aligned(ring_bytes);
   // Local write only: the peer can send into our ring but never read or write it remotely.
   ring_mr_ = verbs::register_memory(pd_.get(), ring_memory_.get(), ring_bytes, IBV_ACCESS_LOCAL_WRITE);
-  const std::size_t send_bytes = std::size_t{send_buffers_} * slot_size_;
   send_memory_ = verbs::allocate_aligned(send_bytes);
   send_mr_ = verbs::register_memory(pd_.get(), send_memory_.get(), send_bytes, 0);
   comp_channel_ = verbs::make_completion_channel(ctx);

@@ -19,8 +19,9 @@ class qp_resources {
  public:
   // `id` must already be bound to a device (route resolved, or from a CONNECT_REQUEST).
   // `channel` is where the connection's rdma_cm events will arrive once the id is on it (a server
-  // id stays on the listener's channel until migrate_to_own_channel()). Throws system_error or
-  // invalid_argument (options outside the limits).
+  // id stays on the listener's channel until migrate_to_own_channel()). Throws system_error
+  // (errc::registered_memory_exhausted when options.registered_memory cannot lease the rings,
+  // before anything is allocated) or invalid_argument (options outside the limits).
   qp_resources(verbs::event_channel channel, verbs::cm_id id, const connection_options& options);
   qp_resources(const qp_resources&) = delete;
   qp_resources& operator=(const qp_resources&) = delete;
@@ -75,6 +76,7 @@ class qp_resources {
   verbs::event_channel channel_;
   verbs::cm_id id_;
   verbs::protection_domain pd_;
+  memory_budget::lease pinned_;  // the rings' share of options.registered_memory, returned last
   verbs::aligned_buffer ring_memory_;
   verbs::memory_region ring_mr_;
   verbs::aligned_buffer send_memory_;

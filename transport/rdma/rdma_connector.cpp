@@ -76,7 +76,41 @@ void rdma_connector::begin(const endpoint& ep) {
 }
 
 void rdma_connector::on_cm_event(verbs::cm_event event) {
-  if (!done_) on_event(*event);
+  if (done_) return;
+  if (event->event == RDMA_CM_EVENT_ROUTE_RESOLVED) {
+    // Acknowledged first: when making the queue pair fails (no registered memory left, a verbs
+    // error), the id is destroyed, and rdma_destroy_id waits for its events to be acknowledged.
+    event.reset();
+    on_route_resolved();
+    return;
+  }
+  on_event(*event);
+}
+
+void rdma_connector::on_route_resolved() {
+  try {
+    resources_ = std::make_unique<qp_resources>(std::move(channel_), std::move(id_), options_);
+  } catch (const boost::system::system_error& e) {
+    spdlog::warn("rdma connect: creating the queue pair failed: {}", e.what());
+    finish(e.code() == errc::registered_memory_exhausted ? e.code() : make_error_code(errc::device_error));
+    return;
+  } catch (const std::exception& e) {
+    spdlog::warn("rdma connect: creating the queue pair failed: {}", e.what());
+    finish(make_error_code(errc::device_error));
+    return;
+  }
+  // The whole ring is posted before the peer can send anything.
+  if (const auto ec = resources_->post_whole_ring(); ec) {
+    spdlog::warn("rdma connect: posting the receive ring failed: {}", ec.message());
+    finish(make_error_code(errc::device_error));
+    return;
+  }
+  const auto hello = encode_local_handshake(options_);
+  rdma_conn_param param = make_conn_param(hello, options_);
+  if (rdma_connect(resources_->id(), &param) != 0) {
+    spdlog::warn("rdma connect: rdma_connect: {}", std::strerror(errno));
+    finish(make_error_code(errc::unreachable));
+  }
 }
 
 bool rdma_connector::on_cm_error(const boost::system::error_code& ec) {
@@ -93,28 +127,6 @@ void rdma_connector::on_event(rdma_cm_event& event) {
       if (rdma_resolve_route(id_.get(), timeout_ms(options_)) != 0)
         finish(make_error_code(errc::unreachable));
       return;
-    case RDMA_CM_EVENT_ROUTE_RESOLVED: {
-      try {
-        resources_ = std::make_unique<qp_resources>(std::move(channel_), std::move(id_), options_);
-      } catch (const std::exception& e) {
-        spdlog::warn("rdma connect: creating the queue pair failed: {}", e.what());
-        finish(make_error_code(errc::device_error));
-        return;
-      }
-      // The whole ring is posted before the peer can send anything.
-      if (const auto ec = resources_->post_whole_ring(); ec) {
-        spdlog::warn("rdma connect: posting the receive ring failed: {}", ec.message());
-        finish(make_error_code(errc::device_error));
-        return;
-      }
-      const auto hello = encode_local_handshake(options_);
-      rdma_conn_param param = make_conn_param(hello, options_);
-      if (rdma_connect(resources_->id(), &param) != 0) {
-        spdlog::warn("rdma connect: rdma_connect: {}", std::strerror(errno));
-        finish(make_error_code(errc::unreachable));
-      }
-      return;
-    }
     case RDMA_CM_EVENT_ESTABLISHED: {
       const auto* data = static_cast<const std::byte*>(event.param.conn.private_data);
       const auto peer = wire::decode_handshake(

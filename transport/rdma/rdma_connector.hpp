@@ -29,6 +29,7 @@ class rdma_connector final : public std::enable_shared_from_this<rdma_connector>
   void on_cm_event(verbs::cm_event event) override;
   bool on_cm_error(const boost::system::error_code& ec) override;
   void on_event(rdma_cm_event& event);
+  void on_route_resolved();
   void finish(boost::system::error_code ec, std::shared_ptr<connection> conn = nullptr);
 
   boost::asio::any_io_executor ex_;

@@ -193,6 +193,13 @@ class rdma_listener::core final : public std::enable_shared_from_this<core>, pub
       rdma_cm_id* key = resources->id();
       pending_[key] = pending{std::move(resources), *peer, clock::now() + options_.handshake_timeout};
       arm_handshake_timer();
+    } catch (const boost::system::system_error& e) {
+      if (e.code() == errc::registered_memory_exhausted) {
+        log_limit("rejecting a connection: {}", e.what());  // a limit: logged once at warning level
+      } else {
+        spdlog::warn("rdma listener {}: cannot accept a connection: {}", local_.to_uri(), e.what());
+      }
+      if (id) rdma_reject(id.get(), nullptr, 0);
     } catch (const std::exception& e) {
       spdlog::warn("rdma listener {}: cannot accept a connection: {}", local_.to_uri(), e.what());
       if (id) rdma_reject(id.get(), nullptr, 0);
