@@ -36,7 +36,9 @@ struct outcome {
   std::string wrong;
 };
 
-outcome from(const boost::system::error_code& ec) { return {to_status_code(ec), {}}; }
+outcome from(const boost::system::error_code& ec) {
+  return {to_status_code(ec), {}};
+}
 
 // Content that differs from call to call (salt) and along the message, so a reply mixed up with
 // another call's, cut short or shifted does not compare equal.
@@ -57,10 +59,11 @@ std::string compare(std::string_view what, const std::string& want, const std::s
 // Ticks message i of `size` bytes is size x ('a' + i % 26).
 std::string check_tick(const EchoReply& m, std::uint32_t i, std::uint32_t size) {
   const char c = static_cast<char>('a' + i % 26);
-  if (m.data().size() == size && std::all_of(m.data().begin(), m.data().end(), [c](char x) { return x == c; }))
+  if (m.data().size() == size &&
+      std::all_of(m.data().begin(), m.data().end(), [c](char x) { return x == c; }))
     return {};
-  return "ticks message " + std::to_string(i) + ": asked for " + std::to_string(size) + " x '" + c + "', got " +
-         std::to_string(m.data().size()) + " bytes";
+  return "ticks message " + std::to_string(i) + ": asked for " + std::to_string(size) + " x '" + c +
+         "', got " + std::to_string(m.data().size()) + " bytes";
 }
 
 }  // namespace
@@ -99,7 +102,8 @@ class mixed_load::impl : public std::enable_shared_from_this<impl> {
       auto ch = channel::create(threads_[c % threads_.size()]->executor(), uri_list, co);
       channels_.push_back(ch);
       for (std::size_t l = 0; l < o_.calls_per_channel; ++l) {
-        boost::asio::co_spawn(ch->get_executor(), loop(shared_from_this(), ch, o_.seed * 1000003 + c * 101 + l),
+        boost::asio::co_spawn(ch->get_executor(),
+                              loop(shared_from_this(), ch, o_.seed * 1000003 + c * 101 + l),
                               boost::asio::detached);
       }
     }
@@ -144,7 +148,9 @@ class mixed_load::impl : public std::enable_shared_from_this<impl> {
     threads_.clear();  // each finishes what the closed channels left and joins
   }
 
-  std::chrono::milliseconds longest_call() const noexcept { return std::max(o_.deadline, o_.large_deadline) + o_.margin; }
+  std::chrono::milliseconds longest_call() const noexcept {
+    return std::max(o_.deadline, o_.large_deadline) + o_.margin;
+  }
 
  private:
   struct open_call {
@@ -217,7 +223,7 @@ class mixed_load::impl : public std::enable_shared_from_this<impl> {
     while (!self->stopping_) {
       const unsigned pick = std::uniform_int_distribution<unsigned>(0, 99)(rng);
       const bool large = percent(o.large_percent);
-      call_kind kind = pick < 55 ? (large ? call_kind::echo_large : call_kind::echo_small)
+      call_kind kind = pick < 55   ? (large ? call_kind::echo_large : call_kind::echo_small)
                        : pick < 70 ? call_kind::ticks
                        : pick < 85 ? call_kind::sum
                                    : call_kind::chat;
@@ -261,7 +267,8 @@ class mixed_load::impl : public std::enable_shared_from_this<impl> {
         co_await async_unary_call<EchoReply>(ch, test_service::echo, &ctx, req, as_tuple_awaitable);
     if (ec) co_return from(ec);
     if (made_up)
-      co_return outcome{status_code::ok, compare("echo reply_size", std::string(o_.large_bytes, 'r'), reply.data())};
+      co_return outcome{status_code::ok,
+                        compare("echo reply_size", std::string(o_.large_bytes, 'r'), reply.data())};
     co_return outcome{status_code::ok, compare("echo", req.data(), reply.data())};
   }
 
@@ -271,7 +278,8 @@ class mixed_load::impl : public std::enable_shared_from_this<impl> {
     if (large) {
       const auto n = std::uniform_int_distribution<int>(1, 4)(rng);
       const auto big = std::uniform_int_distribution<int>(0, n - 1)(rng);
-      for (int i = 0; i < n; ++i) req.add_sizes(i == big ? static_cast<std::uint32_t>(o_.large_bytes) : small_size(rng));
+      for (int i = 0; i < n; ++i)
+        req.add_sizes(i == big ? static_cast<std::uint32_t>(o_.large_bytes) : small_size(rng));
     } else {
       req.set_count(std::uniform_int_distribution<std::uint32_t>(1, 16)(rng));
       req.set_size(small_size(rng));
@@ -351,14 +359,15 @@ class mixed_load::impl : public std::enable_shared_from_this<impl> {
   // else the status from finish; an OK status is checked with `check_ok` and must agree with how
   // the reads ended (`ec`: end of stream or nothing).
   template <typename Write, typename Read, typename CheckOk>
-  awaitable<outcome> finish(client_stream<Write, Read>& s, const std::string& wrong, boost::system::error_code ec,
-                            CheckOk check_ok) {
+  awaitable<outcome> finish(client_stream<Write, Read>& s, const std::string& wrong,
+                            boost::system::error_code ec, CheckOk check_ok) {
     if (!wrong.empty()) s.cancel();
     auto [status] = co_await s.async_finish(as_tuple_awaitable);
     if (!wrong.empty()) co_return outcome{status_code::ok, wrong};
     if (status) co_return from(status);
     if (ec && !is_end_of_stream(ec))
-      co_return outcome{status_code::ok, "stream: an operation failed (" + ec.message() + ") but it finished OK"};
+      co_return outcome{status_code::ok,
+                        "stream: an operation failed (" + ec.message() + ") but it finished OK"};
     co_return outcome{status_code::ok, check_ok()};
   }
 
@@ -385,9 +394,17 @@ mixed_load::~mixed_load() {
   impl_->close();
 }
 
-load_counts mixed_load::counts() const { return impl_->counts(); }
-void mixed_load::check_hung() { impl_->check_hung(); }
-bool mixed_load::stop(std::chrono::milliseconds limit) { return impl_->stop(limit); }
-std::chrono::milliseconds mixed_load::longest_call() const noexcept { return impl_->longest_call(); }
+load_counts mixed_load::counts() const {
+  return impl_->counts();
+}
+void mixed_load::check_hung() {
+  impl_->check_hung();
+}
+bool mixed_load::stop(std::chrono::milliseconds limit) {
+  return impl_->stop(limit);
+}
+std::chrono::milliseconds mixed_load::longest_call() const noexcept {
+  return impl_->longest_call();
+}
 
 }  // namespace rdmarpc::soak

@@ -119,8 +119,8 @@ void server_fleet::start(std::size_t i, std::chrono::milliseconds ready_within) 
     ::_exit(127);
   }
   ::close(ready[1]);
-  const std::string header = "== soak: server " + std::to_string(i) + " started as pid " + std::to_string(pid) +
-                             " on " + s.uri + "\n";
+  const std::string header = "== soak: server " + std::to_string(i) + " started as pid " +
+                             std::to_string(pid) + " on " + s.uri + "\n";
   [[maybe_unused]] const auto written = ::write(log_fd, header.data(), header.size());
   ::close(log_fd);
   s.pid = pid;
@@ -190,7 +190,8 @@ std::vector<std::string> server_fleet::shutdown(std::chrono::milliseconds limit)
       if (s.pid == 0) continue;
       int st = 0;
       if (::waitpid(s.pid, &st, WNOHANG) == s.pid) {
-        if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0)) problems.push_back(describe(i, s.pid, st) + " on SIGTERM");
+        if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0))
+          problems.push_back(describe(i, s.pid, st) + " on SIGTERM");
         s.pid = 0;
       } else {
         any = true;

@@ -12,6 +12,7 @@
 //     happened. tests/soak/README.md says more.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -23,7 +24,7 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
-#include <spdlog/spdlog.h>
+#include <random>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -95,7 +96,7 @@ struct run_options {
   std::string address;  // default: 127.0.0.1 for tcp, 10.0.0.1 (the VM's rxe0) for rdma
   double seconds = 60;
   std::size_t servers = 3;
-  unsigned base_port = 0;  // 0: free ports picked at start
+  unsigned base_port = 0;  // 0: free ports below the ephemeral range, picked at start
   std::size_t server_threads = 1;
   double fault_interval = 5;  // seconds between faults; 0: none
   milliseconds restart_delay{1000};
@@ -117,7 +118,7 @@ void usage() {
   --address ADDR           servers' address (127.0.0.1; rdma: 10.0.0.1)
   --seconds N              how long the load runs (60)
   --servers K              server processes (3)
-  --base-port P            servers on P..P+K-1 (0: free ports picked at start)
+  --base-port P            servers on P..P+K-1 (0: free ports below the ephemeral range)
   --server-threads N       server_options::threads of each server (1)
   --channels N             client channels, each over all servers, round_robin (8)
   --calls-per-channel N    closed loops per channel (4)
@@ -211,32 +212,44 @@ bool parse_run(int argc, char** argv, run_options& o) {
   return o.servers > 0 && o.seconds > 0 && o.sample_interval > 0;
 }
 
-// K ports free on `address` now (tcp's port space; rdma_cm's is its own, where these are as good
-// a guess as any). Held open together so they differ, then released for the servers.
+// K ports free on `address` now, below the ephemeral range: while a server is down no client
+// connection may take its port as a local one (its restart would fail EADDRINUSE, or a connect to
+// it could connect the socket to itself). Held open together so they differ, then released.
 std::vector<unsigned> free_ports(const std::string& address, std::size_t k) {
+  unsigned ephemeral_low = 32768;
+  std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> ephemeral_low;
+  const unsigned low = 10000, high = std::max(ephemeral_low, low + 1000);
+  std::mt19937 rng(static_cast<unsigned>(::getpid()) ^
+                   static_cast<unsigned>(clock::now().time_since_epoch().count()));
   std::vector<int> fds;
   std::vector<unsigned> ports;
-  for (std::size_t i = 0; i < k; ++i) {
+  for (int attempt = 0; attempt < 1000 && ports.size() < k; ++attempt) {
+    const unsigned port = std::uniform_int_distribution<unsigned>(low, high - 1)(rng);
     const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) break;
     sockaddr_in a{};
     a.sin_family = AF_INET;
-    a.sin_port = 0;
-    socklen_t len = sizeof a;
-    if (fd < 0 || ::inet_pton(AF_INET, address.c_str(), &a.sin_addr) != 1 ||
-        ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-      if (fd >= 0) ::close(fd);
-      for (int f : fds) ::close(f);
-      throw std::runtime_error("cannot find a free port on " + address);
+    a.sin_port = htons(static_cast<std::uint16_t>(port));
+    if (::inet_pton(AF_INET, address.c_str(), &a.sin_addr) != 1) {
+      ::close(fd);
+      break;
+    }
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      ::close(fd);
+      continue;
     }
     fds.push_back(fd);
-    ports.push_back(ntohs(a.sin_port));
+    ports.push_back(port);
   }
   for (int f : fds) ::close(f);
+  if (ports.size() < k)
+    throw std::runtime_error("cannot find " + std::to_string(k) + " free ports on " + address);
   return ports;
 }
 
-std::string self_exe() { return std::filesystem::read_symlink("/proc/self/exe").string(); }
+std::string self_exe() {
+  return std::filesystem::read_symlink("/proc/self/exe").string();
+}
 
 double seconds_since(clock::time_point t0, clock::time_point t = clock::now()) {
   return std::chrono::duration<double>(t - t0).count();
@@ -272,11 +285,13 @@ std::string failed_by_status(const load_counts& c) {
 }
 
 void print_progress(const sample& s, const load_counts& c, const fault_counts& f) {
-  std::printf("[%6.0fs] calls %llu ok %llu failed %llu (%s) wrong %llu late %llu hung %llu | kills %u stops %u | RSS MiB",
-              s.t, static_cast<unsigned long long>(c.started), static_cast<unsigned long long>(c.ok),
-              static_cast<unsigned long long>(c.failed_total()), failed_by_status(c).c_str(),
-              static_cast<unsigned long long>(c.wrong), static_cast<unsigned long long>(c.late),
-              static_cast<unsigned long long>(c.hung), f.kills, f.stops);
+  std::printf(
+      "[%6.0fs] calls %llu ok %llu failed %llu (%s) wrong %llu late %llu hung %llu | kills %u stops %u | RSS "
+      "MiB",
+      s.t, static_cast<unsigned long long>(c.started), static_cast<unsigned long long>(c.ok),
+      static_cast<unsigned long long>(c.failed_total()), failed_by_status(c).c_str(),
+      static_cast<unsigned long long>(c.wrong), static_cast<unsigned long long>(c.late),
+      static_cast<unsigned long long>(c.hung), f.kills, f.stops);
   for (std::size_t i = 0; i < s.servers.size(); ++i)
     std::printf(" s%zu %s%s", i, s.servers[i].pid ? mib(s.servers[i].rss).c_str() : "down",
                 s.servers[i].stopped ? "(stopped)" : "");
@@ -284,19 +299,24 @@ void print_progress(const sample& s, const load_counts& c, const fault_counts& f
   std::fflush(stdout);
 }
 
-std::string opt_json(std::optional<std::size_t> v) { return v ? std::to_string(*v) : "null"; }
+std::string opt_json(std::optional<std::size_t> v) {
+  return v ? std::to_string(*v) : "null";
+}
 
 std::string to_json(const run_options& o, double seconds, const load_counts& c, const fault_counts& f,
                     const std::vector<sample>& samples, const std::vector<std::string>& server_problems,
                     const std::vector<std::string>& failures) {
   std::ostringstream j;
-  j << "{\"target\": " << json_string(o.target) << ", \"seconds\": " << seconds << ", \"servers\": " << o.servers
-    << ", \"channels\": " << o.load.channels << ", \"calls_per_channel\": " << o.load.calls_per_channel
-    << ", \"large_bytes\": " << o.load.large_bytes << ", \"deadline_ms\": " << o.load.deadline.count()
-    << ", \"large_deadline_ms\": " << o.load.large_deadline.count() << ", \"margin_ms\": " << o.load.margin.count()
-    << ",\n \"calls\": {\"started\": " << c.started << ", \"ok\": " << c.ok << ", \"failed\": " << c.failed_total()
-    << ", \"wrong\": " << c.wrong << ", \"late\": " << c.late << ", \"hung\": " << c.hung
-    << ", \"in_flight\": " << c.in_flight << ", \"max_overrun_ms\": " << (c.max_overrun_ms ? std::to_string(*c.max_overrun_ms) : "null") << ", \"failed_by_status\": {";
+  j << "{\"target\": " << json_string(o.target) << ", \"seconds\": " << seconds
+    << ", \"servers\": " << o.servers << ", \"channels\": " << o.load.channels
+    << ", \"calls_per_channel\": " << o.load.calls_per_channel << ", \"large_bytes\": " << o.load.large_bytes
+    << ", \"deadline_ms\": " << o.load.deadline.count()
+    << ", \"large_deadline_ms\": " << o.load.large_deadline.count()
+    << ", \"margin_ms\": " << o.load.margin.count() << ",\n \"calls\": {\"started\": " << c.started
+    << ", \"ok\": " << c.ok << ", \"failed\": " << c.failed_total() << ", \"wrong\": " << c.wrong
+    << ", \"late\": " << c.late << ", \"hung\": " << c.hung << ", \"in_flight\": " << c.in_flight
+    << ", \"max_overrun_ms\": " << (c.max_overrun_ms ? std::to_string(*c.max_overrun_ms) : "null")
+    << ", \"failed_by_status\": {";
   bool first = true;
   for (const auto& [code, n] : c.failed) {
     j << (first ? "" : ", ") << json_string(code) << ": " << n;
@@ -305,14 +325,16 @@ std::string to_json(const run_options& o, double seconds, const load_counts& c, 
   j << "}, \"by_kind\": {";
   for (std::size_t k = 0; k < kCallKinds; ++k) {
     const auto& pk = c.kinds[k];
-    j << (k ? ", " : "") << json_string(std::string(to_string(static_cast<call_kind>(k)))) << ": {\"started\": "
-      << pk.started << ", \"ok\": " << pk.ok << ", \"failed\": " << pk.failed << "}";
+    j << (k ? ", " : "") << json_string(std::string(to_string(static_cast<call_kind>(k))))
+      << ": {\"started\": " << pk.started << ", \"ok\": " << pk.ok << ", \"failed\": " << pk.failed << "}";
   }
-  j << "}},\n \"faults\": {\"kills\": " << f.kills << ", \"restarts\": " << f.restarts << ", \"stops\": " << f.stops
-    << "},\n \"problems\": [";
-  for (std::size_t i = 0; i < c.first_problems.size(); ++i) j << (i ? ", " : "") << json_string(c.first_problems[i]);
+  j << "}},\n \"faults\": {\"kills\": " << f.kills << ", \"restarts\": " << f.restarts
+    << ", \"stops\": " << f.stops << "},\n \"problems\": [";
+  for (std::size_t i = 0; i < c.first_problems.size(); ++i)
+    j << (i ? ", " : "") << json_string(c.first_problems[i]);
   j << "],\n \"server_problems\": [";
-  for (std::size_t i = 0; i < server_problems.size(); ++i) j << (i ? ", " : "") << json_string(server_problems[i]);
+  for (std::size_t i = 0; i < server_problems.size(); ++i)
+    j << (i ? ", " : "") << json_string(server_problems[i]);
   j << "],\n \"samples\": [";
   for (std::size_t i = 0; i < samples.size(); ++i) {
     const auto& s = samples[i];
@@ -320,8 +342,9 @@ std::string to_json(const run_options& o, double seconds, const load_counts& c, 
       << ", \"client_fds\": " << opt_json(s.client_fds) << ", \"servers\": [";
     for (std::size_t k = 0; k < s.servers.size(); ++k) {
       const auto& v = s.servers[k];
-      j << (k ? ", " : "") << "{\"pid\": " << v.pid << ", \"uptime\": " << v.uptime << ", \"rss\": " << opt_json(v.rss)
-        << ", \"fds\": " << opt_json(v.fds) << ", \"stopped\": " << (v.stopped ? "true" : "false") << "}";
+      j << (k ? ", " : "") << "{\"pid\": " << v.pid << ", \"uptime\": " << v.uptime
+        << ", \"rss\": " << opt_json(v.rss) << ", \"fds\": " << opt_json(v.fds)
+        << ", \"stopped\": " << (v.stopped ? "true" : "false") << "}";
     }
     j << "]}";
   }
@@ -336,20 +359,24 @@ void print_table(const run_options& o, double seconds, const load_counts& c, con
                  const std::vector<std::string>& failures) {
   auto u = [](std::uint64_t v) { return static_cast<unsigned long long>(v); };
   std::printf("\n== soak over %s: %zu servers, %zu channels x %zu calls, %.0f s, large messages %zu B\n",
-              o.target.c_str(), o.servers, o.load.channels, o.load.calls_per_channel, seconds, o.load.large_bytes);
+              o.target.c_str(), o.servers, o.load.channels, o.load.calls_per_channel, seconds,
+              o.load.large_bytes);
   std::printf("%-22s %10s %10s %10s\n", "calls", "started", "ok", "not ok");
   for (std::size_t k = 0; k < kCallKinds; ++k) {
     const auto& pk = c.kinds[k];
     std::printf("%-22s %10llu %10llu %10llu\n", std::string(to_string(static_cast<call_kind>(k))).c_str(),
                 u(pk.started), u(pk.ok), u(pk.failed));
   }
-  std::printf("%-22s %10llu %10llu %10llu\n", "total", u(c.started), u(c.ok), u(c.started - c.ok - c.in_flight));
+  std::printf("%-22s %10llu %10llu %10llu\n", "total", u(c.started), u(c.ok),
+              u(c.started - c.ok - c.in_flight));
   std::printf("failed with a status, in time: %llu (%s)\n", u(c.failed_total()), failed_by_status(c).c_str());
-  std::printf("wrong replies %llu, late (past deadline + %lld ms) %llu, hung %llu, unaccounted %llu\n", u(c.wrong),
-              static_cast<long long>(o.load.margin.count()), u(c.late), u(c.hung), u(c.in_flight));
-  if (c.max_overrun_ms) std::printf("latest completion relative to its deadline: %+.0f ms\n", *c.max_overrun_ms);
-  std::printf("faults: %u kills, %u restarts, %u stops (SIGSTOP %lld ms, then SIGCONT)\n", f.kills, f.restarts, f.stops,
-              static_cast<long long>(o.stop_time.count()));
+  std::printf("wrong replies %llu, late (past deadline + %lld ms) %llu, hung %llu, unaccounted %llu\n",
+              u(c.wrong), static_cast<long long>(o.load.margin.count()), u(c.late), u(c.hung),
+              u(c.in_flight));
+  if (c.max_overrun_ms)
+    std::printf("latest completion relative to its deadline: %+.0f ms\n", *c.max_overrun_ms);
+  std::printf("faults: %u kills, %u restarts, %u stops (SIGSTOP %lld ms, then SIGCONT)\n", f.kills,
+              f.restarts, f.stops, static_cast<long long>(o.stop_time.count()));
   for (const auto& p : c.first_problems) std::printf("  call problem: %s\n", p.c_str());
   for (const auto& p : server_problems) std::printf("  server problem: %s\n", p.c_str());
 
@@ -382,8 +409,8 @@ void print_table(const run_options& o, double seconds, const load_counts& c, con
       for (const auto& s : samples)
         if (s.servers[i].rss) peak = std::max(peak.value_or(0), *s.servers[i].rss);
       std::printf("server %zu (never restarted, pid %d): RSS %s -> %s MiB (peak %s), fds %s -> %s\n", i,
-                  b.servers[i].pid, mib(a.servers[i].rss).c_str(), mib(b.servers[i].rss).c_str(), mib(peak).c_str(),
-                  opt_json(a.servers[i].fds).c_str(), opt_json(b.servers[i].fds).c_str());
+                  b.servers[i].pid, mib(a.servers[i].rss).c_str(), mib(b.servers[i].rss).c_str(),
+                  mib(peak).c_str(), opt_json(a.servers[i].fds).c_str(), opt_json(b.servers[i].fds).c_str());
     }
   }
   if (failures.empty()) {
@@ -411,9 +438,10 @@ int run(const run_options& o) {
   }
   server_fleet fleet(self_exe(), uris, {"--threads", std::to_string(o.server_threads)}, o.log_dir);
   for (std::size_t i = 0; i < fleet.size(); ++i) fleet.start(i);
-  std::printf("soak over %s for %.0f s: servers %s (logs in %s), %zu channels x %zu calls, a fault every %.1f s\n",
-              o.target.c_str(), o.seconds, uri_list.c_str(), o.log_dir.c_str(), o.load.channels,
-              o.load.calls_per_channel, o.fault_interval);
+  std::printf(
+      "soak over %s for %.0f s: servers %s (logs in %s), %zu channels x %zu calls, a fault every %.1f s\n",
+      o.target.c_str(), o.seconds, uri_list.c_str(), o.log_dir.c_str(), o.load.channels,
+      o.load.calls_per_channel, o.fault_interval);
   std::fflush(stdout);
 
   std::vector<std::string> server_problems;
@@ -421,7 +449,8 @@ int run(const run_options& o) {
   fault_counts faults;
   const auto t0 = clock::now();
   const auto end = t0 + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(o.seconds));
-  const auto fault_period = std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(o.fault_interval));
+  const auto fault_period =
+      std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(o.fault_interval));
   const auto sample_period =
       std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(o.sample_interval));
 
@@ -523,12 +552,15 @@ int run(const run_options& o) {
 
   std::vector<std::string> failures;
   if (counts.hung > 0 || !drained) failures.push_back(std::to_string(counts.hung) + " calls hung");
-  if (counts.late > 0) failures.push_back(std::to_string(counts.late) + " calls completed past deadline + margin");
+  if (counts.late > 0)
+    failures.push_back(std::to_string(counts.late) + " calls completed past deadline + margin");
   if (counts.wrong > 0) failures.push_back(std::to_string(counts.wrong) + " wrong replies");
-  if (!server_problems.empty()) failures.push_back(std::to_string(server_problems.size()) + " server problems");
+  if (!server_problems.empty())
+    failures.push_back(std::to_string(server_problems.size()) + " server problems");
   if (counts.ok == 0) failures.push_back("no call succeeded");
   if (faults.kills < o.min_kills)
-    failures.push_back("only " + std::to_string(faults.kills) + " kills, " + std::to_string(o.min_kills) + " asked for");
+    failures.push_back("only " + std::to_string(faults.kills) + " kills, " + std::to_string(o.min_kills) +
+                       " asked for");
   if (faults.restarts < faults.kills) failures.push_back("a killed server was not restarted");
 
   print_table(o, seconds, counts, faults, samples, server_problems, failures);
