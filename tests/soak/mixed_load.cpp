@@ -148,6 +148,26 @@ class mixed_load::impl : public std::enable_shared_from_this<impl> {
     threads_.clear();  // each finishes what the closed channels left and joins
   }
 
+  channel_stats channel_totals() const {
+    channel_stats t;
+    for (const auto& ch : channels_) {
+      const auto s = ch->stats();
+      t.calls_started += s.calls_started;
+      t.calls_ok += s.calls_ok;
+      t.calls_failed += s.calls_failed;
+      t.connects += s.connects;
+      t.connect_failures += s.connect_failures;
+      t.disconnects += s.disconnects;
+      t.going_aways += s.going_aways;
+      t.pings_sent += s.pings_sent;
+      t.pongs_received += s.pongs_received;
+      t.pings_received += s.pings_received;
+      t.heartbeat_timeouts += s.heartbeat_timeouts;
+      t.too_many_pings += s.too_many_pings;
+    }
+    return t;
+  }
+
   std::chrono::milliseconds longest_call() const noexcept {
     return std::max(o_.deadline, o_.large_deadline) + o_.margin;
   }
@@ -402,6 +422,9 @@ void mixed_load::check_hung() {
 }
 bool mixed_load::stop(std::chrono::milliseconds limit) {
   return impl_->stop(limit);
+}
+channel_stats mixed_load::channel_totals() const {
+  return impl_->channel_totals();
 }
 std::chrono::milliseconds mixed_load::longest_call() const noexcept {
   return impl_->longest_call();

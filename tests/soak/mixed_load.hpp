@@ -22,6 +22,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "rpc/channel.hpp"
+
 namespace rdmarpc::soak {
 
 enum class call_kind : std::uint8_t { echo_small, echo_large, ticks, sum, chat };
@@ -80,6 +82,8 @@ class mixed_load {
   // Starts no new calls and waits until every loop finished its call, at most `limit`; false when
   // some did not (their calls are then counted as hung).
   bool stop(std::chrono::milliseconds limit);
+  // The channels' counters summed (connects, disconnects, heartbeat timeouts, ...).
+  channel_stats channel_totals() const;
   // The longest any call may take before it counts as hung: for stop()'s limit.
   std::chrono::milliseconds longest_call() const noexcept;
 

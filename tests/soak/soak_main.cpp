@@ -304,7 +304,8 @@ std::string opt_json(std::optional<std::size_t> v) {
 }
 
 std::string to_json(const run_options& o, double seconds, const load_counts& c, const fault_counts& f,
-                    const std::vector<sample>& samples, const std::vector<std::string>& server_problems,
+                    const rdmarpc::channel_stats& ch, const std::vector<sample>& samples,
+                    const std::vector<std::string>& server_problems,
                     const std::vector<std::string>& failures) {
   std::ostringstream j;
   j << "{\"target\": " << json_string(o.target) << ", \"seconds\": " << seconds
@@ -328,7 +329,10 @@ std::string to_json(const run_options& o, double seconds, const load_counts& c, 
     j << (k ? ", " : "") << json_string(std::string(to_string(static_cast<call_kind>(k))))
       << ": {\"started\": " << pk.started << ", \"ok\": " << pk.ok << ", \"failed\": " << pk.failed << "}";
   }
-  j << "}},\n \"faults\": {\"kills\": " << f.kills << ", \"restarts\": " << f.restarts
+  j << "}},\n \"channels\": {\"connects\": " << ch.connects
+    << ", \"connect_failures\": " << ch.connect_failures << ", \"disconnects\": " << ch.disconnects
+    << ", \"heartbeat_timeouts\": " << ch.heartbeat_timeouts << ", \"going_aways\": " << ch.going_aways
+    << "},\n \"faults\": {\"kills\": " << f.kills << ", \"restarts\": " << f.restarts
     << ", \"stops\": " << f.stops << "},\n \"problems\": [";
   for (std::size_t i = 0; i < c.first_problems.size(); ++i)
     j << (i ? ", " : "") << json_string(c.first_problems[i]);
@@ -355,8 +359,8 @@ std::string to_json(const run_options& o, double seconds, const load_counts& c, 
 }
 
 void print_table(const run_options& o, double seconds, const load_counts& c, const fault_counts& f,
-                 const std::vector<sample>& samples, const std::vector<std::string>& server_problems,
-                 const std::vector<std::string>& failures) {
+                 const rdmarpc::channel_stats& ch, const std::vector<sample>& samples,
+                 const std::vector<std::string>& server_problems, const std::vector<std::string>& failures) {
   auto u = [](std::uint64_t v) { return static_cast<unsigned long long>(v); };
   std::printf("\n== soak over %s: %zu servers, %zu channels x %zu calls, %.0f s, large messages %zu B\n",
               o.target.c_str(), o.servers, o.load.channels, o.load.calls_per_channel, seconds,
@@ -377,6 +381,10 @@ void print_table(const run_options& o, double seconds, const load_counts& c, con
     std::printf("latest completion relative to its deadline: %+.0f ms\n", *c.max_overrun_ms);
   std::printf("faults: %u kills, %u restarts, %u stops (SIGSTOP %lld ms, then SIGCONT)\n", f.kills,
               f.restarts, f.stops, static_cast<long long>(o.stop_time.count()));
+  std::printf(
+      "channels: %llu connects, %llu failed connects, %llu disconnects, %llu heartbeat timeouts, %llu "
+      "going_aways\n",
+      u(ch.connects), u(ch.connect_failures), u(ch.disconnects), u(ch.heartbeat_timeouts), u(ch.going_aways));
   for (const auto& p : c.first_problems) std::printf("  call problem: %s\n", p.c_str());
   for (const auto& p : server_problems) std::printf("  server problem: %s\n", p.c_str());
 
@@ -542,6 +550,7 @@ int run(const run_options& o) {
   recover();
   const bool drained = load->stop(load->longest_call() + milliseconds(2000));
   const auto counts = load->counts();
+  const auto channels = load->channel_totals();
   const double seconds = seconds_since(t0);
   take_sample(counts);
   for (auto& p : fleet.reap_unexpected()) server_problems.push_back("died unasked: " + p);
@@ -563,9 +572,10 @@ int run(const run_options& o) {
                        " asked for");
   if (faults.restarts < faults.kills) failures.push_back("a killed server was not restarted");
 
-  print_table(o, seconds, counts, faults, samples, server_problems, failures);
+  print_table(o, seconds, counts, faults, channels, samples, server_problems, failures);
   if (!o.json_path.empty())
-    std::ofstream(o.json_path) << to_json(o, seconds, counts, faults, samples, server_problems, failures);
+    std::ofstream(o.json_path) << to_json(o, seconds, counts, faults, channels, samples, server_problems,
+                                          failures);
   if (!drained) {
     // Calls still hang: their coroutines hold the channels, and tearing those down could hang too.
     std::fflush(nullptr);
