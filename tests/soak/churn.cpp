@@ -1,12 +1,11 @@
 #include "churn.hpp"
 
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
 #include <future>
 #include <memory>
 #include <optional>
 #include <thread>
 
+#include "io_thread.hpp"
 #include "rpc/channel.hpp"
 #include "rpc/server.hpp"
 #include "rpc/unary_call.hpp"
@@ -16,22 +15,6 @@ namespace rdmarpc::soak {
 namespace {
 
 using clock = std::chrono::steady_clock;
-
-// An io_context with its own thread, run until destroyed.
-class io_thread {
- public:
-  io_thread() : guard_(io_.get_executor()), thread_([this] { io_.run(); }) {}
-  ~io_thread() {
-    guard_.reset();
-    thread_.join();
-  }
-  boost::asio::any_io_executor executor() { return io_.get_executor(); }
-
- private:
-  boost::asio::io_context io_{1};
-  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guard_;
-  std::thread thread_;
-};
 
 // Polls `done` until it holds or `limit` passes: waiting for asynchronous teardown to finish.
 template <typename Predicate>
@@ -116,18 +99,10 @@ churn_result run_churn(const churn_options& o) {
 }
 
 std::string churn_result::to_json(const churn_options& o) const {
-  auto quoted = [](const std::string& s) {
-    std::string q = "\"";
-    for (char c : s) {
-      if (c == '"' || c == '\\') q += '\\';
-      q += c;
-    }
-    return q + "\"";
-  };
-  return "{\"target\": " + quoted(o.target) + ", \"cycles\": " + std::to_string(cycles_done) +
+  return "{\"target\": " + json_string(o.target) + ", \"cycles\": " + std::to_string(cycles_done) +
          ", \"calls_ok\": " + std::to_string(calls_ok) + ", \"seconds\": " + std::to_string(seconds) +
          ", \"before\": " + before.to_json() + ", \"after\": " + after.to_json() +
-         ", \"leaked\": " + quoted(leaked) + ", \"failure\": " + quoted(first_failure) +
+         ", \"leaked\": " + json_string(leaked) + ", \"failure\": " + json_string(first_failure) +
          ", \"ok\": " + (ok() ? "true" : "false") + "}";
 }
 

@@ -33,6 +33,18 @@ TEST_CASE("growth_since names what grew and ignores what shrank", "[soak]") {
   CHECK(after.growth_since(before, 100) == "heap bytes +500, qp +1");
 }
 
+TEST_CASE("VmRSS is read from a /proc/PID/status text", "[soak]") {
+  CHECK(parse_vm_rss("Name:\tx\nVmPeak:\t  9000 kB\nVmRSS:\t    1234 kB\nThreads: 3\n") == 1234u * 1024);
+  CHECK_FALSE(parse_vm_rss("Name:\tkthreadd\nThreads: 1\n"));
+  CHECK(resident_bytes(0).value_or(0) > 0);
+  CHECK(open_fds(0).value_or(0) >= 3);
+  CHECK_FALSE(resident_bytes(-1));
+}
+
+TEST_CASE("json_string escapes quotes, backslashes and control characters", "[soak]") {
+  CHECK(json_string("a\"b\\c\n") == "\"a\\\"b\\\\c\\u000a\"");
+}
+
 TEST_CASE("tcp churn: 300 connect/call/disconnect cycles leak no fd and no heap", "[soak]") {
   churn_options o;
   o.target = "tcp";

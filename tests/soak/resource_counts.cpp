@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -14,13 +15,17 @@
 namespace rdmarpc::soak {
 namespace {
 
-std::size_t count_fds() {
+std::string proc_dir(int pid) {
+  return pid == 0 ? "/proc/self" : "/proc/" + std::to_string(pid);
+}
+
+std::optional<std::size_t> count_fds(const std::string& dir) {
   std::size_t n = 0;
   std::error_code ec;
-  for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec);
-       !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
-    ++n;
-  return n;  // includes the directory's own fd, in every snapshot alike
+  auto it = std::filesystem::directory_iterator(dir, ec);
+  if (ec) return std::nullopt;
+  for (; !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) ++n;
+  return n;  // for /proc/self/fd this includes the directory's own fd, in every snapshot alike
 }
 
 std::optional<std::size_t> heap_in_use() {
@@ -59,12 +64,55 @@ std::map<std::string, long> parse_rdma_resource_summary(const std::string& text)
 
 resource_counts count_resources() {
   resource_counts c;
-  c.fds = count_fds();
+  c.fds = count_fds("/proc/self/fd").value_or(0);
   c.heap_bytes = heap_in_use();
   c.rdma = parse_rdma_resource_summary(run_rdma_tool());
   c.rdma.erase("ctx");  // verbs contexts: librdmacm keeps its device contexts open for the process
   c.rdma.erase("srq");
   return c;
+}
+
+std::optional<std::size_t> parse_vm_rss(const std::string& status_text) {
+  std::istringstream lines(status_text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.rfind("VmRSS:", 0) != 0) continue;
+    std::istringstream words(line.substr(6));
+    std::size_t kib = 0;
+    std::string unit;
+    if (words >> kib >> unit && unit == "kB") return kib * 1024;
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::size_t> resident_bytes(int pid) {
+  std::ifstream in(proc_dir(pid) + "/status");
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_vm_rss(text.str());
+}
+
+std::optional<std::size_t> open_fds(int pid) {
+  return count_fds(proc_dir(pid) + "/fd");
+}
+
+std::string json_string(const std::string& s) {
+  std::string q = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      q += '\\';
+      q += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
+      q += buf;
+    } else {
+      q += c;
+    }
+  }
+  return q + "\"";
 }
 
 std::string resource_counts::growth_since(const resource_counts& before, std::size_t heap_slack) const {

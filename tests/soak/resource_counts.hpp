@@ -1,7 +1,8 @@
 #pragma once
 // resource_counts: what a process holds that a leak would grow: open file descriptors, heap bytes
 // in use, and the RDMA device's objects (QPs, MRs, CQs, PDs, rdma_cm ids, from `rdma resource
-// show`). The churn test and the soak tools compare two snapshots. Test support, not library code.
+// show`). The churn test and the soak tools compare two snapshots; the fault soak also samples other
+// processes (its servers) by pid. Test support, not library code.
 // Threading: any thread; a snapshot is a plain value.
 
 #include <cstddef>
@@ -27,6 +28,17 @@ struct resource_counts {
 };
 
 resource_counts count_resources();
+
+// Another process's resident set (VmRSS of /proc/PID/status) in bytes, and its open file
+// descriptors; empty when the process is gone (or not ours to read). pid 0 is this process.
+std::optional<std::size_t> resident_bytes(int pid);
+std::optional<std::size_t> open_fds(int pid);
+
+// VmRSS of a /proc/PID/status text, in bytes; empty when the line is missing. Pure, for tests.
+std::optional<std::size_t> parse_vm_rss(const std::string& status_text);
+
+// `s` as a JSON string literal (quotes, backslashes and control characters escaped).
+std::string json_string(const std::string& s);
 
 // Parses `rdma resource show` output ("0: rxe0: pd 1 cq 2 qp 1 cm_id 0 mr 0 ctx 0 srq 0" per
 // device) into counts summed over devices. Pure, for tests.
