@@ -18,7 +18,9 @@ class memory_budget : public std::enable_shared_from_this<memory_budget> {
   class lease {
    public:
     lease() noexcept = default;
-    lease(lease&& other) noexcept : budget_(std::move(other.budget_)), bytes_(other.bytes_) { other.bytes_ = 0; }
+    lease(lease&& other) noexcept : budget_(std::move(other.budget_)), bytes_(other.bytes_) {
+      other.bytes_ = 0;
+    }
     lease& operator=(lease&& other) noexcept;
     ~lease() { reset(); }
     std::size_t bytes() const noexcept { return bytes_; }

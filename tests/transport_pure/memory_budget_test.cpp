@@ -20,7 +20,10 @@ TEST_CASE("memory_budget: leases up to the limit and no further, a returned leas
   CHECK_FALSE(budget->try_acquire(1));
   a->reset();
   CHECK(budget->in_use() == 40);
-  { auto c = budget->try_acquire(60); CHECK(c); }
+  {
+    auto c = budget->try_acquire(60);
+    CHECK(c);
+  }
   CHECK(budget->in_use() == 40);
   CHECK_FALSE(budget->try_acquire(std::size_t(-1)));  // no overflow past the limit
 }
