@@ -2,13 +2,16 @@
 
 #include <malloc.h>
 
+#include <cstddef>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#include <sanitizer/allocator_interface.h>
+// The sanitizer runtime's count of heap bytes in use (declared here: GCC 12 does not ship
+// <sanitizer/allocator_interface.h>, which declares it for clang).
+extern "C" std::size_t __sanitizer_get_current_allocated_bytes();
 #define RDMARPC_SANITIZED_HEAP 1
 #endif
 
