@@ -160,20 +160,9 @@ namespace {
 // A raw rdma_cm client that sends `private_data` as its handshake; returns the final event.
 rdma_cm_event_type raw_connect(boost::asio::io_context& io, std::uint16_t port,
                                std::span<const std::byte> private_data) {
-  rdma_event_channel* ch = rdma_create_event_channel();
-  REQUIRE(ch != nullptr);
-  const int flags = ::fcntl(ch->fd, F_GETFL);
-  REQUIRE(::fcntl(ch->fd, F_SETFL, flags | O_NONBLOCK) == 0);
+  rdma_event_channel* ch = nullptr;
   rdma_cm_id* id = nullptr;
-  REQUIRE(rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP) == 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  REQUIRE(::inet_pton(AF_INET, kRdmaHost, &addr.sin_addr) == 1);
-  REQUIRE(rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr*>(&addr), 2000) == 0);
-  REQUIRE(next_raw_event(io, ch) == RDMA_CM_EVENT_ADDR_RESOLVED);
-  REQUIRE(rdma_resolve_route(id, 2000) == 0);
-  REQUIRE(next_raw_event(io, ch) == RDMA_CM_EVENT_ROUTE_RESOLVED);
+  resolve_raw(io, port, ch, id);
   ibv_pd* pd = ibv_alloc_pd(id->verbs);
   REQUIRE(pd != nullptr);
   ibv_cq* cq = ibv_create_cq(id->verbs, 8, nullptr, nullptr, 0);

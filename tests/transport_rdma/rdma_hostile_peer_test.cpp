@@ -30,22 +30,6 @@ long device_qps() {
   return soak::count_resources().rdma["qp"];
 }
 
-// A raw rdma_cm id on a non-blocking channel of its own, resolved to rxe0's `port`.
-void resolve_raw(boost::asio::io_context& io, std::uint16_t port, rdma_event_channel*& ch, rdma_cm_id*& id) {
-  ch = rdma_create_event_channel();
-  REQUIRE(ch != nullptr);
-  REQUIRE(::fcntl(ch->fd, F_SETFL, ::fcntl(ch->fd, F_GETFL) | O_NONBLOCK) == 0);
-  REQUIRE(rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP) == 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  REQUIRE(::inet_pton(AF_INET, kRdmaHost, &addr.sin_addr) == 1);
-  REQUIRE(rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr*>(&addr), 2000) == 0);
-  REQUIRE(next_raw_event(io, ch) == RDMA_CM_EVENT_ADDR_RESOLVED);
-  REQUIRE(rdma_resolve_route(id, 2000) == 0);
-  REQUIRE(next_raw_event(io, ch) == RDMA_CM_EVENT_ROUTE_RESOLVED);
-}
-
 // A client that sends a well-formed connection request and stops before the last step: it has no
 // QP of its own, so rdma_cm hands it the server's accept (CONNECT_RESPONSE) and waits for it to
 // finish with rdma_accept(), which it never calls. The server has allocated its QP and rings.
@@ -229,6 +213,26 @@ class raw_peer {
   std::vector<std::byte> receive_area_;
 };
 
+// A listener with `options`, a raw_peer connected to it, and the server's end started with a
+// recorder.
+struct raw_peer_session {
+  raw_peer_session(boost::asio::io_context& io, std::uint16_t port, std::uint32_t slot,
+                   const transport::connection_options& options)
+      : listener(transport::rdma::make_listener(io.get_executor(), rdma_endpoint(port), options)) {
+    listener->async_accept(io.get_executor(),
+                           [this](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
+                             if (!ec) server = std::move(c);
+                           });
+    peer = std::make_unique<raw_peer>(io, port, slot);
+    REQUIRE(run_until(io, [&] { return server != nullptr; }));
+    server->start(server_end);
+  }
+  std::unique_ptr<transport::listener> listener;
+  std::shared_ptr<transport::connection> server;
+  std::unique_ptr<raw_peer> peer;
+  std::shared_ptr<recorder> server_end = std::make_shared<recorder>();
+};
+
 }  // namespace
 
 TEST_CASE("rdma: a fragmented message left unfinished ends the connection after reassembly_timeout") {
@@ -237,16 +241,9 @@ TEST_CASE("rdma: a fragmented message left unfinished ends the connection after 
   constexpr std::uint32_t kSlot = 4096;
   transport::connection_options server_options;
   server_options.reassembly_timeout = std::chrono::milliseconds(500);
-  auto listener = transport::rdma::make_listener(io.get_executor(), rdma_endpoint(kPort), server_options);
-  std::shared_ptr<transport::connection> server;
-  listener->async_accept(io.get_executor(),
-                         [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
-                           if (!ec) server = std::move(c);
-                         });
-  raw_peer peer(io, kPort, kSlot);
-  REQUIRE(run_until(io, [&] { return server != nullptr; }));
-  auto rec = std::make_shared<recorder>();
-  server->start(rec);
+  raw_peer_session session(io, kPort, kSlot, server_options);
+  raw_peer& peer = *session.peer;
+  auto& rec = session.server_end;
 
   // A first fragment (a whole slot, as the rules want) and then nothing, ever.
   peer.send({0, transport::rdma::wire::fragment::first}, kSlot);
@@ -262,16 +259,9 @@ TEST_CASE("rdma: an empty middle fragment is a protocol error at once") {
   constexpr std::uint32_t kSlot = 4096;
   transport::connection_options server_options;
   server_options.reassembly_timeout = std::chrono::minutes(10);  // not what ends it here
-  auto listener = transport::rdma::make_listener(io.get_executor(), rdma_endpoint(kPort), server_options);
-  std::shared_ptr<transport::connection> server;
-  listener->async_accept(io.get_executor(),
-                         [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
-                           if (!ec) server = std::move(c);
-                         });
-  raw_peer peer(io, kPort, kSlot);
-  REQUIRE(run_until(io, [&] { return server != nullptr; }));
-  auto rec = std::make_shared<recorder>();
-  server->start(rec);
+  raw_peer_session session(io, kPort, kSlot, server_options);
+  raw_peer& peer = *session.peer;
+  auto& rec = session.server_end;
 
   peer.send({0, transport::rdma::wire::fragment::first}, kSlot);
   peer.send({0, transport::rdma::wire::fragment::middle}, 0);

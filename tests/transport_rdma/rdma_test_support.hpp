@@ -3,9 +3,12 @@
 // and connecting a client/server pair over rdma_cm on one io_context.
 // Layer: tests. Threading: everything runs on the test's io_context thread.
 
+#include <arpa/inet.h>
+#include <fcntl.h>
 #include <rdma/rdma_cma.h>
 
 #include <boost/asio/io_context.hpp>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
 #include <deque>
@@ -109,6 +112,23 @@ inline rdma_cm_event_type next_raw_event(boost::asio::io_context& io, rdma_event
   const auto type = event->event;
   rdma_ack_cm_event(event);
   return type;
+}
+
+// A raw rdma_cm id on a non-blocking channel of its own, resolved to rxe0's `port`.
+inline void resolve_raw(boost::asio::io_context& io, std::uint16_t port, rdma_event_channel*& ch,
+                        rdma_cm_id*& id) {
+  ch = rdma_create_event_channel();
+  REQUIRE(ch != nullptr);
+  REQUIRE(::fcntl(ch->fd, F_SETFL, ::fcntl(ch->fd, F_GETFL) | O_NONBLOCK) == 0);
+  REQUIRE(rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP) == 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  REQUIRE(::inet_pton(AF_INET, kRdmaHost, &addr.sin_addr) == 1);
+  REQUIRE(rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr*>(&addr), 2000) == 0);
+  REQUIRE(next_raw_event(io, ch) == RDMA_CM_EVENT_ADDR_RESOLVED);
+  REQUIRE(rdma_resolve_route(id, 2000) == 0);
+  REQUIRE(next_raw_event(io, ch) == RDMA_CM_EVENT_ROUTE_RESOLVED);
 }
 
 }  // namespace rdmarpc::rdma_test
