@@ -36,6 +36,8 @@ LOGFILE=${RXE_VM_LOG:-}
 QUIET=${RXE_VM_QUIET:-0}
 STOCK_CHECKS=${RXE_VM_STOCK_CHECKS:-0}
 STRIP_DEBUG=${RXE_VM_STRIP_DEBUG:-1}  # drop debug info from the guest's copies of DIR's programs
+HOSTS=${RXE_VM_HOSTS:-1}              # 2: two VMs joined by a virtual link (the multi-host bed)
+PEER_CMD=${RXE_VM_PEER_CMD:-}         # what host 2 runs (bash -c) in the multi-host bed
 
 log() { printf '[rxe-vm +%ss] %s\n' "$((SECONDS - T_START))" "$*" >&2; }
 die() { log "ERROR: $*"; exit 125; }
@@ -64,9 +66,17 @@ options:
   --log FILE       keep the whole guest console in FILE
   --quiet          do not stream the guest console (progress lines still appear)
   --prepare        only fetch the kernel and build the cached base initramfs
+  --hosts N        1 (default) or 2: the multi-host bed. Each host is its own VM with its own
+                   kernel and rxe0 on a virtio-net NIC eth0 (host H is 10.0.0.H/24, name hostH);
+                   the two NICs are joined by qemu dgram netdevs (unix sockets on the host,
+                   no host network device). COMMAND runs on host 1 and decides the exit status;
+                   host 2 runs --peer and is powered off when COMMAND ends. A guest line
+                   "RXE-VM-HOST: freeze H MS" on any console (the rxe-vm-host helper in the
+                   guest writes it) makes the harness SIGSTOP host H's qemu for MS ms: a hung host
+  --peer CMD       the shell command host 2 runs (default: sleep until powered off)
 environment: RXE_VM_CACHE (default <repo>/build/rxe-vm-cache), RXE_VM_TIMEOUT, RXE_VM_ACCEL,
   RXE_VM_MEM, RXE_VM_SMP, RXE_VM_MTU, RXE_VM_KERNEL, RXE_VM_LOG, RXE_VM_QUIET, RXE_VM_STOCK_CHECKS,
-  RXE_VM_STRIP_DEBUG
+  RXE_VM_STRIP_DEBUG, RXE_VM_HOSTS, RXE_VM_PEER_CMD
 EOF
 }
 
@@ -90,6 +100,8 @@ while (($#)); do
     --keep-debug) STRIP_DEBUG=0; shift;;
     --quiet) QUIET=1; shift;;
     --prepare) PREPARE_ONLY=1; shift;;
+    --hosts) need_arg $# "$1"; HOSTS=$2; shift 2;;
+    --peer) need_arg $# "$1"; PEER_CMD=$2; shift 2;;
     -h|--help) usage; exit 0;;
     --) shift; break;;
     -*) usage >&2; die "unknown option $1";;
@@ -101,6 +113,7 @@ CMD=("$@")
 case $ACCEL in auto|kvm|tcg) ;; *) die "--accel must be auto, kvm or tcg";; esac
 [[ $TIMEOUT =~ ^[1-9][0-9]*$ ]] || die "--timeout wants seconds, got '$TIMEOUT'"
 [[ $MEM == auto || $MEM =~ ^[1-9][0-9]*$ ]] || die "--mem wants MB, got '$MEM'"
+[[ $HOSTS == 1 || $HOSTS == 2 ]] || die "--hosts must be 1 or 2, got '$HOSTS'"
 if [[ -n $DIR ]]; then [[ -d $DIR ]] || die "DIR '$DIR' is not a directory"; DIR=$(readlink -f "$DIR"); fi
 [[ $(id -u) == 0 ]] || die "needs root (installs host packages, reads /dev/kvm)"
 mkdir -p "$CACHE"
@@ -135,7 +148,10 @@ ensure_host_packages() {
 # The kernel .deb is unpacked into the cache; only vmlinuz and the modules rxe needs (and their
 # dependencies, in load order, decompressed) are kept. The package ships no modules.dep (its
 # postinst makes it), so depmod runs on the unpacked tree.
-GUEST_MODULES=(rdma_rxe rdma_ucm ib_uverbs ib_umad dummy crc32_generic crc32-pclmul)
+# virtio_pci and virtio_net: the multi-host bed's NIC; sch_netem: `tc qdisc ... netem loss 100%`,
+# a silent link cut.
+GUEST_MODULES=(rdma_rxe rdma_ucm ib_uverbs ib_umad dummy crc32_generic crc32-pclmul virtio_pci virtio_net
+               sch_netem)
 resolve_kernel_pkg() {  # KERNEL_PKG (meta or concrete) -> KPKG (concrete), empty if apt cannot say
   KPKG=$(apt-cache depends "$KERNEL_PKG" 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}') || true
   if [[ -z $KPKG ]] && apt-cache show "$KERNEL_PKG" >/dev/null 2>&1; then KPKG=$KERNEL_PKG; fi
@@ -257,14 +273,28 @@ while read -r m; do
   insmod "/lib/modules/$(uname -r)/$m" || echo "RXE-VM: warning: insmod $m failed"
 done </etc/rxe-vm/modules.load
 $IP link set lo up
-# rxe0 on a dummy netdev: rdma_rxe loops traffic between local addresses back internally
-# (the dummy module already creates dummy0 by default)
-$IP link show dummy0 >/dev/null 2>&1 || $IP link add dummy0 type dummy || fail "ip link add dummy0"
-$IP link set dummy0 mtu "$RXE_MTU" || fail "mtu $RXE_MTU on dummy0"
-$IP addr add "$RXE_IP" dev dummy0 || fail "ip addr add $RXE_IP"
-$IP link set dummy0 up
-rdma link add rxe0 type rxe netdev dummy0 2>/dev/null ||
-  echo dummy0 >/sys/module/rdma_rxe/parameters/add || fail "rdma link add rxe0"
+# The multi-host bed names each VM on the kernel command line (rxe_vm.host=H): rxe0 then sits on
+# the virtio NIC eth0 at 10.0.0.H. A single VM puts rxe0 on a dummy netdev: rdma_rxe loops
+# traffic between local addresses back internally (the dummy module creates dummy0 by default).
+HOSTNUM=$(sed -n 's/.*rxe_vm\.host=\([0-9]*\).*/\1/p' /proc/cmdline)
+if [ -n "$HOSTNUM" ]; then
+  NETDEV=eth0; RXE_IP=10.0.0.$HOSTNUM/24
+  echo "host$HOSTNUM" >/proc/sys/kernel/hostname
+  printf '10.0.0.1 host1\n10.0.0.2 host2\n' >>/etc/hosts
+  i=0
+  until [ -e /sys/class/net/eth0 ]; do
+    i=$((i + 1)); [ $i -gt 100 ] && fail "no eth0 (virtio-net) after 10 s"
+    sleep 0.1
+  done
+else
+  NETDEV=dummy0
+  $IP link show dummy0 >/dev/null 2>&1 || $IP link add dummy0 type dummy || fail "ip link add dummy0"
+fi
+$IP link set $NETDEV mtu "$RXE_MTU" || fail "mtu $RXE_MTU on $NETDEV"
+$IP addr add "$RXE_IP" dev $NETDEV || fail "ip addr add $RXE_IP"
+$IP link set $NETDEV up
+rdma link add rxe0 type rxe netdev $NETDEV 2>/dev/null ||
+  echo $NETDEV >/sys/module/rdma_rxe/parameters/add || fail "rdma link add rxe0"
 i=0
 until [ -e /dev/infiniband/uverbs0 ] && [ -e /dev/infiniband/rdma_cm ]; do
   i=$((i + 1)); [ $i -gt 100 ] && fail "no /dev/infiniband/uverbs0 or rdma_cm after 10 s"
@@ -298,8 +328,14 @@ if [ "$RXE_STOCK_CHECKS" = 1 ]; then
   [ $bad = 0 ] || fail "stock tool checks failed: the VM's RDMA device is broken"
 fi
 [ -f /etc/rxe-vm/env ] && . /etc/rxe-vm/env
+export RXE_VM_HOST=${HOSTNUM:-1}
 cd "$RXE_WORKDIR" || fail "cd $RXE_WORKDIR"
-/usr/bin/bash /etc/rxe-vm/cmd.sh </dev/null
+if [ "${HOSTNUM:-1}" = 1 ]; then
+  /usr/bin/bash /etc/rxe-vm/cmd.sh </dev/null
+else
+  rm -f /etc/rxe-vm/want-out  # only host 1 sends /out back
+  /usr/bin/bash /etc/rxe-vm/peer.sh </dev/null
+fi
 rc=$?
 cd /
 if [ $rc != 0 ]; then
@@ -352,6 +388,12 @@ build_base_image() {
   printf 'hosts: files\npasswd: files\ngroup: files\n' >"$root/etc/nsswitch.conf"
   echo rxe-vm >"$root/etc/hostname"
   write_init "$root"
+  cat >"$root/usr/bin/rxe-vm-host" <<'HELPER'
+#!/bin/sh
+# rxe-vm-host freeze H MS: asks the harness (multi-host bed) to SIGSTOP host H's VM for MS ms.
+echo "RXE-VM-HOST: $*" >/dev/console
+HELPER
+  chmod 755 "$root/usr/bin/rxe-vm-host"
   (cd "$root" && find . -mindepth 1 | sed 's#^\.##' | sort) >"$BASE_FILES.tmp"
   (cd "$root" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0) | gzip -1 >"$BASE.tmp"
   mv "$BASE.tmp" "$BASE"; mv "$BASE_FILES.tmp" "$BASE_FILES"
@@ -404,6 +446,10 @@ build_payload() {
     printf 'exec'; for p in "${CMD[@]}"; do printf ' %s' "$(sh_quote "$p")"; done; echo
   } >"$root/etc/rxe-vm/cmd.sh"
   {
+    echo '#!/bin/sh'
+    if [[ -n $PEER_CMD ]]; then printf 'exec /usr/bin/bash -c %s\n' "$(sh_quote "$PEER_CMD")"; else echo 'exec sleep 1000000'; fi
+  } >"$root/etc/rxe-vm/peer.sh"
+  {
     echo "RXE_IP=$(sh_quote "$GUEST_IP")"
     echo "RXE_MTU=$(sh_quote "$GUEST_MTU")"
     echo "RXE_WORKDIR=$(sh_quote "${DIR:-/}")"
@@ -418,10 +464,11 @@ build_payload() {
 }
 
 # ================================================================ qemu
-QEMU_PID=""; TAIL_PID=""; RUNDIR=""
+QEMU_PID=""; QEMU_PIDS=(); TAIL_PID=""; TAIL_PIDS=(); RUNDIR=""
 cleanup() {
-  [[ -n $QEMU_PID ]] && kill "$QEMU_PID" 2>/dev/null
-  [[ -n $TAIL_PID ]] && kill "$TAIL_PID" 2>/dev/null
+  local p
+  for p in $QEMU_PID "${QEMU_PIDS[@]}"; do kill -CONT "$p" 2>/dev/null; kill "$p" 2>/dev/null; done
+  for p in $TAIL_PID "${TAIL_PIDS[@]}"; do kill "$p" 2>/dev/null; done
   [[ -n $RUNDIR && -d $RUNDIR ]] && rm -rf "$RUNDIR"
   return 0
 }
@@ -447,30 +494,77 @@ kvm_worth_trying() {
   return 0
 }
 
+console_of() { if (($1 == 1)); then echo "$RUNDIR/console.log"; else echo "$RUNDIR/console-$1.log"; fi; }
+
+# The multi-host bed's requests to the harness: "RXE-VM-HOST: freeze H MS" lines on any console.
+HOST_REQUESTS_DONE=()
+serve_host_requests() {
+  local h i lines
+  for ((h = 1; h <= HOSTS; h++)); do
+    mapfile -t lines < <(tr -d '\r' <"$(console_of "$h")" | grep '^RXE-VM-HOST: ' || true)
+    for ((i = ${HOST_REQUESTS_DONE[h]:-0}; i < ${#lines[@]}; i++)); do
+      host_request "$h" ${lines[i]#RXE-VM-HOST: }
+    done
+    HOST_REQUESTS_DONE[h]=${#lines[@]}
+  done
+}
+host_request() {  # FROM VERB [ARG...]
+  local from=$1 verb=${2:-} target=${3:-} ms=${4:-} pid
+  if [[ $verb == freeze && $target =~ ^[1-9]$ && $target -le $HOSTS && $ms =~ ^[0-9]+$ ]]; then
+    pid=${QEMU_PIDS[target - 1]}
+    log "host $from asks: freeze host $target for $ms ms (SIGSTOP of its qemu: a hung host)"
+    (kill -STOP "$pid" 2>/dev/null; sleep "$(printf '%d.%03d' $((ms / 1000)) $((ms % 1000)))"; kill -CONT "$pid" 2>/dev/null) &
+  else
+    log "ignoring a malformed request from host $from: ${*:2}"
+  fi
+}
+
 # boot ACCEL PROBE -> VM_RESULT: ok | noboot (no /init within PROBE s) | timeout | died
+# With --hosts 2 both VMs boot; host 1's qemu decides (host 2's is ended when it exits).
 boot() {
-  local accel=$1 probe=$2 start=$SECONDS args=() cmdline booted=0 ready=0 last_beat=$SECONDS
-  CONSOLE=$RUNDIR/console.log; : >"$CONSOLE"
+  local accel=$1 probe=$2 start=$SECONDS args=() cmdline booted=0 ready=0 last_beat=$SECONDS h console
+  local host_args=() pid machine poll=0.2
+  CONSOLE=$(console_of 1)
   cmdline="console=ttyS0 quiet loglevel=3 panic=-1 oops=panic mitigations=off nokaslr tsc=reliable reboot=t rdinit=/init"
   case $accel in
     kvm) args+=(-accel kvm -cpu "${RXE_VM_KVM_CPU:-host}");;
     tcg) args+=(-accel tcg,thread=multi -cpu max);;
   esac
-  # microvm has no ACPI: `reboot -f` + reboot=t + -no-reboot is how the guest makes qemu exit
-  args+=(-M microvm,x-option-roms=off,rtc=on,acpi=off,pic=on,pit=on,isa-serial=on
-         -m "$GUEST_MEM" -smp "$SMP" -nodefaults -no-user-config -nic none -display none -vga none
-         -monitor none -no-reboot -kernel "$KERNEL" -initrd "$INITRD" -append "$cmdline"
-         -serial "file:$CONSOLE")
-  log "booting ($accel, ${GUEST_MEM} MB, $SMP vCPUs, no network device, timeout ${TIMEOUT} s)"
-  qemu-system-x86_64 "${args[@]}" >"$RUNDIR/qemu.err" 2>&1 </dev/null &
-  QEMU_PID=$!
-  if ((!QUIET)); then
-    # the guest console, minus the harness's own markers and the base64 of /out
-    tail -n +1 -f -s 0.2 --pid="$QEMU_PID" "$CONSOLE" 2>/dev/null |
-      sed -u -e 's/\r$//' -e '/^RXE-VM-\(INIT\|READY\|EXIT-CODE\): /d' -e '/^RXE-VM-OUT-BEGIN$/,/^RXE-VM-OUT-END$/d' \
-             -e '/reboot: Restarting system$/d' &
-    TAIL_PID=$!
+  # microvm boots fastest, but its NIC would be a virtio-mmio device, which Debian's kernel finds
+  # only through ACPI, and with ACPI on, microvm's TCG guests hung in TSC calibration here. The
+  # multi-host bed takes the pc machine (virtio-net-pci; about 2 s more to boot).
+  machine=microvm,x-option-roms=off,rtc=on,acpi=off,pic=on,pit=on,isa-serial=on
+  ((HOSTS > 1)) && { machine=pc; poll=0.05; }
+  # `reboot -f` + reboot=t + -no-reboot is how the guest makes qemu exit
+  args+=(-M "$machine" -m "$GUEST_MEM" -smp "$SMP" -nodefaults -no-user-config -display none -vga none
+         -monitor none -no-reboot -kernel "$KERNEL" -initrd "$INITRD")
+  if ((HOSTS > 1)); then
+    log "booting $HOSTS hosts ($accel, ${GUEST_MEM} MB and $SMP vCPUs each, joined by a virtual link, timeout ${TIMEOUT} s)"
+  else
+    log "booting ($accel, ${GUEST_MEM} MB, $SMP vCPUs, no network device, timeout ${TIMEOUT} s)"
   fi
+  QEMU_PIDS=(); TAIL_PIDS=(); HOST_REQUESTS_DONE=()
+  for ((h = 1; h <= HOSTS; h++)); do
+    console=$(console_of "$h"); : >"$console"
+    if ((HOSTS > 1)); then
+      # The link's Ethernet frames travel as datagrams between two unix sockets on the host
+      # (qemu 7.2's stream netdev hung both guests at boot here).
+      host_args=(-netdev "dgram,id=link,local.type=unix,local.path=$RUNDIR/link-$h.sock,remote.type=unix,remote.path=$RUNDIR/link-$((3 - h)).sock"
+                 -device "virtio-net-pci,netdev=link,mac=52:54:00:00:00:0$h" -append "$cmdline rxe_vm.host=$h")
+    else
+      host_args=(-nic none -append "$cmdline")
+    fi
+    qemu-system-x86_64 "${args[@]}" "${host_args[@]}" -serial "file:$console" >"$RUNDIR/qemu-$h.err" 2>&1 </dev/null &
+    QEMU_PIDS+=($!)
+    if ((!QUIET)); then
+      # the guest console, minus the harness's own markers and the base64 of /out
+      tail -n +1 -f -s 0.2 --pid="${QEMU_PIDS[h - 1]}" "$console" 2>/dev/null |
+        sed -u -e 's/\r$//' -e '/^RXE-VM-\(INIT\|READY\|EXIT-CODE\|HOST\): /d' -e '/^RXE-VM-OUT-BEGIN$/,/^RXE-VM-OUT-END$/d' \
+               -e '/reboot: Restarting system$/d' -e "$( ((HOSTS > 1)) && echo "s/^/[host$h] /" || echo 's/^//')" &
+      TAIL_PIDS+=($!)
+    fi
+  done
+  QEMU_PID=${QEMU_PIDS[0]}
   VM_RESULT=""
   while kill -0 "$QEMU_PID" 2>/dev/null; do
     if ((!booted)) && grep -q '^RXE-VM-INIT:' "$CONSOLE"; then
@@ -479,22 +573,28 @@ boot() {
     if ((!ready)) && grep -q '^RXE-VM-READY:' "$CONSOLE"; then
       ready=1
       if ((STOCK_CHECKS)); then log "rxe0 up (${GUEST_IP%/*}); stock tool checks, then: ${CMD[*]}"
-      else log "rxe0 up (${GUEST_IP%/*}); running: ${CMD[*]}"; fi
+      else log "rxe0 up; running: ${CMD[*]}"; fi
     fi
+    ((HOSTS > 1)) && serve_host_requests
     ((!booted && probe > 0 && SECONDS - start >= probe)) && { VM_RESULT=noboot; break; }
     ((SECONDS - start >= TIMEOUT)) && { VM_RESULT=timeout; break; }
     if ((QUIET && SECONDS - last_beat >= 30)); then last_beat=$SECONDS; log "still running ($((SECONDS - start)) s)"; fi
-    sleep 0.2
+    sleep $poll
   done
   if [[ -n $VM_RESULT ]]; then
     kill "$QEMU_PID" 2>/dev/null || true; sleep 0.5; kill -9 "$QEMU_PID" 2>/dev/null || true
   fi
-  wait "$QEMU_PID" 2>/dev/null || true
-  QEMU_PID=""
-  if [[ -n $TAIL_PID ]]; then  # tail ends by itself once qemu is gone (--pid); let it drain
-    for _ in $(seq 50); do kill -0 "$TAIL_PID" 2>/dev/null || break; sleep 0.1; done
-    kill "$TAIL_PID" 2>/dev/null || true; wait "$TAIL_PID" 2>/dev/null || true; TAIL_PID=""
-  fi
+  for pid in "${QEMU_PIDS[@]:1}"; do  # the other hosts end with host 1 (thawed first, if frozen)
+    kill -CONT "$pid" 2>/dev/null; kill "$pid" 2>/dev/null || true
+  done
+  for pid in "${QEMU_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  cp "$RUNDIR/qemu-1.err" "$RUNDIR/qemu.err"
+  QEMU_PID=""; QEMU_PIDS=()
+  for pid in "${TAIL_PIDS[@]}"; do  # tail ends by itself once qemu is gone (--pid); let it drain
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
+  done
+  TAIL_PIDS=()
   grep -q '^RXE-VM-INIT:' "$CONSOLE" && booted=1
   VM_SECONDS=$((SECONDS - start))
   [[ -n $VM_RESULT ]] || { ((booted)) && VM_RESULT=ok || VM_RESULT=died; }
@@ -540,7 +640,10 @@ if [[ $ACCEL != tcg ]] && kvm_worth_trying; then
 fi
 [[ -n $USED ]] || { boot tcg 0; USED=tcg; }
 
-[[ -n $LOGFILE ]] && tr -d '\r' <"$CONSOLE" >"$LOGFILE"
+if [[ -n $LOGFILE ]]; then
+  tr -d '\r' <"$CONSOLE" >"$LOGFILE"
+  ((HOSTS > 1)) && tr -d '\r' <"$(console_of 2)" | sed 's/^/[host2] /' >>"$LOGFILE"
+fi
 rc=$(tr -d '\r' <"$CONSOLE" | sed -n 's/^RXE-VM-EXIT-CODE: \([0-9]*\)$/\1/p' | tail -n1)
 if [[ -n $OUTDIR && -n $rc ]]; then
   tr -d '\r' <"$CONSOLE" | sed -n '/^RXE-VM-OUT-BEGIN$/,/^RXE-VM-OUT-END$/p' | grep -E '^[A-Za-z0-9+/=]+$' >"$RUNDIR/out.b64" || true
@@ -558,6 +661,7 @@ fi
 if [[ -z $rc ]]; then
   log "the guest ended without an exit marker; last console lines:"
   tr -d '\r' <"$CONSOLE" | tail -n 30 >&2
+  ((HOSTS > 1)) && { log "host 2's last console lines:"; tr -d '\r' <"$(console_of 2)" | tail -n 15 >&2; }
   [[ -s $RUNDIR/qemu.err ]] && { log "qemu stderr:"; cat "$RUNDIR/qemu.err" >&2; }
   exit 125
 fi
