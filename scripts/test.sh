@@ -119,16 +119,23 @@ rdma_in_vm() {
   grep -h '^RXE-VM-CHECK:' "$console" 2>/dev/null | sed 's/^RXE-VM-CHECK: /stock tool check: /'
   # Information, not a verdict: the transport's RTT beside raw verbs on the same rxe0, same boot.
   tr -d '\r' <"$console" 2>/dev/null | sed -n 's/^RTT-COMPARE: /rtt (not asserted): /p'
+  vm_verdict "$name" "$junit" "$rc" "rdma" "inside the VM on rxe0" $start
+}
+
+# vm_verdict NAME JUNIT RC KIND WHERE START: counts a VM suite's junit, records the stage; a skipped
+# test, zero tests, a timeout or a harness failure fail it.
+vm_verdict() {
+  local name=$1 junit=$2 rc=$3 kind=$4 where=$5 start=$6 n f s p
   read -r n f s < <(junit_counts "$junit")
   p=$((n - f - s))
-  echo "rdma suite: $n tests ran inside the VM on rxe0 ($p passed, $f failed, $s skipped) [$name]"
+  echo "$kind suite: $n tests ran $where ($p passed, $f failed, $s skipped) [$name]"
   TOTAL_PASSED=$((TOTAL_PASSED + p)); TOTAL_FAILED=$((TOTAL_FAILED + f + s))
   local why=()
   ((rc == 124)) && why+=("the VM run timed out")
   ((rc == 125)) && why+=("the VM or its stock tool checks failed (exit 125): the test bed, not the project")
-  ((n == 0)) && why+=("no rdma test ran")
-  ((s > 0)) && why+=("$s rdma tests were skipped (no RDMA device?)")
-  ((f > 0)) && why+=("$f rdma tests failed")
+  ((n == 0)) && why+=("no $kind test ran")
+  ((s > 0)) && why+=("$s $kind tests were skipped (no RDMA device?)")
+  ((f > 0)) && why+=("$f $kind tests failed")
   ((rc != 0 && rc != 124 && rc != 125 && f == 0)) && why+=("ctest in the VM exited $rc")
   if ((${#why[@]})); then
     note "$name FAILED: $(IFS=';'; echo "${why[*]}")"
@@ -136,6 +143,23 @@ rdma_in_vm() {
   else
     record "$name" ok $((SECONDS - start)) "$p/$f/$s"
   fi
+}
+
+# multihost_in_vm DIR NAME: boots the multi-host bed (two VMs, tools/rxe-vm --hosts 2) with DIR;
+# host 2 runs the testbed agent, host 1 the `cluster` suite (junit to /out/multihost.xml).
+multihost_in_vm() {
+  local dir=$1 name=$2 start=$SECONDS rc
+  local junit=$dir/test-results/vm-multihost/multihost.xml console=$dir/test-results/vm-multihost-console.log
+  banner "$name"
+  rm -rf "$dir/test-results/vm-multihost" "$console"; mkdir -p "$dir/test-results"
+  locked "$ROOT/tools/rxe-vm/run-in-vm.sh" --hosts 2 --peer "bash $dir/run_multihost_suite.sh agent" \
+    --timeout "$VM_TIMEOUT" --exclude '*.a' --out "$dir/test-results/vm-multihost" --log "$console" "$dir" -- \
+    bash "$dir/run_multihost_suite.sh" tests
+  rc=$?
+  echo
+  # Information, not a verdict: detection and failover times between two emulated hosts.
+  sed 's/^/multihost (not asserted): /' "$dir/test-results/vm-multihost/multihost-times.txt" 2>/dev/null
+  vm_verdict "$name" "$junit" "$rc" "multihost" "across two VMs" $start
 }
 
 # fuzz_stage: scripts/fuzz.sh (clang build in build-fuzz/, each target for RDMARPC_FUZZ_SECONDS);
@@ -174,8 +198,9 @@ if run_stage "install dependencies" bash "$ROOT/scripts/install-deps.sh"; then
   run_stage "format (clang-format, .clang-format)" bash "$ROOT/scripts/check-format.sh"
   if configure_and_build "$BUILD" "build/ (-Werror)" -DRDMARPC_WERROR=ON; then :; fi
   if [[ -f $BUILD/CTestTestfile.cmake ]]; then
-    ctest_stage "host tests (build/)" "$BUILD" "$RESULTS/host.xml" -LE rdma
+    ctest_stage "host tests (build/)" "$BUILD" "$RESULTS/host.xml" -LE 'rdma|cluster'
     rdma_in_vm "$BUILD" "rdma suite in the VM (rxe0)" rdma.xml --stock-checks
+    multihost_in_vm "$BUILD" "multi-host suite (two VMs)"
   fi
 
   if [[ ${RDMARPC_SKIP_ASAN:-0} == 1 && ${CI:-} != true ]]; then
@@ -188,7 +213,7 @@ if run_stage "install dependencies" bash "$ROOT/scripts/install-deps.sh"; then
       mkdir -p "$ASAN_BUILD/test-results"
       ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} \
       UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
-        ctest_stage "host tests (build-asan/, ASan+UBSan)" "$ASAN_BUILD" "$ASAN_BUILD/test-results/host.xml" -LE rdma
+        ctest_stage "host tests (build-asan/, ASan+UBSan)" "$ASAN_BUILD" "$ASAN_BUILD/test-results/host.xml" -LE 'rdma|cluster'
       # The rdma suite under ASan+UBSan too: leaks and memory errors on the verbs paths (the
       # stock tools were proven by the first boot).
       rdma_in_vm "$ASAN_BUILD" "rdma suite in the VM (rxe0, ASan+UBSan)" rdma-asan.xml \
@@ -208,7 +233,7 @@ if run_stage "install dependencies" bash "$ROOT/scripts/install-deps.sh"; then
     if [[ -f $TSAN_BUILD/CTestTestfile.cmake ]]; then
       mkdir -p "$TSAN_BUILD/test-results"
       TSAN_OPTIONS=${TSAN_OPTIONS:-suppressions=$ROOT/tests/tsan.supp halt_on_error=1 second_deadlock_stack=1} \
-        ctest_stage "host tests (build-tsan/, ThreadSanitizer)" "$TSAN_BUILD" "$TSAN_BUILD/test-results/host.xml" -LE rdma
+        ctest_stage "host tests (build-tsan/, ThreadSanitizer)" "$TSAN_BUILD" "$TSAN_BUILD/test-results/host.xml" -LE 'rdma|cluster'
     fi
   fi
 

@@ -75,6 +75,7 @@ boost::asio::awaitable<EchoReply> test_service::do_metadata(server_context& ctx,
     reply.mutable_data()->append(key + "=" + value + ";");
   echo_metadata(ctx);
   ctx.add_trailing_metadata("count", std::to_string(ctx.client_metadata().size()));
+  if (!name.empty()) ctx.add_trailing_metadata("server", name);
   if (req.data() == "fail") ctx.set_status(status_code::not_found, "failed as asked");
   if (req.data() == "flood" || req.data() == "flood and fail") {  // more than a client accepts (64)
     for (int i = 0; i < 100; ++i) ctx.add_trailing_metadata("k" + std::to_string(i), "v");

@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <string>
 
 #include "rpc/service.hpp"
 #include "rpc_test.pb.h"
@@ -47,6 +48,8 @@ class test_service final : public rdmarpc::service {
   // Largest reply data Echo (reply_size) and Ticks (size, sizes) make up from a request; larger
   // asks are clamped. Unbounded for the tests; the fuzzer (tests/fuzz) keeps its inputs cheap.
   std::uint32_t max_made_up_bytes = UINT32_MAX;
+  // When set, Metadata adds the trailing entry "server" = name: which server of several answered.
+  std::string name;
 
   // Observations, readable from any thread.
   std::atomic<int> sleeps_started{0};

@@ -1,5 +1,5 @@
 // rdmarpc_soak: the soak with faults (issue 12). Two roles:
-//   rdmarpc_soak server --listen URI [--threads N] [--ready-fd FD]
+//   rdmarpc_soak server --listen URI [--threads N] [--ready-fd FD] [--name NAME]
 //     serves tests/rpc/test_service until SIGTERM/SIGINT (then shuts down gracefully, exit 0);
 //     writes "ready" to FD once it listens.
 //   rdmarpc_soak run [--target tcp|rdma] [--seconds N] [--servers K] ... (--help)
@@ -49,6 +49,7 @@ int run_server(int argc, char** argv) {
   std::string uri;
   std::size_t threads = 1;
   int ready_fd = -1;
+  std::string name;  // test_service::name: which server answered, for the multi-host tests
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
     const bool has_value = i + 1 < argc;
@@ -58,8 +59,10 @@ int run_server(int argc, char** argv) {
       threads = std::stoul(argv[++i]);
     } else if (arg == "--ready-fd" && has_value) {
       ready_fd = std::stoi(argv[++i]);
+    } else if (arg == "--name" && has_value) {
+      name = argv[++i];
     } else {
-      std::cerr << "usage: rdmarpc_soak server --listen URI [--threads N] [--ready-fd FD]\n";
+      std::cerr << "usage: rdmarpc_soak server --listen URI [--threads N] [--ready-fd FD] [--name NAME]\n";
       return 2;
     }
   }
@@ -70,6 +73,7 @@ int run_server(int argc, char** argv) {
   spdlog::set_level(spdlog::level::warn);
   boost::asio::io_context io(1);
   rdmarpc::test::test_service service;  // outlives the server
+  service.name = name;
   rdmarpc::server_options options;
   options.threads = threads;
   rdmarpc::server server(io.get_executor(), options);
