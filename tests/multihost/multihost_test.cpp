@@ -255,9 +255,9 @@ TEST_CASE("multihost: a link cut while idle ends the connection within the heart
   REQUIRE(bed.call(*ch).status == status_code::ok);
   const auto before = ch->stats();
 
-  // Cut 200 ms after the agent's answer: a silent 100 % loss. (`ip link set eth0 down` while an RC
-  // queue pair carried traffic left rxe unable to connect between the hosts for good in this bed,
-  // stock rping included: tests/multihost/README.md.)
+  // Cut 200 ms after the agent's answer: a silent 100 % loss. (`ip link set eth0 down` across live
+  // RC traffic wedges rxe between the two hosts for good, stock rping alone included:
+  // tests/multihost/README.md.)
   bed.cut_link(4000, /*silent=*/true);
   const auto cut_at = clock_type::now() + 200ms;
   REQUIRE(run_until(bed.io, [&] { return ch->stats().disconnects > before.disconnects; }, 30s));
