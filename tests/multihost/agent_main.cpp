@@ -25,7 +25,8 @@ namespace testbed = rdmarpc::testbed;
 
 class agent final : public testbed::Agent::Service {
  public:
-  agent(std::string soak_exe, std::string log_dir) : soak_exe_(std::move(soak_exe)), log_dir_(std::move(log_dir)) {}
+  agent(std::string soak_exe, std::string log_dir)
+      : soak_exe_(std::move(soak_exe)), log_dir_(std::move(log_dir)) {}
 
   boost::asio::awaitable<testbed::Ack> start_server(rdmarpc::server_context&,
                                                     const testbed::ServerRef& request) override {
@@ -60,15 +61,18 @@ class agent final : public testbed::Agent::Service {
     co_return ack("shut down");
   }
 
-  boost::asio::awaitable<testbed::Ack> cut_link(rdmarpc::server_context&, const testbed::LinkCut& request) override {
+  boost::asio::awaitable<testbed::Ack> cut_link(rdmarpc::server_context&,
+                                                const testbed::LinkCut& request) override {
     if (request.milliseconds() == 0 || request.milliseconds() > 60'000)
       throw rdmarpc::status_error(rdmarpc::status_code::invalid_argument, "milliseconds must be 1..60000");
     const std::string seconds = std::to_string(request.milliseconds() / 1000) + "." +
                                 std::to_string(1000 + request.milliseconds() % 1000).substr(1);
-    const std::string cut = request.silent() ? "tc qdisc add dev eth0 root netem loss 100%" : "ip link set eth0 down";
+    const std::string cut =
+        request.silent() ? "tc qdisc add dev eth0 root netem loss 100%" : "ip link set eth0 down";
     const std::string mend = request.silent() ? "tc qdisc del dev eth0 root" : "ip link set eth0 up";
     // In the background, 200 ms from now, so this answer crosses the link before it is cut.
-    const std::string script = "(sleep 0.2; " + cut + "; sleep " + seconds + "; " + mend + ") >/dev/null 2>&1 &";
+    const std::string script =
+        "(sleep 0.2; " + cut + "; sleep " + seconds + "; " + mend + ") >/dev/null 2>&1 &";
     if (std::system(script.c_str()) != 0)
       throw rdmarpc::status_error(rdmarpc::status_code::internal, "could not start: " + script);
     spdlog::info("agent: cutting the link for {} ms ({})", request.milliseconds(), cut);

@@ -13,18 +13,18 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "e2e_harness.hpp"
 #include "rpc/channel.hpp"
 #include "rpc/unary_call.hpp"
-#include "e2e_harness.hpp"
 #include "test_service.hpp"
 #include "testbed/agent.rdmarpc.pb.h"
 #include "tests/transport/connection_contract.hpp"
@@ -48,8 +48,8 @@ std::string server_uri(const std::string& transport, int i) {
   return transport + "://" + kPeer + ":" + std::to_string((transport == "rdma" ? 7471 : 7481) + i);
 }
 std::string server_list(const std::string& transport) {
-  return server_uri(transport, 0) + "," + kPeer + ":" + std::to_string((transport == "rdma" ? 7472 : 7482)) + "," +
-         kPeer + ":" + std::to_string((transport == "rdma" ? 7473 : 7483));
+  return server_uri(transport, 0) + "," + kPeer + ":" + std::to_string((transport == "rdma" ? 7472 : 7482)) +
+         "," + kPeer + ":" + std::to_string((transport == "rdma" ? 7473 : 7483));
 }
 
 // A measured time, printed and, when MULTIHOST_REPORT names a file, appended there (ctest shows
@@ -65,7 +65,8 @@ void report(const Parts&... parts) {
 }
 
 long ms_since(clock_type::time_point t) {
-  return static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t).count());
+  return static_cast<long>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t).count());
 }
 
 client_context wait_for_ready(std::chrono::seconds timeout) {
@@ -87,7 +88,9 @@ class two_hosts {
   using Agent = rdmarpc::testbed::Agent;
   using agent_result = std::optional<boost::system::error_code>;
 
-  two_hosts() : agent_channel_(channel::create(io.get_executor(), "tcp://" + kPeer + ":7400")), agent_(agent_channel_) {}
+  two_hosts()
+      : agent_channel_(channel::create(io.get_executor(), "tcp://" + kPeer + ":7400")),
+        agent_(agent_channel_) {}
   ~two_hosts() {
     for (auto& ch : channels_) ch->close();
     agent_channel_->close();
@@ -112,10 +115,12 @@ class two_hosts {
     wait_ok(uri, [&](auto& ctx, auto& ref, auto cb) { agent_.async_kill_server(ctx, ref, std::move(cb)); });
   }
   void kill_server_async(const std::string& uri, agent_result& done) {
-    start(uri, done, [&](auto& ctx, auto& ref, auto cb) { agent_.async_kill_server(ctx, ref, std::move(cb)); });
+    start(uri, done,
+          [&](auto& ctx, auto& ref, auto cb) { agent_.async_kill_server(ctx, ref, std::move(cb)); });
   }
   void terminate_server_async(const std::string& uri, agent_result& done) {
-    start(uri, done, [&](auto& ctx, auto& ref, auto cb) { agent_.async_terminate_server(ctx, ref, std::move(cb)); });
+    start(uri, done,
+          [&](auto& ctx, auto& ref, auto cb) { agent_.async_terminate_server(ctx, ref, std::move(cb)); });
   }
   void cut_link(std::uint32_t milliseconds, bool silent) {
     rdmarpc::testbed::LinkCut cut;
@@ -123,11 +128,13 @@ class two_hosts {
     cut.set_silent(silent);
     agent_result done;
     auto ctx = std::make_shared<client_context>(wait_for_ready(60s));
-    agent_.async_cut_link(*ctx, cut, [&done, ctx](boost::system::error_code ec, rdmarpc::testbed::Ack) { done = ec; });
+    agent_.async_cut_link(*ctx, cut,
+                          [&done, ctx](boost::system::error_code ec, rdmarpc::testbed::Ack) { done = ec; });
     require_ok(done, "CutLink");
   }
   void require_ok(agent_result& done, const std::string& what) {
-    REQUIRE(run_until(io, [&] { return done.has_value(); }, 90s));
+    REQUIRE(run_until(
+        io, [&] { return done.has_value(); }, 90s));
     INFO("agent call " << what << ": " << done->message());
     REQUIRE(!*done);
   }
@@ -145,27 +152,28 @@ class two_hosts {
   // Starts a Metadata call; `out` gets its outcome.
   void start_call(channel& ch, std::optional<outcome>& out, std::shared_ptr<client_context> ctx) {
     auto* raw = ctx.get();
-    async_unary_call<test::EchoReply>(ch, test::test_service::meta, raw, test::make_request("m"),
-                                      [&out, ctx = std::move(ctx)](boost::system::error_code ec, test::EchoReply) {
-                                        outcome o;
-                                        o.status = to_status_code(ec);
-                                        for (const auto& [k, v] : ctx->server_trailing_metadata())
-                                          if (k == "server") o.server = v;
-                                        out = o;
-                                      });
+    async_unary_call<test::EchoReply>(
+        ch, test::test_service::meta, raw, test::make_request("m"),
+        [&out, ctx = std::move(ctx)](boost::system::error_code ec, test::EchoReply) {
+          outcome o;
+          o.status = to_status_code(ec);
+          for (const auto& [k, v] : ctx->server_trailing_metadata())
+            if (k == "server") o.server = v;
+          out = o;
+        });
   }
   outcome call(channel& ch, std::shared_ptr<client_context> ctx = std::make_shared<client_context>()) {
     std::optional<outcome> out;
     start_call(ch, out, std::move(ctx));
-    REQUIRE(run_until(io, [&] { return out.has_value(); }, 90s));
+    REQUIRE(run_until(
+        io, [&] { return out.has_value(); }, 90s));
     return *out;
   }
   // Starts a Sleep call of `sleep_ms` at the server, with no deadline.
   void start_sleep(channel& ch, std::optional<status_code>& out, std::uint32_t sleep_ms) {
-    async_unary_call<test::EchoReply>(ch, test::test_service::sleep, nullptr, test::make_request("s", sleep_ms),
-                                      [&out](boost::system::error_code ec, test::EchoReply) {
-                                        out = to_status_code(ec);
-                                      });
+    async_unary_call<test::EchoReply>(
+        ch, test::test_service::sleep, nullptr, test::make_request("s", sleep_ms),
+        [&out](boost::system::error_code ec, test::EchoReply) { out = to_status_code(ec); });
   }
 
  private:
@@ -205,18 +213,22 @@ closed_loop_result closed_loop(two_hosts& bed, channel& ch, int loops, int total
   int started = 0, completed = 0;
   bool event_done = false;
   auto ctx_for = [&] {
-    return wait_ready ? std::make_shared<client_context>(wait_for_ready(60s)) : std::make_shared<client_context>();
+    return wait_ready ? std::make_shared<client_context>(wait_for_ready(60s))
+                      : std::make_shared<client_context>();
   };
   for (auto& s : slots) {
     bed.start_call(ch, s, ctx_for());
     ++started;
   }
   while (completed < total) {
-    REQUIRE(run_until(bed.io, [&] {
-      for (auto& s : slots)
-        if (s.has_value()) return true;
-      return false;
-    }, 90s));
+    REQUIRE(run_until(
+        bed.io,
+        [&] {
+          for (auto& s : slots)
+            if (s.has_value()) return true;
+          return false;
+        },
+        90s));
     for (auto& s : slots) {
       if (!s.has_value()) continue;
       const outcome o = *s;
@@ -245,9 +257,19 @@ closed_loop_result closed_loop(two_hosts& bed, channel& ch, int loops, int total
   return r;
 }
 
+// Starts the three servers of `transport` (if they are not running) and makes a round_robin
+// channel over them.
+std::shared_ptr<channel> round_robin_over_three(two_hosts& bed, const std::string& transport) {
+  for (int i = 0; i < 3; ++i) bed.start_server(server_uri(transport, i));
+  channel_options o;
+  o.load_balancing = load_balancing_policy::round_robin;
+  return bed.make_channel(server_list(transport), o);
+}
+
 }  // namespace
 
-TEST_CASE("multihost: a link cut while idle ends the connection within the heartbeat timeout", "[multihost]") {
+TEST_CASE("multihost: a link cut while idle ends the connection within the heartbeat timeout",
+          "[multihost]") {
   const std::string transport = GENERATE(as<std::string>{}, "rdma", "tcp");
   two_hosts bed;
   bed.start_server(server_uri(transport, 0));
@@ -260,11 +282,11 @@ TEST_CASE("multihost: a link cut while idle ends the connection within the heart
   // tests/multihost/README.md.)
   bed.cut_link(4000, /*silent=*/true);
   const auto cut_at = clock_type::now() + 200ms;
-  REQUIRE(run_until(bed.io, [&] { return ch->stats().disconnects > before.disconnects; }, 30s));
+  REQUIRE(run_until(
+      bed.io, [&] { return ch->stats().disconnects > before.disconnects; }, 30s));
   const auto after = ch->stats();
-  report(transport, " link cut while idle: connection ended ", ms_since(cut_at)
-           , " ms after the cut (", (after.heartbeat_timeouts - before.heartbeat_timeouts)
-           , " heartbeat timeout)");
+  report(transport, " link cut while idle: connection ended ", ms_since(cut_at), " ms after the cut (",
+         (after.heartbeat_timeouts - before.heartbeat_timeouts), " heartbeat timeout)");
   CHECK(ch->state() != channel_state::ready);
 
   // Once the link is back, the channel reconnects and a wait_for_ready call succeeds.
@@ -283,15 +305,18 @@ TEST_CASE("multihost: a link cut with calls in flight fails every call UNAVAILAB
   constexpr int kCalls = 16;
   std::vector<std::optional<status_code>> calls(kCalls);
   for (auto& c : calls) bed.start_sleep(*ch, c, 20'000);  // no deadline: only liveness can end them
-  bed.cut_link(4000, /*silent=*/true);                     // netem: neither host sees a link event
+  bed.cut_link(4000, /*silent=*/true);                    // netem: neither host sees a link event
   const auto cut_at = clock_type::now() + 200ms;
-  REQUIRE(run_until(bed.io, [&] {
-    for (auto& c : calls)
-      if (!c.has_value()) return false;
-    return true;
-  }, 30s));
-  report(transport, " silent link cut with ", kCalls, " calls in flight: all ended "
-           , ms_since(cut_at), " ms after the cut");
+  REQUIRE(run_until(
+      bed.io,
+      [&] {
+        for (auto& c : calls)
+          if (!c.has_value()) return false;
+        return true;
+      },
+      30s));
+  report(transport, " silent link cut with ", kCalls, " calls in flight: all ended ", ms_since(cut_at),
+         " ms after the cut");
   for (auto& c : calls) CHECK(*c == status_code::unavailable);
 
   REQUIRE(bed.call(*ch, std::make_shared<client_context>(wait_for_ready(60s))).status == status_code::ok);
@@ -310,14 +335,17 @@ TEST_CASE("multihost: a hung host (its whole VM frozen) is detected, calls fail 
   for (auto& c : calls) bed.start_sleep(*ch, c, 20'000);
   const auto frozen_at = clock_type::now();
   two_hosts::freeze_peer_host(5000);  // its kernel stops too: no ACK, no TCP keepalive, nothing
-  REQUIRE(run_until(bed.io, [&] {
-    for (auto& c : calls)
-      if (!c.has_value()) return false;
-    return true;
-  }, 30s));
-  report(transport, " hung host: ", kCalls, " calls ended ", ms_since(frozen_at)
-           , " ms after the freeze was asked for (", (ch->stats().heartbeat_timeouts - before.heartbeat_timeouts)
-           , " heartbeat timeout)");
+  REQUIRE(run_until(
+      bed.io,
+      [&] {
+        for (auto& c : calls)
+          if (!c.has_value()) return false;
+        return true;
+      },
+      30s));
+  report(transport, " hung host: ", kCalls, " calls ended ", ms_since(frozen_at),
+         " ms after the freeze was asked for (", (ch->stats().heartbeat_timeouts - before.heartbeat_timeouts),
+         " heartbeat timeout)");
   for (auto& c : calls) CHECK(*c == status_code::unavailable);
   CHECK(ch->stats().disconnects > before.disconnects);
 
@@ -335,31 +363,34 @@ TEST_CASE("multihost: a server restarted on the same address gets the waiting wa
   REQUIRE(bed.call(*ch).status == status_code::ok);
 
   bed.kill_server(uri);
-  REQUIRE(run_until(bed.io, [&] { return ch->state() != channel_state::ready; }, 30s));
+  REQUIRE(run_until(
+      bed.io, [&] { return ch->state() != channel_state::ready; }, 30s));
   constexpr int kCalls = 8;
   std::vector<std::optional<outcome>> calls(kCalls);
   for (auto& c : calls) bed.start_call(*ch, c, std::make_shared<client_context>(wait_for_ready(60s)));
   // Let the channel fail a few reconnects (backoff) before the server comes back.
-  REQUIRE(run_until(bed.io, [&] { return ch->stats().connect_failures >= 2; }, 30s));
+  REQUIRE(run_until(
+      bed.io, [&] { return ch->stats().connect_failures >= 2; }, 30s));
   for (auto& c : calls) CHECK(!c.has_value());
   bed.start_server(uri);
-  REQUIRE(run_until(bed.io, [&] {
-    for (auto& c : calls)
-      if (!c.has_value()) return false;
-    return true;
-  }, 60s));
+  REQUIRE(run_until(
+      bed.io,
+      [&] {
+        for (auto& c : calls)
+          if (!c.has_value()) return false;
+        return true;
+      },
+      60s));
   for (auto& c : calls) CHECK(c->status == status_code::ok);
 }
 
 TEST_CASE("multihost: round_robin over three servers spreads calls evenly", "[multihost]") {
   const std::string transport = GENERATE(as<std::string>{}, "rdma", "tcp");
   two_hosts bed;
-  for (int i = 0; i < 3; ++i) bed.start_server(server_uri(transport, i));
-  channel_options o;
-  o.load_balancing = load_balancing_policy::round_robin;
-  auto ch = bed.make_channel(server_list(transport), o);
+  auto ch = round_robin_over_three(bed, transport);
   ch->state(/*try_to_connect=*/true);
-  REQUIRE(run_until(bed.io, [&] { return ch->stats().connects == 3; }, 30s));
+  REQUIRE(run_until(
+      bed.io, [&] { return ch->stats().connects == 3; }, 30s));
   std::map<std::string, int> per_server;
   for (int i = 0; i < 300; ++i) {
     const auto o2 = bed.call(*ch);
@@ -370,21 +401,19 @@ TEST_CASE("multihost: round_robin over three servers spreads calls evenly", "[mu
   for (int i = 0; i < 3; ++i) CHECK(per_server[server_uri(transport, i)] == 100);
 }
 
-TEST_CASE("multihost: one of three servers killed under load: calls after the kill all succeed", "[multihost]") {
+TEST_CASE("multihost: one of three servers killed under load: calls after the kill all succeed",
+          "[multihost]") {
   const std::string transport = GENERATE(as<std::string>{}, "rdma", "tcp");
   two_hosts bed;
-  for (int i = 0; i < 3; ++i) bed.start_server(server_uri(transport, i));
-  channel_options o;
-  o.load_balancing = load_balancing_policy::round_robin;
-  auto ch = bed.make_channel(server_list(transport), o);
+  auto ch = round_robin_over_three(bed, transport);
   constexpr int kLoops = 8;
   const auto killed = server_uri(transport, 1);
   two_hosts::agent_result kill_done;
-  const auto r =
-      closed_loop(bed, *ch, kLoops, 600, 100, [&] { bed.kill_server_async(killed, kill_done); }, /*wait_ready=*/true);
+  const auto r = closed_loop(
+      bed, *ch, kLoops, 600, 100, [&] { bed.kill_server_async(killed, kill_done); }, /*wait_ready=*/true);
   bed.require_ok(kill_done, "KillServer");
-  report(transport, " kill under load: ", r.ok, " ok, ", r.unavailable
-           , " UNAVAILABLE (in flight on the killed server), ", r.other, " other");
+  report(transport, " kill under load: ", r.ok, " ok, ", r.unavailable,
+         " UNAVAILABLE (in flight on the killed server), ", r.other, " other");
   // Only calls already on the killed server's wire may fail (UNAVAILABLE: never re-sent); every
   // other wait_for_ready call goes to a server that is up.
   CHECK(r.other == 0);
@@ -398,17 +427,14 @@ TEST_CASE("multihost: one of three servers killed under load: calls after the ki
 TEST_CASE("multihost: a server going away under load loses no call", "[multihost]") {
   const std::string transport = GENERATE(as<std::string>{}, "rdma", "tcp");
   two_hosts bed;
-  for (int i = 0; i < 3; ++i) bed.start_server(server_uri(transport, i));
-  channel_options o;
-  o.load_balancing = load_balancing_policy::round_robin;
-  auto ch = bed.make_channel(server_list(transport), o);
+  auto ch = round_robin_over_three(bed, transport);
   const auto leaving = server_uri(transport, 2);
   two_hosts::agent_result terminate_done;
-  const auto r = closed_loop(bed, *ch, 8, 600, 100, [&] { bed.terminate_server_async(leaving, terminate_done); },
-                             /*wait_ready=*/false);
+  const auto r = closed_loop(
+      bed, *ch, 8, 600, 100, [&] { bed.terminate_server_async(leaving, terminate_done); },
+      /*wait_ready=*/false);
   bed.require_ok(terminate_done, "TerminateServer");
-  report(transport, " going away under load: ", r.ok, " ok, "
-           , (r.unavailable + r.other), " failed");
+  report(transport, " going away under load: ", r.ok, " ok, ", (r.unavailable + r.other), " failed");
   CHECK(r.ok == 600);
   CHECK(ch->stats().going_aways >= 1);
   bed.start_server(leaving);
