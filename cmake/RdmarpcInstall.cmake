@@ -1,7 +1,7 @@
 # Install rules: `cmake --install build --prefix PREFIX` gives
 #
 #   PREFIX/include/rdmarpc/*.hpp                  the public headers: #include <rdmarpc/channel.hpp>
-#   PREFIX/include/rdmarpc/{rpc,transport,verbs}/...   the headers those include
+#   PREFIX/include/rdmarpc/{rpc,transport,verbs,log}/...   the headers those include
 #   PREFIX/include/rdmarpc/*.proto                the framework's own .proto files
 #   PREFIX/lib/librdmarpc_*.a (.so with -DBUILD_SHARED_LIBS=ON)
 #   PREFIX/bin/protoc-gen-rdmarpc                 the protoc plugin rdmarpc_generate() runs
@@ -27,10 +27,11 @@ set_target_properties(rdmarpc_rpc PROPERTIES EXPORT_NAME rpc)
 set_target_properties(rdmarpc_transport PROPERTIES EXPORT_NAME transport)
 set_target_properties(rdmarpc_verbs PROPERTIES EXPORT_NAME verbs)
 set_target_properties(rdmarpc_proto PROPERTIES EXPORT_NAME proto)
+set_target_properties(rdmarpc_log PROPERTIES EXPORT_NAME log)
 set_target_properties(rdmarpc_asio PROPERTIES EXPORT_NAME asio)
 set_target_properties(rdmarpc_headers PROPERTIES EXPORT_NAME headers)
 
-install(TARGETS rdmarpc rdmarpc_rpc rdmarpc_transport rdmarpc_verbs rdmarpc_proto rdmarpc_asio
+install(TARGETS rdmarpc rdmarpc_rpc rdmarpc_transport rdmarpc_verbs rdmarpc_proto rdmarpc_log rdmarpc_asio
                 rdmarpc_headers protoc-gen-rdmarpc
   EXPORT rdmarpcTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
@@ -39,7 +40,7 @@ install(TARGETS rdmarpc rdmarpc_rpc rdmarpc_transport rdmarpc_verbs rdmarpc_prot
 
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/rdmarpc DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
   FILES_MATCHING PATTERN "*.hpp")
-foreach(dir IN ITEMS rpc transport verbs)
+foreach(dir IN ITEMS rpc transport verbs log)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rdmarpc
     FILES_MATCHING PATTERN "*.hpp")
 endforeach()
