@@ -49,8 +49,10 @@ class capture_sink final : public spdlog::sinks::base_sink<std::mutex> {
   }
   std::string dump() {
     std::string all;
-    for (const auto& l : lines())
-      all += "  [" + std::string(spdlog::level::to_string_view(l.level).data()) + "] " + l.text + "\n";
+    for (const auto& l : lines()) {
+      const auto level = spdlog::level::to_string_view(l.level);
+      all += "  [" + std::string(level.data(), level.size()) + "] " + l.text + "\n";
+    }
     return all;
   }
 
