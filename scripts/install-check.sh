@@ -63,9 +63,12 @@ echo "$flags"
 mkdir -p "$WORK/pc"
 protoc --plugin=protoc-gen-rdmarpc="$PREFIX/bin/protoc-gen-rdmarpc" -I "$ROOT/examples/greeter/proto" \
   --cpp_out="$WORK/pc" --rdmarpc_out="$WORK/pc" greeter/greeter.proto || fail "protoc with the installed plugin"
+# The rpath matters for an installation with shared libraries (-DBUILD_SHARED_LIBS=ON) only.
+libdir=$(pkg-config --variable=libdir rdmarpc)
 # shellcheck disable=SC2086  # $flags is a list of words
 g++ -O1 -Wall -Wextra -Werror -I "$WORK/pc" "$ROOT/examples/greeter/greeter_client.cpp" \
-  "$WORK/pc/greeter/greeter.pb.cc" "$WORK/pc/greeter/greeter.rdmarpc.pb.cc" $flags -o "$WORK/pc/greeter_client" ||
+  "$WORK/pc/greeter/greeter.pb.cc" "$WORK/pc/greeter/greeter.rdmarpc.pb.cc" $flags "-Wl,-rpath,$libdir" \
+  -o "$WORK/pc/greeter_client" ||
   fail "building greeter_client with pkg-config's flags"
 bash "$ROOT/examples/greeter/run_greeter_example.sh" "$WORK/greeter/greeter_server" "$WORK/pc/greeter_client" \
   tcp://127.0.0.1:0 || fail "the pkg-config greeter_client did not answer as expected"
