@@ -31,6 +31,11 @@ set_target_properties(rdmarpc_log PROPERTIES EXPORT_NAME log)
 set_target_properties(rdmarpc_asio PROPERTIES EXPORT_NAME asio)
 set_target_properties(rdmarpc_headers PROPERTIES EXPORT_NAME headers)
 
+# Shared libraries (BUILD_SHARED_LIBS) find each other where they are installed: a program's own
+# RUNPATH does not serve the libraries it loads (librdmarpc_rpc.so needs librdmarpc_proto.so).
+set_target_properties(rdmarpc_rpc rdmarpc_transport rdmarpc_verbs rdmarpc_proto rdmarpc_log rdmarpc_asio
+  PROPERTIES INSTALL_RPATH "$ORIGIN")
+
 install(TARGETS rdmarpc rdmarpc_rpc rdmarpc_transport rdmarpc_verbs rdmarpc_proto rdmarpc_log rdmarpc_asio
                 rdmarpc_headers protoc-gen-rdmarpc
   EXPORT rdmarpcTargets
