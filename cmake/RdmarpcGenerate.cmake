@@ -13,8 +13,10 @@
 # * Output goes to ${CMAKE_CURRENT_BINARY_DIR}/<target>.rdmarpc/. Editing a .proto, anything it
 #   imports (protoc writes a depfile) or the plugin regenerates.
 #
-# Works inside the rdmarpc build and for a project that add_subdirectory()'s rdmarpc: the plugin is
-# the protoc-gen-rdmarpc target (targets are global), protoc is found once here and cached.
+# Works inside the rdmarpc build, for a project that add_subdirectory()'s rdmarpc, and after
+# find_package(rdmarpc CONFIG) of an installed rdmarpc (whose config includes this file): the
+# plugin is the target rdmarpc::protoc-gen-rdmarpc, in the first two cases an alias of the
+# plugin built here, in the last the installed executable. protoc is found once here and cached.
 
 include_guard(GLOBAL)
 
@@ -36,8 +38,16 @@ function(rdmarpc_generate)
   if(ARG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "rdmarpc_generate: unexpected arguments: ${ARG_UNPARSED_ARGUMENTS}")
   endif()
-  if(NOT TARGET protoc-gen-rdmarpc)
-    message(FATAL_ERROR "rdmarpc_generate: the protoc-gen-rdmarpc target does not exist (add rdmarpc first)")
+  if(NOT TARGET rdmarpc::protoc-gen-rdmarpc)
+    message(FATAL_ERROR "rdmarpc_generate: the rdmarpc::protoc-gen-rdmarpc target does not exist "
+                        "(find_package(rdmarpc CONFIG REQUIRED) or add_subdirectory(rdmarpc) first)")
+  endif()
+  # Regenerate when the plugin changes: the target when it is built here, the file when installed.
+  get_target_property(plugin_imported rdmarpc::protoc-gen-rdmarpc IMPORTED)
+  if(plugin_imported)
+    set(plugin_depends "$<TARGET_FILE:rdmarpc::protoc-gen-rdmarpc>")
+  else()
+    set(plugin_depends protoc-gen-rdmarpc)
   endif()
 
   set(import_dirs "")
@@ -78,11 +88,11 @@ function(rdmarpc_generate)
       OUTPUT ${outputs}
       COMMAND ${CMAKE_COMMAND} -E make_directory "${out_dir}"
       COMMAND "${Protobuf_PROTOC_EXECUTABLE}"
-              "--plugin=protoc-gen-rdmarpc=$<TARGET_FILE:protoc-gen-rdmarpc>"
+              "--plugin=protoc-gen-rdmarpc=$<TARGET_FILE:rdmarpc::protoc-gen-rdmarpc>"
               "--cpp_out=${out_dir}" "--rdmarpc_out=${out_dir}"
               "--dependency_out=${depfile}"
               ${include_flags} "${proto}"
-      DEPENDS "${proto}" protoc-gen-rdmarpc "${Protobuf_PROTOC_EXECUTABLE}"
+      DEPENDS "${proto}" ${plugin_depends} "${Protobuf_PROTOC_EXECUTABLE}"
       DEPFILE "${depfile}"
       COMMENT "rdmarpc: generating C++ from ${rel}"
       VERBATIM)

@@ -322,11 +322,11 @@ std::string emit_header(const file_model& file) {
     return p.take();
   }
   p.print(
-      "#include \"rpc/channel.hpp\"\n"
-      "#include \"rpc/service.hpp\"\n"
-      "#include \"rpc/stream.hpp\"\n"
-      "#include \"rpc/unary_call.hpp\"\n"
-      "#include \"rpc/unary_completion.hpp\"\n"
+      "#include <rdmarpc/channel.hpp>\n"
+      "#include <rdmarpc/service.hpp>\n"
+      "#include <rdmarpc/stream.hpp>\n"
+      "#include <rdmarpc/unary_call.hpp>\n"
+      "#include <rdmarpc/unary_completion.hpp>\n"
       "\n"
       "#include <boost/asio/async_result.hpp>\n"
       "#include <boost/asio/awaitable.hpp>\n"

@@ -1,7 +1,6 @@
 #include "rpc/channel.hpp"
 
 #include <google/protobuf/message_lite.h>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <array>
@@ -28,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "log/log.hpp"
 #include "rpc/call_table.hpp"
 #include "rpc/extras.hpp"
 #include "rpc/frame.hpp"
@@ -365,7 +365,8 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   void on_close(std::size_t e, std::uint64_t generation, const boost::system::error_code& reason) {
     endpoint_slot& slot = *slots_[e];
     if (generation != slot.generation || !slot.conn) return;
-    if (!closed_) spdlog::debug("rdmarpc channel: connection to {} ended: {}", slot.name(), reason.message());
+    if (!closed_)
+      rdmarpc::logger()->debug("rdmarpc channel: connection to {} ended: {}", slot.name(), reason.message());
     // A clean close (the server shut down, or restarts) leaves the endpoint idle: the next call
     // reconnects at once. Anything else marks it failed, so calls go elsewhere for its backoff.
     const bool failed = reason != transport::errc::closed_by_peer;
@@ -536,7 +537,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
       fail_waiting_fail_fast();
       return;
     }
-    if (!errors.empty()) spdlog::warn("rdmarpc channel: {}", errors);
+    if (!errors.empty()) rdmarpc::logger()->warn("rdmarpc channel: {}", errors);
     set_endpoints(endpoints);
     publish_state();
     want_connections();
@@ -562,7 +563,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     }
     if (ec) {
       connect_failures_.fetch_add(1, std::memory_order_relaxed);
-      spdlog::debug("rdmarpc channel: connect to {} failed: {}", slot.name(), ec.message());
+      rdmarpc::logger()->debug("rdmarpc channel: connect to {} failed: {}", slot.name(), ec.message());
       return endpoint_failed(e, "cannot connect to " + slot.name() + ": " + ec.message());
     }
     attach(e, std::move(conn));
@@ -575,6 +576,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     slot.state = channel_state::ready;
     slot.backoff.reset();
     connects_.fetch_add(1, std::memory_order_relaxed);
+    rdmarpc::logger()->debug("rdmarpc channel: connected to {}", slot.conn->remote_address());
     slot.conn->start(std::make_shared<connection_events>(shared_from_this(), e, slot.generation));
     start_heartbeats(e);
     publish_state();
@@ -817,10 +819,11 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   void heartbeat_timed_out(std::size_t e) {
     heartbeat_timeouts_.fetch_add(1, std::memory_order_relaxed);
     const auto reason = make_error_code(transport::errc::connection_lost);
-    spdlog::warn("rdmarpc channel: no answer from {} to a heartbeat within {} ms: {}",
-                 slots_[e]->conn->remote_address(),
-                 std::chrono::duration_cast<std::chrono::milliseconds>(options_.heartbeat_timeout).count(),
-                 reason.message());
+    rdmarpc::logger()->warn(
+        "rdmarpc channel: no answer from {} to a heartbeat within {} ms: {}",
+        slots_[e]->conn->remote_address(),
+        std::chrono::duration_cast<std::chrono::milliseconds>(options_.heartbeat_timeout).count(),
+        reason.message());
     connection_ended(e, "connection lost: " + reason.message() + " (no heartbeat answer)", true);
   }
 
@@ -831,7 +834,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     if (slot.draining) return;
     slot.draining = true;
     going_aways_.fetch_add(1, std::memory_order_relaxed);
-    spdlog::debug("rdmarpc channel: {} is going away", slot.name());
+    rdmarpc::logger()->debug("rdmarpc channel: {} is going away", slot.name());
     frame::header h;
     h.kind = frame::kind::going_away;
     send_header(e, h);  // nothing new was committed after it
@@ -846,15 +849,16 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     if (!extras::decode_response(v.extras, why)) return protocol_violation(e, "reset extras do not parse");
     if (why.empty()) why = "connection reset by the server";
     if (why == "too_many_pings") too_many_pings_.fetch_add(1, std::memory_order_relaxed);
-    spdlog::warn("rdmarpc channel: {} closed the connection: {} ({})", slots_[e]->conn->remote_address(), why,
-                 to_string(v.header.status));
+    rdmarpc::logger()->warn("rdmarpc channel: {} closed the connection: {} ({})",
+                            slots_[e]->conn->remote_address(), why, to_string(v.header.status));
     connection_ended(
         e, "connection closed by the server: " + why + " (" + std::string(to_string(v.header.status)) + ")",
         true);
   }
 
   void protocol_violation(std::size_t e, const char* why) {
-    spdlog::warn("rdmarpc channel: closing connection to {}: {}", slots_[e]->conn->remote_address(), why);
+    rdmarpc::logger()->warn("rdmarpc channel: closing connection to {}: {}",
+                            slots_[e]->conn->remote_address(), why);
     // Fail now rather than waiting for on_close: the connection is not trustworthy any more. A wait
     // for send room on the old connection is ignored from now on (connection_ended resets
     // reserving): left set, it would keep pump() from ever sending on the next connection.

@@ -1,7 +1,5 @@
 #include "rpc/server.hpp"
 
-#include <spdlog/spdlog.h>
-
 #include <atomic>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -20,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "log/log.hpp"
 #include "rpc/method_table.hpp"
 #include "rpc/server_connection.hpp"
 
@@ -40,10 +39,11 @@ const char* admission_refusal(const server_options& options, const peer_info& pe
   try {
     return options.admit_connection(peer) ? nullptr : "refused by admit_connection";
   } catch (const std::exception& e) {
-    spdlog::warn("rdmarpc server: admit_connection threw for {}: {} (connection refused)", peer.address,
-                 e.what());
+    rdmarpc::logger()->warn("rdmarpc server: admit_connection threw for {}: {} (connection refused)",
+                            peer.address, e.what());
   } catch (...) {
-    spdlog::warn("rdmarpc server: admit_connection threw for {} (connection refused)", peer.address);
+    rdmarpc::logger()->warn("rdmarpc server: admit_connection threw for {} (connection refused)",
+                            peer.address);
   }
   return "admit_connection threw";
 }
@@ -115,7 +115,7 @@ class server::impl final : public server_connection::owner,
       if (shutting_down_) throw std::logic_error("rdmarpc::server::listen after shutdown");
       listeners_.push_back(l);
     }
-    spdlog::info("rdmarpc server: listening on {}", bound.to_uri());
+    rdmarpc::logger()->info("rdmarpc server: listening on {}", bound.to_uri());
     boost::asio::post(ex_, [self = shared_from_this(), l] { self->accept_next(l); });
     return bound;
   }
@@ -175,7 +175,8 @@ class server::impl final : public server_connection::owner,
       if (ec) {
         if (ec == boost::asio::error::operation_aborted) return;
         // E.g. out of file descriptors or a failed rdma handshake: keep serving, but do not spin.
-        spdlog::warn("rdmarpc server: accept on {} failed: {}", l->local_endpoint().to_uri(), ec.message());
+        rdmarpc::logger()->warn("rdmarpc server: accept on {} failed: {}", l->local_endpoint().to_uri(),
+                                ec.message());
         auto timer = std::make_shared<boost::asio::steady_timer>(self->ex_, std::chrono::milliseconds(50));
         timer->async_wait([self, l, timer](const boost::system::error_code&) { self->accept_next(l); });
         return;
@@ -268,15 +269,18 @@ void server::impl::serve(std::shared_ptr<transport::connection> conn) {
   }
   if (refused != nullptr) {
     if (refusals == 1) {
-      spdlog::warn(
+      rdmarpc::logger()->warn(
           "rdmarpc server: closing the connection from {}: {} (further refusals are logged at debug)",
           address, refused);
     } else if (refusals > 1) {
-      spdlog::debug("rdmarpc server: closing the connection from {}: {}", address, refused);
+      rdmarpc::logger()->debug("rdmarpc server: closing the connection from {}: {}", address, refused);
     }
     boost::asio::post(conn->get_executor(), [conn] { conn->close(); });
     return;
   }
+  // One line when a connection starts and one when it ends (server_connection's on_close, or the
+  // warning that says why it was closed): connection events only, never per call.
+  rdmarpc::logger()->info("rdmarpc server: accepted a connection from {}", address);
   boost::asio::post(conn->get_executor(), [state] { state->start(); });
 }
 

@@ -1,7 +1,5 @@
 #include "rpc/server_connection.hpp"
 
-#include <spdlog/spdlog.h>
-
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/io_context.hpp>
@@ -14,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "log/log.hpp"
 #include "rpc/call_table.hpp"
 #include "rpc/extras.hpp"
 #include "rpc/frame.hpp"
@@ -174,7 +173,10 @@ class connection_impl final : public server_connection,
   }
 
   void on_close(const boost::system::error_code& reason) override {
-    if (!closed_) spdlog::debug("rdmarpc server: connection from {} ended: {}", *peer_, reason.message());
+    // A connection this side ended for a fault was logged (at warning, with why) by end_connection's
+    // caller; any other end is logged here, once.
+    if (!closed_)
+      rdmarpc::logger()->info("rdmarpc server: connection from {} closed: {}", *peer_, reason.message());
     closed_ = true;
     if (heartbeat_timer_) heartbeat_timer_->cancel();
     for (auto& [id, c] : calls_) cancel(*c);
@@ -185,7 +187,7 @@ class connection_impl final : public server_connection,
 
  private:
   void violation(const char* why) {
-    spdlog::warn("rdmarpc server: closing connection from {}: {}", *peer_, why);
+    rdmarpc::logger()->warn("rdmarpc server: closing connection from {}: {}", *peer_, why);
     end_connection(std::string("connection closed: protocol error: ") + why);
   }
 
@@ -235,7 +237,7 @@ class connection_impl final : public server_connection,
       case liveness::action::peer_dead: {
         server_->heartbeats().timeouts.fetch_add(1, std::memory_order_relaxed);
         const auto reason = make_error_code(transport::errc::connection_lost);
-        spdlog::warn(
+        rdmarpc::logger()->warn(
             "rdmarpc server: no answer from {} to a heartbeat within {} ms: {}", *peer_,
             std::chrono::duration_cast<std::chrono::milliseconds>(server_->options().heartbeat_timeout)
                 .count(),
@@ -263,7 +265,7 @@ class connection_impl final : public server_connection,
   // The client pings faster than min_ping_interval_allowed: tell it why, then close.
   void too_many_pings() {
     server_->heartbeats().too_many_pings.fetch_add(1, std::memory_order_relaxed);
-    spdlog::warn(
+    rdmarpc::logger()->warn(
         "rdmarpc server: closing connection from {}: too_many_pings (more than {} pings sooner than {} ms "
         "apart)",
         *peer_, server_->options().max_ping_strikes,
@@ -477,7 +479,7 @@ class connection_impl final : public server_connection,
     }
     auto it = calls_.find(id);
     if (it == calls_.end() || it->second->serial != key >> 32 || it->second->done) {
-      spdlog::debug("rdmarpc server: call {} finished twice (ignored)", id);
+      rdmarpc::logger()->debug("rdmarpc server: call {} finished twice (ignored)", id);
       return;
     }
     active_call& c = *it->second;
@@ -645,8 +647,9 @@ class connection_impl final : public server_connection,
     }
     if (verdict.code == status_code::ok) return true;
     // Per call, so at debug: a client without credentials must not flood the log.
-    spdlog::debug("rdmarpc server: {} {} from {} refused by check_call: {} {}", stream ? "stream" : "call",
-                  info.method, *peer_, to_string(verdict.code), verdict.message);
+    rdmarpc::logger()->debug("rdmarpc server: {} {} from {} refused by check_call: {} {}",
+                             stream ? "stream" : "call", info.method, *peer_, to_string(verdict.code),
+                             verdict.message);
     refuse(id, verdict.code, verdict.message, stream ? frame::kind::reset : frame::kind::response);
     return false;
   }
@@ -655,8 +658,8 @@ class connection_impl final : public server_connection,
   void refuse_over_limit(std::uint32_t id, const std::string& why, frame::kind kind = frame::kind::response) {
     if (!limit_logged_) {
       limit_logged_ = true;
-      spdlog::warn("rdmarpc server: {}: {} (refused RESOURCE_EXHAUSTED; logged once per connection)", *peer_,
-                   why);
+      rdmarpc::logger()->warn(
+          "rdmarpc server: {}: {} (refused RESOURCE_EXHAUSTED; logged once per connection)", *peer_, why);
     }
     refuse(id, status_code::resource_exhausted, why, kind);
   }

@@ -1,7 +1,5 @@
 #include "rpc/stream_core.hpp"
 
-#include <spdlog/spdlog.h>
-
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/execution/outstanding_work.hpp>
@@ -11,6 +9,7 @@
 #include <cstring>
 #include <utility>
 
+#include "log/log.hpp"
 #include "rpc/extras.hpp"
 
 namespace rdmarpc {
@@ -600,7 +599,7 @@ void stream_core::cancel() noexcept {
       if (auto self = weak.lock()) self->reset(status_code::cancelled, "cancelled by the caller");
     });
   } catch (...) {
-    spdlog::error("rdmarpc stream {}: cannot post its cancellation", id_);
+    rdmarpc::logger()->error("rdmarpc stream {}: cannot post its cancellation", id_);
   }
 }
 

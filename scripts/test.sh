@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test.sh - runs every rdmarpc test: installs what is missing, checks the formatting
 # (scripts/check-format.sh), builds build/ with warnings as errors, runs the host tests, boots
-# the Soft-RoCE VM once for the stock tool checks and the `rdma`-labelled suite on rxe0, then
+# the Soft-RoCE VM once for the stock tool checks and the `rdma`-labelled suite on rxe0 (between the
+# two, scripts/install-check.sh installs build/ and builds and runs the greeter against it), then
 # builds build-asan/ with ASan+UBSan and runs the host tests and (in a second VM boot) the rdma
 # suite there, then builds build-tsan/ with ThreadSanitizer and runs the host tests there (channels
 # are used from several threads, servers run several io_contexts), then builds the libFuzzer
@@ -199,6 +200,9 @@ if run_stage "install dependencies" bash "$ROOT/scripts/install-deps.sh"; then
   if configure_and_build "$BUILD" "build/ (-Werror)" -DRDMARPC_WERROR=ON; then :; fi
   if [[ -f $BUILD/CTestTestfile.cmake ]]; then
     ctest_stage "host tests (build/)" "$BUILD" "$RESULTS/host.xml" -LE 'rdma|cluster'
+    # As a user would: cmake --install into a temporary prefix, then examples/greeter built as its
+    # own project with find_package(rdmarpc) (and once with pkg-config) and run over tcp.
+    run_stage "install check (find_package, pkg-config)" locked bash "$ROOT/scripts/install-check.sh" "$BUILD"
     rdma_in_vm "$BUILD" "rdma suite in the VM (rxe0)" rdma.xml --stock-checks
     multihost_in_vm "$BUILD" "multi-host suite (two VMs)"
   fi

@@ -1,7 +1,5 @@
 #include "transport/resolve.hpp"
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <boost/asio/append.hpp>
 #include <boost/asio/dispatch.hpp>
@@ -9,6 +7,7 @@
 #include <boost/asio/post.hpp>
 #include <memory>
 
+#include "log/log.hpp"
 #include "transport/error.hpp"
 
 namespace rdmarpc::transport {
@@ -34,7 +33,8 @@ void async_resolve_impl(boost::asio::any_io_executor ex, endpoint ep,
         }
         boost::system::error_code result;
         if (ec || found.empty()) {
-          spdlog::debug("rdmarpc: cannot resolve {}: {}", ep.to_uri(), ec ? ec.message() : "no address");
+          rdmarpc::logger()->debug("rdmarpc: cannot resolve {}: {}", ep.to_uri(),
+                                   ec ? ec.message() : "no address");
           result = make_error_code(errc::unreachable);
           found.clear();
         }

@@ -7,9 +7,9 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <iostream>
+#include <rdmarpc/channel.hpp>
 
 #include "greeter/greeter.rdmarpc.pb.h"
-#include "rpc/channel.hpp"
 
 using greeter::v1::Greeter;
 constexpr auto kNoThrow = boost::asio::as_tuple(boost::asio::use_awaitable);

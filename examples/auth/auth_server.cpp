@@ -6,10 +6,10 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <iostream>
 #include <map>
+#include <rdmarpc/server.hpp>
 #include <string>
 
 #include "greeter/greeter.rdmarpc.pb.h"
-#include "rpc/server.hpp"
 
 using greeter::v1::Greeter;
 

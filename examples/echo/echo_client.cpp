@@ -11,11 +11,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <rdmarpc/channel.hpp>
 #include <string>
 #include <vector>
 
 #include "echo.rdmarpc.pb.h"
-#include "rpc/channel.hpp"
 
 namespace {
 

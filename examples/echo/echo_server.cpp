@@ -9,11 +9,11 @@
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
+#include <rdmarpc/server.hpp>
 #include <string>
 #include <vector>
 
 #include "echo.rdmarpc.pb.h"
-#include "rpc/server.hpp"
 
 namespace {
 

@@ -7,9 +7,9 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <iostream>
+#include <rdmarpc/channel.hpp>
 
 #include "greeter/greeter.rdmarpc.pb.h"
-#include "rpc/channel.hpp"
 
 int main(int argc, char* argv[]) {
   boost::asio::io_context io(1);

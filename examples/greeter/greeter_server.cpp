@@ -4,9 +4,9 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <iostream>
+#include <rdmarpc/server.hpp>
 
 #include "greeter/greeter.rdmarpc.pb.h"
-#include "rpc/server.hpp"
 
 class greeter_impl final : public greeter::v1::Greeter::Service {
   boost::asio::awaitable<greeter::v1::HelloReply> say_hello(

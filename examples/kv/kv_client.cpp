@@ -18,12 +18,12 @@
 #include <iostream>
 #include <optional>
 #include <random>
+#include <rdmarpc/channel.hpp>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "kv.rdmarpc.pb.h"
-#include "rpc/channel.hpp"
 
 namespace {
 

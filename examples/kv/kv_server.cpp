@@ -12,11 +12,11 @@
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
+#include <rdmarpc/server.hpp>
 #include <string>
 #include <vector>
 
 #include "memory_store.hpp"
-#include "rpc/server.hpp"
 #include "store_service.hpp"
 
 namespace {

@@ -2,7 +2,7 @@
 
 #include "memory_store.hpp"
 
-#include "rpc/status.hpp"
+#include <rdmarpc/status.hpp>
 
 namespace kv {
 

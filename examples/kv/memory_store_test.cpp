@@ -3,10 +3,9 @@
 #include "memory_store.hpp"
 
 #include <catch2/catch.hpp>
+#include <rdmarpc/status.hpp>
 #include <string>
 #include <vector>
-
-#include "rpc/status.hpp"
 
 namespace {
 

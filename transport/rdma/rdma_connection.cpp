@@ -2,13 +2,13 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <array>
 #include <boost/asio/post.hpp>
 #include <cstring>
 
+#include "log/log.hpp"
 #include "verbs/error.hpp"
 
 namespace rdmarpc::transport::rdma {
@@ -130,10 +130,10 @@ void rdma_connection::handle_completion(const ibv_wc& wc) {
     if (wc.status == IBV_WC_RNR_RETRY_EXC_ERR) ++stats_.rnr_errors;
     const auto detail = verbs::make_wc_error(wc.status);
     if (wc.status == IBV_WC_WR_FLUSH_ERR) {
-      spdlog::debug("rdma {}: work request flushed", remote_address_);
+      rdmarpc::logger()->debug("rdma {}: work request flushed", remote_address_);
     } else {
-      spdlog::warn("rdma {}: {} completion failed: {}", remote_address_, is_send ? "send" : "receive",
-                   detail.message());
+      rdmarpc::logger()->warn("rdma {}: {} completion failed: {}", remote_address_,
+                              is_send ? "send" : "receive", detail.message());
     }
     fail(make_error_code(errc_for_status(wc.status)));
     return;
@@ -145,18 +145,19 @@ void rdma_connection::handle_receive(const ibv_wc& wc) {
   const auto slot = static_cast<std::uint32_t>(wc.wr_id);
   if (life_.has_ended()) return;  // the slot is not reposted: the QP is going away
   if ((wc.wc_flags & IBV_WC_WITH_IMM) == 0 || wc.opcode != IBV_WC_RECV) {
-    spdlog::warn("rdma {}: message without immediate data", remote_address_);
+    rdmarpc::logger()->warn("rdma {}: message without immediate data", remote_address_);
     fail(make_error_code(errc::protocol_error));
     return;
   }
   const auto imm = wire::decode_imm(ntohl(wc.imm_data));
   if (!imm) {
-    spdlog::warn("rdma {}: malformed immediate data", remote_address_);
+    rdmarpc::logger()->warn("rdma {}: malformed immediate data", remote_address_);
     fail(make_error_code(errc::protocol_error));
     return;
   }
   if (!credits_.on_peer_announced(imm->credits) && !send_without_credits_) {
-    spdlog::warn("rdma {}: peer announced {} credits, more than its ring", remote_address_, imm->credits);
+    rdmarpc::logger()->warn("rdma {}: peer announced {} credits, more than its ring", remote_address_,
+                            imm->credits);
     fail(make_error_code(errc::protocol_error));
     return;
   }
@@ -184,7 +185,7 @@ void rdma_connection::handle_receive(const ibv_wc& wc) {
     case wire::reassembler::outcome::protocol_error: break;
   }
   receives_.release(slot);
-  spdlog::warn("rdma {}: malformed fragment sequence or oversized message", remote_address_);
+  rdmarpc::logger()->warn("rdma {}: malformed fragment sequence or oversized message", remote_address_);
   fail(make_error_code(errc::protocol_error));
 }
 
@@ -209,13 +210,14 @@ void rdma_connection::on_cm_event(verbs::cm_event event) {
     case RDMA_CM_EVENT_TIMEWAIT_EXIT:
     case RDMA_CM_EVENT_ESTABLISHED: break;
     default:
-      spdlog::debug("rdma {}: ignoring {}", remote_address_, verbs::make_cm_event_error(type).message());
+      rdmarpc::logger()->debug("rdma {}: ignoring {}", remote_address_,
+                               verbs::make_cm_event_error(type).message());
       break;
   }
 }
 
 bool rdma_connection::on_cm_error(const boost::system::error_code& ec) {
-  spdlog::warn("rdma {}: rdma_get_cm_event: {}", remote_address_, ec.message());
+  rdmarpc::logger()->warn("rdma {}: rdma_get_cm_event: {}", remote_address_, ec.message());
   fail(make_error_code(errc::device_error));
   return false;
 }
@@ -252,7 +254,8 @@ send_reservation rdma_connection::reserve_large(std::size_t bytes, boost::system
     data = buffer.memory.get();
     large_.emplace(a->id, std::move(buffer));
   } catch (const std::exception& e) {
-    spdlog::warn("rdma {}: cannot register a {}-byte send buffer: {}", remote_address_, bytes, e.what());
+    rdmarpc::logger()->warn("rdma {}: cannot register a {}-byte send buffer: {}", remote_address_, bytes,
+                            e.what());
     ring_.release(a->id);
     ec = boost::system::errc::make_error_code(boost::system::errc::not_enough_memory);
     return {};
@@ -389,7 +392,7 @@ bool rdma_connection::flush_sends() {
   const int rc = ibv_post_send(resources_->qp(), batch_wrs_.data(), &bad);
   batch_size_ = 0;
   if (rc != 0) {
-    spdlog::warn("rdma {}: ibv_post_send: {}", remote_address_, std::strerror(rc));
+    rdmarpc::logger()->warn("rdma {}: ibv_post_send: {}", remote_address_, std::strerror(rc));
     fail(make_error_code(errc::connection_lost));
     return false;
   }
@@ -450,7 +453,7 @@ void rdma_connection::flush_reposts() {
     return;
   }
   if (const auto ec = resources_->post_receives(receives_.pending()); ec) {
-    spdlog::warn("rdma {}: ibv_post_recv: {}", remote_address_, ec.message());
+    rdmarpc::logger()->warn("rdma {}: ibv_post_recv: {}", remote_address_, ec.message());
     receives_.drop_pending();
     fail(make_error_code(errc::connection_lost));
     return;
@@ -508,8 +511,9 @@ void rdma_connection::watch_reassembly() {
     if (ec || self->life_.has_ended() || !self->reassembler_.in_progress() ||
         self->fragmented_messages_ != message)
       return;
-    spdlog::warn("rdma {}: a fragmented message was not complete within reassembly_timeout ({} ms)",
-                 self->remote_address_, self->options_.reassembly_timeout.count());
+    rdmarpc::logger()->warn(
+        "rdma {}: a fragmented message was not complete within reassembly_timeout ({} ms)",
+        self->remote_address_, self->options_.reassembly_timeout.count());
     self->fail(make_error_code(errc::protocol_error));
   });
 }
@@ -517,7 +521,7 @@ void rdma_connection::watch_reassembly() {
 void rdma_connection::fail(boost::system::error_code reason) {
   const auto action = life_.end(reason);
   if (action == connection_lifecycle::end_action::ignored) return;
-  spdlog::debug("rdma {}: connection ended: {}", remote_address_, reason.message());
+  rdmarpc::logger()->debug("rdma {}: connection ended: {}", remote_address_, reason.message());
   // Moves the QP to the error state: every posted WR comes back flushed and is reclaimed below.
   rdma_disconnect(resources_->id());
   // Committed messages not yet (fully) posted are dropped; buffers that posted WRs may still read
@@ -539,8 +543,9 @@ void rdma_connection::fail(boost::system::error_code reason) {
   drain_timer_.expires_after(kDrainLimit);
   drain_timer_.async_wait([self = self()](const boost::system::error_code& ec) {
     if (ec || self->life_.is_shut_down()) return;
-    spdlog::debug("rdma {}: {} receives and {} sends not flushed; destroying the QP anyway",
-                  self->remote_address_, self->receives_.posted(), self->posted_seq_ - self->completed_seq_);
+    rdmarpc::logger()->debug("rdma {}: {} receives and {} sends not flushed; destroying the QP anyway",
+                             self->remote_address_, self->receives_.posted(),
+                             self->posted_seq_ - self->completed_seq_);
     self->shutdown_resources();
   });
   // Draining continues in the completion handler; check_drained() finishes once all came back.

@@ -1,13 +1,13 @@
 #include "transport/rdma/rdma_connector.hpp"
 
 #include <netdb.h>
-#include <spdlog/spdlog.h>
 
 #include <boost/asio/append.hpp>
 #include <boost/asio/post.hpp>
 #include <cstring>
 #include <string>
 
+#include "log/log.hpp"
 #include "transport/rdma/conn_param.hpp"
 #include "transport/rdma/rdma_connection.hpp"
 #include "transport/rdma/wire.hpp"
@@ -45,7 +45,7 @@ void rdma_connector::begin(const endpoint& ep) {
   const std::string port = std::to_string(ep.port);
   if (const int rc = ::getaddrinfo(ep.host.c_str(), port.c_str(), &hints, &found);
       rc != 0 || found == nullptr) {
-    spdlog::debug("rdma connect {}: getaddrinfo: {}", ep.to_uri(), gai_strerror(rc));
+    rdmarpc::logger()->debug("rdma connect {}: getaddrinfo: {}", ep.to_uri(), gai_strerror(rc));
     finish(make_error_code(errc::unreachable));
     return;
   }
@@ -58,13 +58,13 @@ void rdma_connector::begin(const endpoint& ep) {
     ::freeaddrinfo(found);
     found = nullptr;
     if (rc != 0) {
-      spdlog::debug("rdma connect {}: rdma_resolve_addr: {}", ep.to_uri(), std::strerror(err));
+      rdmarpc::logger()->debug("rdma connect {}: rdma_resolve_addr: {}", ep.to_uri(), std::strerror(err));
       finish(make_error_code(errc::unreachable));
       return;
     }
   } catch (const std::exception& e) {
     if (found != nullptr) ::freeaddrinfo(found);
-    spdlog::warn("rdma connect {}: {}", ep.to_uri(), e.what());
+    rdmarpc::logger()->warn("rdma connect {}: {}", ep.to_uri(), e.what());
     finish(make_error_code(errc::unreachable));
     return;
   }
@@ -91,30 +91,30 @@ void rdma_connector::on_route_resolved() {
   try {
     resources_ = std::make_unique<qp_resources>(std::move(channel_), std::move(id_), options_);
   } catch (const boost::system::system_error& e) {
-    spdlog::warn("rdma connect: creating the queue pair failed: {}", e.what());
+    rdmarpc::logger()->warn("rdma connect: creating the queue pair failed: {}", e.what());
     finish(e.code() == errc::registered_memory_exhausted ? e.code() : make_error_code(errc::device_error));
     return;
   } catch (const std::exception& e) {
-    spdlog::warn("rdma connect: creating the queue pair failed: {}", e.what());
+    rdmarpc::logger()->warn("rdma connect: creating the queue pair failed: {}", e.what());
     finish(make_error_code(errc::device_error));
     return;
   }
   // The whole ring is posted before the peer can send anything.
   if (const auto ec = resources_->post_whole_ring(); ec) {
-    spdlog::warn("rdma connect: posting the receive ring failed: {}", ec.message());
+    rdmarpc::logger()->warn("rdma connect: posting the receive ring failed: {}", ec.message());
     finish(make_error_code(errc::device_error));
     return;
   }
   const auto hello = encode_local_handshake(options_);
   rdma_conn_param param = make_conn_param(hello, options_);
   if (rdma_connect(resources_->id(), &param) != 0) {
-    spdlog::warn("rdma connect: rdma_connect: {}", std::strerror(errno));
+    rdmarpc::logger()->warn("rdma connect: rdma_connect: {}", std::strerror(errno));
     finish(make_error_code(errc::unreachable));
   }
 }
 
 bool rdma_connector::on_cm_error(const boost::system::error_code& ec) {
-  spdlog::warn("rdma connect: rdma_get_cm_event: {}", ec.message());
+  rdmarpc::logger()->warn("rdma connect: rdma_get_cm_event: {}", ec.message());
   finish(make_error_code(errc::unreachable));
   return false;
 }
@@ -123,7 +123,7 @@ void rdma_connector::on_event(rdma_cm_event& event) {
   switch (event.event) {
     case RDMA_CM_EVENT_ADDR_RESOLVED:
       if (!set_ack_timeout(id_.get(), options_))
-        spdlog::warn("rdma connect: cannot set the ACK timeout: {}", std::strerror(errno));
+        rdmarpc::logger()->warn("rdma connect: cannot set the ACK timeout: {}", std::strerror(errno));
       if (rdma_resolve_route(id_.get(), timeout_ms(options_)) != 0)
         finish(make_error_code(errc::unreachable));
       return;
@@ -132,7 +132,8 @@ void rdma_connector::on_event(rdma_cm_event& event) {
       const auto peer = wire::decode_handshake(
           std::span<const std::byte>(data, data != nullptr ? event.param.conn.private_data_len : 0));
       if (!peer) {
-        spdlog::warn("rdma connect: server sent a malformed handshake: {}", peer.error().message());
+        rdmarpc::logger()->warn("rdma connect: server sent a malformed handshake: {}",
+                                peer.error().message());
         finish(make_error_code(errc::handshake_rejected));
         return;
       }
@@ -141,7 +142,7 @@ void rdma_connector::on_event(rdma_cm_event& event) {
         events_->stop();  // the connection watches the same fd from now on
         conn = std::make_shared<rdma_connection>(ex_, std::move(resources_), options_, *peer);
       } catch (const std::exception& e) {
-        spdlog::warn("rdma connect: {}", e.what());
+        rdmarpc::logger()->warn("rdma connect: {}", e.what());
         finish(make_error_code(errc::device_error));
         return;
       }
@@ -149,7 +150,7 @@ void rdma_connector::on_event(rdma_cm_event& event) {
       return;
     }
     case RDMA_CM_EVENT_REJECTED:
-      spdlog::debug("rdma connect: rejected (status {})", event.status);
+      rdmarpc::logger()->debug("rdma connect: rejected (status {})", event.status);
       finish(make_error_code(event.status == kRejectInvalidServiceId ? errc::unreachable
                                                                      : errc::handshake_rejected));
       return;
@@ -157,11 +158,11 @@ void rdma_connector::on_event(rdma_cm_event& event) {
     case RDMA_CM_EVENT_ROUTE_ERROR:
     case RDMA_CM_EVENT_UNREACHABLE:
     case RDMA_CM_EVENT_CONNECT_ERROR:
-      spdlog::debug("rdma connect: {} (status {})", rdma_event_str(event.event), event.status);
+      rdmarpc::logger()->debug("rdma connect: {} (status {})", rdma_event_str(event.event), event.status);
       finish(make_error_code(errc::unreachable));
       return;
     case RDMA_CM_EVENT_DEVICE_REMOVAL: finish(make_error_code(errc::device_error)); return;
-    default: spdlog::debug("rdma connect: ignoring {}", rdma_event_str(event.event)); return;
+    default: rdmarpc::logger()->debug("rdma connect: ignoring {}", rdma_event_str(event.event)); return;
   }
 }
 

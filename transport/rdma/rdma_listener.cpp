@@ -2,7 +2,6 @@
 
 #include <arpa/inet.h>
 #include <netdb.h>
-#include <spdlog/spdlog.h>
 
 #include <boost/asio/append.hpp>
 #include <boost/asio/post.hpp>
@@ -15,6 +14,7 @@
 #include <optional>
 #include <vector>
 
+#include "log/log.hpp"
 #include "transport/rdma/cm_event_pump.hpp"
 #include "transport/rdma/conn_param.hpp"
 #include "transport/rdma/qp_resources.hpp"
@@ -117,7 +117,7 @@ class rdma_listener::core final : public std::enable_shared_from_this<core>, pub
   // A failed read leaves the listener listening: it reads again when the channel is next readable
   // (one bad event must not stop every future accept).
   bool on_cm_error(const boost::system::error_code& ec) override {
-    spdlog::error("rdma listener {}: rdma_get_cm_event: {}", local_.to_uri(), ec.message());
+    rdmarpc::logger()->error("rdma listener {}: rdma_get_cm_event: {}", local_.to_uri(), ec.message());
     return !closed_;
   }
   void on_cm_events_drained() override { serve(); }
@@ -144,7 +144,7 @@ class rdma_listener::core final : public std::enable_shared_from_this<core>, pub
           it->second.resources->migrate_to_own_channel();
           ready_.push_back(std::move(it->second));
         } catch (const std::exception& e) {
-          spdlog::warn("rdma listener {}: {}", local_.to_uri(), e.what());
+          rdmarpc::logger()->warn("rdma listener {}: {}", local_.to_uri(), e.what());
         }
         pending_.erase(it);
         return;
@@ -156,10 +156,12 @@ class rdma_listener::core final : public std::enable_shared_from_this<core>, pub
         if (it != pending_.end()) pending_.erase(it);
         return;
       case RDMA_CM_EVENT_DEVICE_REMOVAL:
-        spdlog::error("rdma listener {}: device removed", local_.to_uri());
+        rdmarpc::logger()->error("rdma listener {}: device removed", local_.to_uri());
         close();
         return;
-      default: spdlog::debug("rdma listener {}: ignoring {}", local_.to_uri(), rdma_event_str(type)); return;
+      default:
+        rdmarpc::logger()->debug("rdma listener {}: ignoring {}", local_.to_uri(), rdma_event_str(type));
+        return;
     }
   }
 
@@ -167,8 +169,8 @@ class rdma_listener::core final : public std::enable_shared_from_this<core>, pub
     verbs::cm_id id(raw_id);
     const auto peer = wire::decode_handshake(private_data);
     if (!peer) {
-      spdlog::warn("rdma listener {}: rejecting a connection: malformed handshake ({} bytes): {}",
-                   local_.to_uri(), private_data.size(), peer.error().message());
+      rdmarpc::logger()->warn("rdma listener {}: rejecting a connection: malformed handshake ({} bytes): {}",
+                              local_.to_uri(), private_data.size(), peer.error().message());
       rdma_reject(id.get(), nullptr, 0);
       return;  // `id` is destroyed here
     }
@@ -181,7 +183,8 @@ class rdma_listener::core final : public std::enable_shared_from_this<core>, pub
       return;
     }
     if (!set_ack_timeout(id.get(), options_))
-      spdlog::warn("rdma listener {}: cannot set the ACK timeout: {}", local_.to_uri(), std::strerror(errno));
+      rdmarpc::logger()->warn("rdma listener {}: cannot set the ACK timeout: {}", local_.to_uri(),
+                              std::strerror(errno));
     try {
       auto resources = std::make_unique<qp_resources>(verbs::make_event_channel(), std::move(id), options_);
       if (const auto ec = resources->post_whole_ring(); ec) {
@@ -197,11 +200,12 @@ class rdma_listener::core final : public std::enable_shared_from_this<core>, pub
       if (e.code() == errc::registered_memory_exhausted) {
         log_limit("rejecting a connection: {}", e.what());  // a limit: logged once at warning level
       } else {
-        spdlog::warn("rdma listener {}: cannot accept a connection: {}", local_.to_uri(), e.what());
+        rdmarpc::logger()->warn("rdma listener {}: cannot accept a connection: {}", local_.to_uri(),
+                                e.what());
       }
       if (id) rdma_reject(id.get(), nullptr, 0);
     } catch (const std::exception& e) {
-      spdlog::warn("rdma listener {}: cannot accept a connection: {}", local_.to_uri(), e.what());
+      rdmarpc::logger()->warn("rdma listener {}: cannot accept a connection: {}", local_.to_uri(), e.what());
       if (id) rdma_reject(id.get(), nullptr, 0);
     }
   }
@@ -239,8 +243,8 @@ class rdma_listener::core final : public std::enable_shared_from_this<core>, pub
   void log_limit(spdlog::format_string_t<Args...> what, Args&&... args) {
     const auto level = limit_logged_ ? spdlog::level::debug : spdlog::level::warn;
     limit_logged_ = true;
-    spdlog::log(level, "rdma listener {}: {}", local_.to_uri(),
-                fmt::format(what, std::forward<Args>(args)...));
+    rdmarpc::logger()->log(level, "rdma listener {}: {}", local_.to_uri(),
+                           fmt::format(what, std::forward<Args>(args)...));
   }
 
   void serve() {
@@ -254,7 +258,7 @@ class rdma_listener::core final : public std::enable_shared_from_this<core>, pub
       try {
         conn = std::make_shared<rdma_connection>(w.executor, std::move(p.resources), options_, p.peer);
       } catch (const std::exception& e) {
-        spdlog::warn("rdma listener {}: {}", local_.to_uri(), e.what());
+        rdmarpc::logger()->warn("rdma listener {}: {}", local_.to_uri(), e.what());
         ec = make_error_code(errc::device_error);
       }
       boost::asio::post(ex_, boost::asio::append(std::move(w.handler), ec, std::move(conn)));

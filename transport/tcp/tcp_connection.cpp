@@ -1,7 +1,5 @@
 #include "transport/tcp/tcp_connection.hpp"
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
@@ -11,6 +9,7 @@
 #include <limits>
 #include <span>
 
+#include "log/log.hpp"
 #include "transport/endpoint.hpp"
 
 namespace rdmarpc::transport::tcp {
@@ -38,15 +37,15 @@ tcp_connection::tcp_connection(boost::asio::ip::tcp::socket socket, const connec
       drain_timer_(ex_) {
   boost::system::error_code ec;
   socket_.set_option(boost::asio::ip::tcp::no_delay(true), ec);  // messages are latency-bound
-  if (ec) spdlog::debug("tcp {}: TCP_NODELAY failed: {}", remote_address_, ec.message());
+  if (ec) rdmarpc::logger()->debug("tcp {}: TCP_NODELAY failed: {}", remote_address_, ec.message());
   if (options_.tcp_socket_buffer_bytes > 0) {
     const int bytes = static_cast<int>(std::min<std::size_t>(options_.tcp_socket_buffer_bytes, INT_MAX));
     socket_.set_option(boost::asio::socket_base::send_buffer_size(bytes), ec);
     if (!ec) socket_.set_option(boost::asio::socket_base::receive_buffer_size(bytes), ec);
-    if (ec) spdlog::debug("tcp {}: socket buffer size failed: {}", remote_address_, ec.message());
+    if (ec) rdmarpc::logger()->debug("tcp {}: socket buffer size failed: {}", remote_address_, ec.message());
   }
   socket_.non_blocking(true, ec);  // flush() writes straight from the caller and must never block
-  if (ec) spdlog::debug("tcp {}: non-blocking mode failed: {}", remote_address_, ec.message());
+  if (ec) rdmarpc::logger()->debug("tcp {}: non-blocking mode failed: {}", remote_address_, ec.message());
 }
 
 tcp_connection::~tcp_connection() = default;
@@ -155,7 +154,7 @@ void tcp_connection::on_read(boost::system::error_code ec, std::size_t n) {
       // A FIN without a goodbye: the peer process died (the kernel closed its socket).
       finish(framer_.said_goodbye() ? errc::closed_by_peer : errc::connection_lost, true);
     } else {
-      spdlog::debug("tcp {}: read failed: {}", remote_address_, ec.message());
+      rdmarpc::logger()->debug("tcp {}: read failed: {}", remote_address_, ec.message());
       finish(errc::connection_lost, true);  // reset, or EOF in the middle of a frame
     }
     return;
@@ -188,7 +187,7 @@ tcp_connection::cork::~cork() {
       });
     }
   } catch (const std::exception& e) {  // out of memory while unwinding: the connection is lost
-    spdlog::error("tcp {}: {}", c_.remote_address_, e.what());
+    rdmarpc::logger()->error("tcp {}: {}", c_.remote_address_, e.what());
   }
 }
 
@@ -198,11 +197,12 @@ bool tcp_connection::parse_frames() {
       case tcp_framer::event::need_more: return true;
       case tcp_framer::event::goodbye: continue;  // its FIN follows
       case tcp_framer::event::after_goodbye:
-        spdlog::warn("tcp {}: peer sent data after its goodbye; closing the connection", remote_address_);
+        rdmarpc::logger()->warn("tcp {}: peer sent data after its goodbye; closing the connection",
+                                remote_address_);
         finish(errc::protocol_error, true);
         return false;
       case tcp_framer::event::too_large:
-        spdlog::warn(
+        rdmarpc::logger()->warn(
             "tcp {}: peer sent a frame of {} bytes, above the maximum message size {}; closing the "
             "connection",
             remote_address_, framer_.announced(), options_.max_message_size);
@@ -310,7 +310,7 @@ void tcp_connection::after_write() {
 }
 
 void tcp_connection::on_write_failed(const boost::system::error_code& ec) {
-  spdlog::debug("tcp {}: write failed: {}", remote_address_, ec.message());
+  rdmarpc::logger()->debug("tcp {}: write failed: {}", remote_address_, ec.message());
   finish(state_ == state::closing ? errc::closed_locally : errc::connection_lost, true);
 }
 

@@ -1,12 +1,11 @@
 #include "transport/tcp/tcp_listener.hpp"
 
-#include <spdlog/spdlog.h>
-
 #include <boost/asio/append.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/post.hpp>
 
+#include "log/log.hpp"
 #include "transport/tcp/tcp_connection.hpp"
 
 namespace rdmarpc::transport::tcp {
@@ -34,7 +33,7 @@ tcp_listener::tcp_listener(boost::asio::any_io_executor ex, const endpoint& ep,
   acceptor_.listen();
   const auto bound = acceptor_.local_endpoint();
   bound_ = endpoint{scheme::tcp, bound.address().to_string(), bound.port()};
-  spdlog::debug("tcp: listening on {}", bound_.to_uri());
+  rdmarpc::logger()->debug("tcp: listening on {}", bound_.to_uri());
 }
 
 void tcp_listener::close() {

@@ -1,13 +1,12 @@
 // tcp::async_connect (resolve, connect, bounded by connect_timeout) and tcp::make_listener.
 #include "transport/tcp/tcp_transport.hpp"
 
-#include <spdlog/spdlog.h>
-
 #include <boost/asio/append.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "log/log.hpp"
 #include "transport/tcp/tcp_connection.hpp"
 #include "transport/tcp/tcp_listener.hpp"
 
@@ -59,7 +58,7 @@ class connect_operation : public std::enable_shared_from_this<connect_operation>
   }
 
   void fail(boost::system::error_code ec, const char* step) {
-    spdlog::debug("tcp: {} to {} failed: {}", step, ep_.to_uri(), ec.message());
+    rdmarpc::logger()->debug("tcp: {} to {} failed: {}", step, ep_.to_uri(), ec.message());
     complete(timed_out_ ? errc::connect_timeout : errc::unreachable, nullptr);
   }
 
