@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <future>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -24,6 +25,7 @@
 
 #include "e2e_harness.hpp"
 #include "rpc/channel.hpp"
+#include "rpc/server.hpp"
 #include "rpc/unary_call.hpp"
 #include "test_service.hpp"
 #include "testbed/agent.rdmarpc.pb.h"
@@ -123,14 +125,17 @@ class two_hosts {
           [&](auto& ctx, auto& ref, auto cb) { agent_.async_terminate_server(ctx, ref, std::move(cb)); });
   }
   void cut_link(std::uint32_t milliseconds, bool silent) {
+    agent_result done;
+    cut_link_async(milliseconds, silent, done);
+    require_ok(done, "CutLink");
+  }
+  void cut_link_async(std::uint32_t milliseconds, bool silent, agent_result& done) {
     rdmarpc::testbed::LinkCut cut;
     cut.set_milliseconds(milliseconds);
     cut.set_silent(silent);
-    agent_result done;
     auto ctx = std::make_shared<client_context>(wait_for_ready(60s));
     agent_.async_cut_link(*ctx, cut,
                           [&done, ctx](boost::system::error_code ec, rdmarpc::testbed::Ack) { done = ec; });
-    require_ok(done, "CutLink");
   }
   void require_ok(agent_result& done, const std::string& what) {
     REQUIRE(run_until(
@@ -198,16 +203,19 @@ class two_hosts {
 
 // A closed loop of `loops` Metadata calls at a time over `ch` until `total` have completed;
 // `event` runs (on the test thread, between completions) once `event_at` calls have completed. It
-// must not block: the loop goes on while it acts.
+// must not block: the loop goes on while it acts. With `more`, the loop goes on past `total` while
+// more(result) holds.
 struct closed_loop_result {
   int ok = 0;
   int unavailable = 0;
   int other = 0;
   int failed_after_half = 0;  // failures among the second half of the calls
   std::map<std::string, int> per_server;
+  std::map<std::string, clock_type::time_point> first_ok;  // when each server first answered
 };
 closed_loop_result closed_loop(two_hosts& bed, channel& ch, int loops, int total, int event_at,
-                               const std::function<void()>& event, bool wait_ready) {
+                               const std::function<void()>& event, bool wait_ready,
+                               const std::function<bool(const closed_loop_result&)>& more = {}) {
   closed_loop_result r;
   std::vector<std::optional<outcome>> slots(static_cast<std::size_t>(loops));
   int started = 0, completed = 0;
@@ -220,7 +228,7 @@ closed_loop_result closed_loop(two_hosts& bed, channel& ch, int loops, int total
     bed.start_call(ch, s, ctx_for());
     ++started;
   }
-  while (completed < total) {
+  while (completed < started) {  // new calls start while wanted; then the last ones drain
     REQUIRE(run_until(
         bed.io,
         [&] {
@@ -238,13 +246,13 @@ closed_loop_result closed_loop(two_hosts& bed, channel& ch, int loops, int total
         FAIL("more than " << 2 * loops << " calls failed; the last: " << to_string(o.status));
       if (o.status == status_code::ok) {
         ++r.ok;
-        ++r.per_server[o.server];
+        if (++r.per_server[o.server] == 1) r.first_ok[o.server] = clock_type::now();
       } else {
         (o.status == status_code::unavailable ? r.unavailable : r.other) += 1;
         if (completed > total / 2) ++r.failed_after_half;
         WARN("call " << completed << " failed: " << to_string(o.status));
       }
-      if (started < total) {
+      if (started < total || (more && more(r))) {
         bed.start_call(ch, s, ctx_for());
         ++started;
       }
@@ -438,4 +446,51 @@ TEST_CASE("multihost: a server going away under load loses no call", "[multihost
   CHECK(r.ok == 600);
   CHECK(ch->stats().going_aways >= 1);
   bed.start_server(leaving);
+}
+
+TEST_CASE("multihost: pick_first fails over to a healthy endpoint on another host when the link is cut",
+          "[multihost]") {
+  const std::string transport = GENERATE(as<std::string>{}, "rdma", "tcp");
+  two_hosts bed;
+  // The healthy endpoint: a server in this process, on host 1, second in the list.
+  test::test_service local_service;
+  local_service.name = "host1";
+  test::io_thread local_io;
+  auto local = std::make_unique<server>(local_io.executor());
+  local->add_service(local_service);
+  const auto bound = local->listen(transport + "://10.0.0.1:0");
+  bed.start_server(server_uri(transport, 0));
+  auto ch = bed.make_channel(server_uri(transport, 0) + ",10.0.0.1:" + std::to_string(bound.port));
+  REQUIRE(bed.call(*ch).server == server_uri(transport, 0));  // pick_first: host 2 while it answers
+
+  constexpr int kLoops = 8;
+  two_hosts::agent_result cut_done;
+  clock_type::time_point cut_at;
+  const auto r = closed_loop(
+      bed, *ch, kLoops, 600, 100,
+      [&] {
+        bed.cut_link_async(4000, /*silent=*/true, cut_done);
+        cut_at = clock_type::now() + 200ms;  // the agent cuts 200 ms after it answers
+      },
+      /*wait_ready=*/true,
+      [](const closed_loop_result& so_far) {  // until host 1 has served 200 calls, for at most ~90 s
+        return so_far.per_server.count("host1") == 0 || so_far.per_server.at("host1") < 200;
+      });
+  bed.require_ok(cut_done, "CutLink");
+  REQUIRE(r.first_ok.count("host1") == 1);
+  report(transport, " failover (pick_first, link to host 2 cut under load): first call served by host 1 ",
+         std::chrono::duration_cast<std::chrono::milliseconds>(r.first_ok.at("host1") - cut_at).count(),
+         " ms after the cut; ", r.unavailable, " calls in flight on the cut link failed UNAVAILABLE");
+  // Calls already sent over the cut link fail (never re-sent); every other wait_for_ready call
+  // moves to host 1.
+  CHECK(r.other == 0);
+  CHECK(r.unavailable <= kLoops);
+  CHECK(r.per_server.at("host1") >= 200);
+  // The local server goes while this thread runs the client side (its connections' ends).
+  ch->close();
+  local.reset();
+  auto drained = std::async(std::launch::async, [&] { return local_io.drain(); });
+  REQUIRE(run_until(
+      bed.io, [&] { return drained.wait_for(0s) == std::future_status::ready; }, 30s));
+  CHECK(drained.get());
 }

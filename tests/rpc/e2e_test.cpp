@@ -203,7 +203,9 @@ TEST_CASE("e2e: an expired deadline gives DEADLINE_EXCEEDED and cancels the serv
   e2e_harness h(target);
   auto ch = h.make_channel();
   client_context ctx;
-  ctx.set_timeout(200ms);
+  // Long enough for the request to reach the handler even in a loaded emulated VM (the handler's
+  // cancellation is asserted), far below the handler's 20 s.
+  ctx.set_timeout(2s);
   const auto r = call(*ch, test_service::sleep, make_request("slow", 20000), &ctx);
   CHECK(code_of(r) == status_code::deadline_exceeded);
   CHECK(ctx.status() == status_code::deadline_exceeded);
@@ -213,7 +215,7 @@ TEST_CASE("e2e: an expired deadline gives DEADLINE_EXCEEDED and cancels the serv
 
   SECTION("channel default_timeout applies when the context has none") {
     channel_options o;
-    o.default_timeout = 100ms;
+    o.default_timeout = 2s;
     auto ch2 = h.make_channel(o);
     const auto r2 = call(*ch2, test_service::sleep, make_request("slow", 20000));
     CHECK(code_of(r2) == status_code::deadline_exceeded);
