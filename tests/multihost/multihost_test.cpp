@@ -91,7 +91,7 @@ class two_hosts {
   using agent_result = std::optional<boost::system::error_code>;
 
   two_hosts()
-      : agent_channel_(channel::create(io.get_executor(), "tcp://" + kPeer + ":7400")),
+      : agent_channel_(channel::create(io.get_executor(), "tcp://" + kPeer + ":7400", agent_options())),
         agent_(agent_channel_) {}
   ~two_hosts() {
     for (auto& ch : channels_) ch->close();
@@ -196,6 +196,14 @@ class two_hosts {
     require_ok(done, uri);
   }
 
+  // The agent answers from one thread that blocks while a server starts or stops (seconds under
+  // TCG): slow heartbeats, so its channel does not take that for a dead host.
+  static channel_options agent_options() {
+    channel_options o;
+    o.heartbeat_interval = 10s;
+    o.heartbeat_timeout = 10s;
+    return o;
+  }
   std::shared_ptr<channel> agent_channel_;
   Agent::Stub agent_;
   std::vector<std::shared_ptr<channel>> channels_;
@@ -291,7 +299,8 @@ TEST_CASE("multihost: a link cut while idle ends the connection within the heart
   bed.cut_link(4000, /*silent=*/true);
   const auto cut_at = clock_type::now() + 200ms;
   REQUIRE(run_until(
-      bed.io, [&] { return ch->stats().disconnects > before.disconnects; }, 30s));
+      bed.io, [&] { return ch->stats().disconnects > before.disconnects; },
+      4s));  // before the link comes back: detected while it was cut
   const auto after = ch->stats();
   report(transport, " link cut while idle: connection ended ", ms_since(cut_at), " ms after the cut (",
          (after.heartbeat_timeouts - before.heartbeat_timeouts), " heartbeat timeout)");
@@ -418,7 +427,8 @@ TEST_CASE("multihost: one of three servers killed under load: calls after the ki
   const auto killed = server_uri(transport, 1);
   two_hosts::agent_result kill_done;
   const auto r = closed_loop(
-      bed, *ch, kLoops, 600, 100, [&] { bed.kill_server_async(killed, kill_done); }, /*wait_ready=*/true);
+      bed, *ch, kLoops, 600, 100, [&] { bed.kill_server_async(killed, kill_done); }, /*wait_ready=*/true,
+      [&](const closed_loop_result&) { return !kill_done.has_value(); });  // load until the kill is done
   bed.require_ok(kill_done, "KillServer");
   report(transport, " kill under load: ", r.ok, " ok, ", r.unavailable,
          " UNAVAILABLE (in flight on the killed server), ", r.other, " other");
@@ -440,10 +450,12 @@ TEST_CASE("multihost: a server going away under load loses no call", "[multihost
   two_hosts::agent_result terminate_done;
   const auto r = closed_loop(
       bed, *ch, 8, 600, 100, [&] { bed.terminate_server_async(leaving, terminate_done); },
-      /*wait_ready=*/false);
+      /*wait_ready=*/false,
+      [&](const closed_loop_result&) { return !terminate_done.has_value(); });  // load through the drain
   bed.require_ok(terminate_done, "TerminateServer");
   report(transport, " going away under load: ", r.ok, " ok, ", (r.unavailable + r.other), " failed");
-  CHECK(r.ok == 600);
+  CHECK(r.ok >= 600);
+  CHECK(r.unavailable + r.other == 0);
   CHECK(ch->stats().going_aways >= 1);
   bed.start_server(leaving);
 }
@@ -465,7 +477,7 @@ TEST_CASE("multihost: pick_first fails over to a healthy endpoint on another hos
 
   constexpr int kLoops = 8;
   two_hosts::agent_result cut_done;
-  clock_type::time_point cut_at;
+  auto cut_at = clock_type::now() + std::chrono::hours(1);  // set when the cut is asked for
   const auto r = closed_loop(
       bed, *ch, kLoops, 600, 100,
       [&] {
@@ -473,7 +485,8 @@ TEST_CASE("multihost: pick_first fails over to a healthy endpoint on another hos
         cut_at = clock_type::now() + 200ms;  // the agent cuts 200 ms after it answers
       },
       /*wait_ready=*/true,
-      [](const closed_loop_result& so_far) {  // until host 1 has served 200 calls, for at most ~90 s
+      [&](const closed_loop_result& so_far) {  // until host 1 has served 200 calls, for at most 30 s
+        if (clock_type::now() > cut_at + 30s) return false;
         return so_far.per_server.count("host1") == 0 || so_far.per_server.at("host1") < 200;
       });
   bed.require_ok(cut_done, "CutLink");

@@ -464,11 +464,11 @@ build_payload() {
 }
 
 # ================================================================ qemu
-QEMU_PID=""; QEMU_PIDS=(); TAIL_PID=""; TAIL_PIDS=(); RUNDIR=""
+QEMU_PID=""; QEMU_PIDS=(); TAIL_PID=""; TAIL_PIDS=(); FREEZE_PIDS=(); RUNDIR=""
 cleanup() {
   local p
-  for p in $QEMU_PID "${QEMU_PIDS[@]}"; do kill -CONT "$p" 2>/dev/null; kill "$p" 2>/dev/null; done
-  for p in $TAIL_PID "${TAIL_PIDS[@]}"; do kill "$p" 2>/dev/null; done
+  for p in $QEMU_PID "${QEMU_PIDS[@]}" "${FREEZE_PIDS[@]}"; do kill -CONT "$p" 2>/dev/null || true; kill "$p" 2>/dev/null || true; done
+  for p in $TAIL_PID "${TAIL_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
   [[ -n $RUNDIR && -d $RUNDIR ]] && rm -rf "$RUNDIR"
   return 0
 }
@@ -501,7 +501,9 @@ HOST_REQUESTS_DONE=()
 serve_host_requests() {
   local h i lines
   for ((h = 1; h <= HOSTS; h++)); do
-    mapfile -t lines < <(tr -d '\r' <"$(console_of "$h")" | grep '^RXE-VM-HOST: ' || true)
+    # complete lines only: qemu writes the console a character at a time
+    mapfile -t lines < <(head -n "$(wc -l <"$(console_of "$h")")" "$(console_of "$h")" | tr -d '\r' |
+                         grep '^RXE-VM-HOST: ' || true)
     for ((i = ${HOST_REQUESTS_DONE[h]:-0}; i < ${#lines[@]}; i++)); do
       host_request "$h" ${lines[i]#RXE-VM-HOST: }
     done
@@ -513,7 +515,9 @@ host_request() {  # FROM VERB [ARG...]
   if [[ $verb == freeze && $target =~ ^[1-9]$ && $target -le $HOSTS && $ms =~ ^[0-9]+$ ]]; then
     pid=${QEMU_PIDS[target - 1]}
     log "host $from asks: freeze host $target for $ms ms (SIGSTOP of its qemu: a hung host)"
-    (kill -STOP "$pid" 2>/dev/null; sleep "$(printf '%d.%03d' $((ms / 1000)) $((ms % 1000)))"; kill -CONT "$pid" 2>/dev/null) &
+    (trap - ERR; kill -STOP "$pid" 2>/dev/null; sleep "$(printf '%d.%03d' $((ms / 1000)) $((ms % 1000)))"
+     kill -CONT "$pid" 2>/dev/null || true) &
+    FREEZE_PIDS+=($!)
   else
     log "ignoring a malformed request from host $from: ${*:2}"
   fi
@@ -585,7 +589,7 @@ boot() {
     kill "$QEMU_PID" 2>/dev/null || true; sleep 0.5; kill -9 "$QEMU_PID" 2>/dev/null || true
   fi
   for pid in "${QEMU_PIDS[@]:1}"; do  # the other hosts end with host 1 (thawed first, if frozen)
-    kill -CONT "$pid" 2>/dev/null; kill "$pid" 2>/dev/null || true
+    kill -CONT "$pid" 2>/dev/null || true; kill "$pid" 2>/dev/null || true
   done
   for pid in "${QEMU_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
   cp "$RUNDIR/qemu-1.err" "$RUNDIR/qemu.err"
