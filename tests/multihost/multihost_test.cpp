@@ -273,6 +273,14 @@ closed_loop_result closed_loop(two_hosts& bed, channel& ch, int loops, int total
   return r;
 }
 
+// True once every call of `calls` (each an optional result) has completed.
+template <typename Result>
+bool all_ended(const std::vector<std::optional<Result>>& calls) {
+  for (const auto& c : calls)
+    if (!c.has_value()) return false;
+  return true;
+}
+
 // Starts the three servers of `transport` (if they are not running) and makes a round_robin
 // channel over them.
 std::shared_ptr<channel> round_robin_over_three(two_hosts& bed, const std::string& transport) {
@@ -325,13 +333,7 @@ TEST_CASE("multihost: a link cut with calls in flight fails every call UNAVAILAB
   bed.cut_link(4000, /*silent=*/true);                    // netem: neither host sees a link event
   const auto cut_at = clock_type::now() + 200ms;
   REQUIRE(run_until(
-      bed.io,
-      [&] {
-        for (auto& c : calls)
-          if (!c.has_value()) return false;
-        return true;
-      },
-      30s));
+      bed.io, [&] { return all_ended(calls); }, 30s));
   report(transport, " silent link cut with ", kCalls, " calls in flight: all ended ", ms_since(cut_at),
          " ms after the cut");
   for (auto& c : calls) CHECK(*c == status_code::unavailable);
@@ -353,13 +355,7 @@ TEST_CASE("multihost: a hung host (its whole VM frozen) is detected, calls fail 
   const auto frozen_at = clock_type::now();
   two_hosts::freeze_peer_host(5000);  // its kernel stops too: no ACK, no TCP keepalive, nothing
   REQUIRE(run_until(
-      bed.io,
-      [&] {
-        for (auto& c : calls)
-          if (!c.has_value()) return false;
-        return true;
-      },
-      30s));
+      bed.io, [&] { return all_ended(calls); }, 30s));
   report(transport, " hung host: ", kCalls, " calls ended ", ms_since(frozen_at),
          " ms after the freeze was asked for (", (ch->stats().heartbeat_timeouts - before.heartbeat_timeouts),
          " heartbeat timeout)");
@@ -391,13 +387,7 @@ TEST_CASE("multihost: a server restarted on the same address gets the waiting wa
   for (auto& c : calls) CHECK(!c.has_value());
   bed.start_server(uri);
   REQUIRE(run_until(
-      bed.io,
-      [&] {
-        for (auto& c : calls)
-          if (!c.has_value()) return false;
-        return true;
-      },
-      60s));
+      bed.io, [&] { return all_ended(calls); }, 60s));
   for (auto& c : calls) CHECK(c->status == status_code::ok);
 }
 
