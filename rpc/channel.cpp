@@ -31,6 +31,7 @@
 #include "rpc/call_table.hpp"
 #include "rpc/extras.hpp"
 #include "rpc/frame.hpp"
+#include "rpc/interceptor_chain.hpp"
 #include "rpc/liveness.hpp"
 #include "rpc/stream_core.hpp"
 #include "transport/connect.hpp"
@@ -60,9 +61,15 @@ struct pending_call {
   std::optional<boost::asio::steady_timer> timer;
   std::size_t sent_on = kNoEndpoint;  // the endpoint whose connection carried it; none: queued
   bool wait_for_ready = false;
-  // Set when the call failed before reaching the channel's executor (serialization).
+  // Set when the call failed before reaching the channel's executor (serialization, an interceptor).
   status_code early_status = status_code::ok;
   std::string early_message;
+  // Interceptors (channel_options::interceptors): how many are owed on_call_end, since when, the
+  // metadata they added (sent after the context's), and the message sizes they are told.
+  std::uint16_t intercepted = 0;
+  clock::time_point started{};
+  metadata added_metadata;
+  std::size_t request_bytes = 0, response_bytes = 0;
 
   bool sent() const noexcept { return sent_on != kNoEndpoint; }
 };
@@ -72,6 +79,15 @@ struct open_stream {
   std::shared_ptr<stream_core> core;
   std::size_t endpoint = kNoEndpoint;
   bool wait_for_ready = false;
+};
+
+// A stream's passage through the channel's interceptors (they are owed on_call_end when asked > 0).
+struct stream_interception {
+  method_descriptor method{};
+  const client_context* context = nullptr;
+  std::uint16_t asked = 0;
+  clock::time_point started{};
+  std::shared_ptr<stream_core> core;  // held from registration until it ended
 };
 
 // One endpoint of the channel (gRPC's subchannel): its connection, its state, its reconnect backoff
@@ -172,6 +188,8 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
       c->wait_for_ready = context->wait_for_ready();
     }
     c->deadline = deadline_of(context);
+    if (!chain_.empty()) [[unlikely]]
+      intercept(*c);
     if (io_ex_ != nullptr) {
       c->io_work = io_work_count(io_ex_);
     } else {
@@ -211,12 +229,20 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     bool serialized = true;
     if (first_request != nullptr)
       serialized = first_request->IsInitialized() && first_request->SerializeToString(&first);
+    stream_interception icpt{method, context};
+    metadata added;
+    call_verdict verdict;
+    if (!chain_.empty()) [[unlikely]] {
+      icpt.started = clock::now();
+      verdict = chain_.start(client_call_info{method, context, true}, added, icpt.asked);
+    }
     // Not shared yet: the frames are queued here, sent once the stream is registered and connected.
-    core->open(method, context, deadline_of(context), std::move(first), first_request != nullptr);
+    core->open(method, context, deadline_of(context), std::move(first), first_request != nullptr, added);
     calls_started_.fetch_add(1, std::memory_order_relaxed);
     const bool wait_for_ready = context != nullptr && context->wait_for_ready();
-    auto reg = [self = shared_from_this(), core, serialized, wait_for_ready] {
-      self->register_stream(core, serialized, wait_for_ready);
+    auto reg = [self = shared_from_this(), core, serialized, wait_for_ready, icpt,
+                verdict = std::move(verdict)]() mutable {
+      self->register_stream(core, serialized, wait_for_ready, icpt, std::move(verdict));
     };
     if (on_own_thread()) {
       reg();
@@ -228,6 +254,11 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
 
   // A stream ended and flushed what it had to send (stream_core::owner).
   void stream_ended(std::uint32_t id, status_code code) override {
+    if (auto it = intercepted_streams_.find(id); it != intercepted_streams_.end()) [[unlikely]] {
+      auto icpt = std::move(it->second);
+      intercepted_streams_.erase(it);
+      end_stream_interception(icpt, *icpt.core);
+    }
     streams_.erase(id);
     (code == status_code::ok ? calls_ok_ : calls_failed_).fetch_add(1, std::memory_order_relaxed);
     if (released_) maybe_close_released();
@@ -353,6 +384,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
         status_message = "cannot parse the response of " + std::string(c.method.full_name);
       }
     }
+    c.response_bytes = v.payload.size();
     message.release();
     // The reply's own call may complete inline: we are in the transport's completion, not inside an
     // initiating function. Anything the handler starts is completed the usual way (posted).
@@ -381,7 +413,8 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
         options_(std::move(options)),
         resolve_backoff_(options_.reconnect),
         resolve_timer_(ex_),
-        random_(std::random_device{}()) {
+        random_(std::random_device{}()),
+        chain_(options_.interceptors) {
     if (options_.max_in_flight == 0) options_.max_in_flight = 1;
   }
 
@@ -415,7 +448,20 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   }
 
   // On ex_: the stream joins the channel (and is connected, or waits for a connection).
-  void register_stream(const std::shared_ptr<stream_core>& core, bool serialized, bool wait_for_ready) {
+  void register_stream(const std::shared_ptr<stream_core>& core, bool serialized, bool wait_for_ready,
+                       const stream_interception& icpt, call_verdict verdict) {
+    if (icpt.asked != 0) [[unlikely]] {
+      // Ended before it got here (cancelled; its end was reported without us): told now.
+      if (core->ended()) return end_stream_interception(icpt, *core);
+      if (verdict.code != status_code::ok) {
+        core->fail(verdict.code, verdict.message);
+        return end_stream_interception(icpt, *core);
+      }
+      // Any other end comes through stream_ended (which finds it here), the failures below too.
+      auto held = icpt;
+      held.core = core;
+      intercepted_streams_.emplace(core->id(), std::move(held));
+    }
     if (core->ended()) return;  // cancelled before it got here (its end was reported)
     if (!serialized)
       return core->fail(status_code::invalid_argument, "cannot serialize request (missing required fields?)");
@@ -430,6 +476,13 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     core->arm_deadline();
     attach_waiting_streams();
     if (streams_.contains(core->id()) && streams_.at(core->id()).endpoint == kNoEndpoint) want_connections();
+  }
+
+  void end_stream_interception(const stream_interception& icpt, const stream_core& core) {
+    const auto bytes = core.payload_bytes();
+    chain_.end(icpt.asked, client_call_info{icpt.method, icpt.context, true},
+               call_outcome{core.final_code(), core.final_message(), bytes.sent, bytes.received,
+                            clock::now() - icpt.started});
   }
 
   // Routes a stream frame to its stream. A frame for an id we never used is a violation; one for a
@@ -874,9 +927,30 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     return id;
   }
 
+  // The interceptors' on_call_start for call c (on the caller's thread); a refusal fails it early.
+  void intercept(pending_call& c) {
+    c.started = clock::now();
+    c.added_metadata.clear();
+    c.request_bytes = c.response_bytes = 0;
+    auto v = chain_.start(client_call_info{c.method, c.context, false}, c.added_metadata, c.intercepted);
+    if (v.code != status_code::ok) {
+      c.early_status = v.code;
+      c.early_message = std::move(v.message);
+    }
+  }
+
+  // The interceptors' on_call_end for call c (on our executor), before its handler runs.
+  void end_interception(pending_call& c, status_code code, std::string_view message) {
+    chain_.end(std::exchange(c.intercepted, 0), client_call_info{c.method, c.context, false},
+               call_outcome{code, message, c.request_bytes, c.response_bytes, clock::now() - c.started});
+  }
+
   // Extras (request metadata) and the serialized request into c.body, for a call that waits.
   static void serialize_into_body(pending_call& c, const google::protobuf::MessageLite& request) {
     if (c.context != nullptr) c.body = extras::encode_request(c.context->request_metadata());
+    // The interceptors' entries after the caller's: two encodings of the extras message,
+    // concatenated, are one message with both lists.
+    if (!c.added_metadata.empty()) c.body += extras::encode_request(c.added_metadata);
     c.extras_length = static_cast<std::uint32_t>(c.body.size());
     if (c.body.size() > std::numeric_limits<std::uint32_t>::max()) {
       c.early_status = status_code::resource_exhausted;
@@ -884,7 +958,8 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     } else if (!request.AppendToString(&c.body)) {
       c.early_status = status_code::invalid_argument;
       c.early_message = "cannot serialize request (missing required fields?)";
-    } else if (c.body.size() - c.extras_length > std::numeric_limits<std::uint32_t>::max()) {
+    } else if ((c.request_bytes = c.body.size() - c.extras_length) >
+               std::numeric_limits<std::uint32_t>::max()) {
       c.early_status = status_code::resource_exhausted;
       c.early_message = "request too large";
     }
@@ -962,7 +1037,8 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   // untouched) when there is no room now or the call needs the slow path.
   bool send_direct(std::size_t e, pending_call& c, const google::protobuf::MessageLite& request) {
     const std::size_t payload = request.ByteSizeLong();
-    const bool has_metadata = c.context != nullptr && !c.context->request_metadata().empty();
+    const bool has_metadata =
+        (c.context != nullptr && !c.context->request_metadata().empty()) || !c.added_metadata.empty();
     if (has_metadata || payload > std::numeric_limits<std::uint32_t>::max()) return false;
     frame::header h;
     if (!make_request_header(c, 0, static_cast<std::uint32_t>(payload), h)) return false;
@@ -973,6 +1049,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     frame::encode_header(h, std::span<std::byte, frame::kHeaderSize>(out, frame::kHeaderSize));
     request.SerializeWithCachedSizesToArray(reinterpret_cast<std::uint8_t*>(out + frame::kHeaderSize));
     r.commit();
+    c.request_bytes = payload;
     c.sent_on = e;
     ++in_flight_;
     return true;
@@ -1138,6 +1215,8 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   // Hands the call's status to its handler on the handler's associated executor: inline only for
   // the call whose reply on_message is processing (complete_inline_), else queued behind us.
   void complete(std::unique_ptr<pending_call> c, status_code code, std::string message) {
+    if (c->intercepted != 0) [[unlikely]]
+      end_interception(*c, code, message);
     if (c->context != nullptr) c->context->set_result(code, std::move(message));
     (code == status_code::ok ? calls_ok_ : calls_failed_).fetch_add(1, std::memory_order_relaxed);
     if (c->timer) c->timer->cancel();
@@ -1207,6 +1286,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   std::uint64_t generations_ = 0;               // connection generations, unique across endpoints
   std::size_t next_pick_ = 0;                   // round_robin's next endpoint
   std::minstd_rand random_;                     // backoff jitter
+  const interceptor_chain<client_interceptor> chain_;  // channel_options::interceptors
   std::vector<state_waiter> waiters_;
   bool closed_ = false;
   bool released_ = false;
@@ -1215,6 +1295,8 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   std::deque<std::uint32_t> queue_;                         // not yet sent, in order
   std::size_t in_flight_ = 0;                               // sent, not answered
   std::unordered_map<std::uint32_t, open_stream> streams_;  // open streams
+  // Streams whose interceptors are owed on_call_end (only with interceptors), by id.
+  std::unordered_map<std::uint32_t, stream_interception> intercepted_streams_;
 
   // Any thread:
   std::atomic<std::uint8_t> state_{static_cast<std::uint8_t>(channel_state::idle)};

@@ -15,9 +15,11 @@
 #include <cstddef>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "rpc/client_context.hpp"
 #include "rpc/connectivity.hpp"
+#include "rpc/interceptor.hpp"
 #include "rpc/method.hpp"
 #include "rpc/status.hpp"
 #include "rpc/stream.hpp"
@@ -66,6 +68,10 @@ struct channel_options {
   // faster is cut off by the server (too_many_pings).
   std::chrono::steady_clock::duration heartbeat_interval = std::chrono::milliseconds(300);
   std::chrono::steady_clock::duration heartbeat_timeout = std::chrono::milliseconds(300);
+  // Interceptors (rpc/interceptor.hpp), asked in this order about every call and stream: they may
+  // add request metadata and refuse a call, and see how it ended. Empty (the default): no cost
+  // beyond one branch per call.
+  std::vector<std::shared_ptr<client_interceptor>> interceptors;
   load_balancing_policy load_balancing = load_balancing_policy::pick_first;
   // Waits between failed connection attempts to one endpoint (rpc/connectivity.hpp has the
   // defaults and why): 100 ms, growing 1.6× per failure up to 10 s, each ±20 %.

@@ -12,6 +12,8 @@
 
 namespace rdmarpc {
 
+class server_context;
+
 using metadata = std::vector<std::pair<std::string, std::string>>;
 
 class client_context {
@@ -25,6 +27,14 @@ class client_context {
     metadata_.emplace_back(std::move(key), std::move(value));
   }
   const rdmarpc::metadata& request_metadata() const noexcept { return metadata_; }
+  // A call a server handler makes on behalf of its own call `parent` (a call to another service):
+  // the deadline becomes the parent's when that is sooner (the caller's caller never waits
+  // longer), and interceptors see the parent (parent()), e.g. to carry a trace id along (W3C
+  // traceparent, examples/tracing). `parent` must outlive this call (it does while the handler
+  // awaits it).
+  void set_parent(const server_context& parent) noexcept;
+  const server_context* parent() const noexcept { return parent_; }
+
   // Off (the default, "fail fast"): a call made while every endpoint of the channel is failing
   // (transient_failure) fails UNAVAILABLE at once. On: it waits, through reconnects and their
   // backoff, for a connection, until its deadline. Either way a call that reached the wire and
@@ -49,6 +59,7 @@ class client_context {
 
  private:
   clock::time_point deadline_ = clock::time_point::max();
+  const server_context* parent_ = nullptr;
   bool wait_for_ready_ = false;
   rdmarpc::metadata metadata_;
   status_code status_ = status_code::unknown;

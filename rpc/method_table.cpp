@@ -25,6 +25,8 @@ void method_table::add(service& s) {
     if (auto it = added.find(m.id); it != added.end()) throw clash(it->second);
     added.emplace(m.id, method_entry{&s, i, m.full_name, methods_.size() + added.size()});
   }
+  names_.resize(methods_.size() + added.size());
+  for (const auto& [id, entry] : added) names_[entry.slot] = entry.full_name;
   methods_.merge(added);
   services_.push_back(&s);
 }

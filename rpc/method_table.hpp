@@ -34,9 +34,12 @@ class method_table {
     return it == methods_.end() ? nullptr : &it->second;
   }
   std::size_t size() const noexcept { return methods_.size(); }
+  // Full names by slot ("/kv.Store/Get"), in registration order.
+  const std::vector<std::string_view>& names() const noexcept { return names_; }
 
  private:
   std::vector<service*> services_;
+  std::vector<std::string_view> names_;
   std::unordered_map<std::uint32_t, method_entry> methods_;
 };
 

@@ -1,6 +1,7 @@
 #include "rpc/server.hpp"
 
 #include <atomic>
+#include <boost/asio/append.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -20,6 +21,8 @@
 
 #include "log/log.hpp"
 #include "rpc/method_table.hpp"
+#include "rpc/metrics_http.hpp"
+#include "rpc/prometheus_text.hpp"
 #include "rpc/server_connection.hpp"
 
 namespace rdmarpc {
@@ -48,6 +51,24 @@ const char* admission_refusal(const server_options& options, const peer_info& pe
   return "admit_connection threw";
 }
 
+// server_options::check_call as an interceptor: the chain's first after the metrics.
+class call_check_interceptor final : public server_interceptor {
+ public:
+  explicit call_check_interceptor(call_check check) : check_(std::move(check)) {}
+  call_verdict on_call_start(const call_info& call, rdmarpc::metadata&) override {
+    try {
+      return check_(call);
+    } catch (const std::exception& e) {
+      return {status_code::internal, std::string("check_call threw: ") + e.what()};
+    } catch (...) {
+      return {status_code::internal, "check_call threw a non-standard exception"};
+    }
+  }
+
+ private:
+  call_check check_;
+};
+
 }  // namespace
 
 // The server's lifecycle: listeners, connection threads, graceful shutdown.
@@ -75,6 +96,15 @@ class server::impl final : public server_connection::owner,
   void call_started() noexcept override { in_flight_.fetch_add(1); }
   void call_finished() override { in_flight_.fetch_sub(1); }
   server_connection::heartbeat_counters& heartbeats() noexcept override { return heartbeats_; }
+  const interceptor_chain<server_interceptor>& interceptors() const noexcept override { return chain_; }
+
+  std::vector<method_stats> method_metrics() const {
+    std::lock_guard lock(mutex_);
+    return metrics_ ? metrics_->snapshot() : std::vector<method_stats>{};
+  }
+
+  void connection_figures_of_all(
+      boost::asio::any_completion_handler<void(std::vector<connection_figures>)> handler);
   server_stats stats() const {
     server_stats s;
     s.pings_sent = heartbeats_.pings_sent.load(std::memory_order_relaxed);
@@ -105,6 +135,7 @@ class server::impl final : public server_connection::owner,
   }
 
   transport::endpoint listen(std::string_view uri) {
+    freeze();
     auto ep = transport::parse_endpoint(uri);
     if (!ep)
       throw boost::system::system_error(ep.error(), "rdmarpc::server::listen(" + std::string(uri) + ")");
@@ -143,6 +174,12 @@ class server::impl final : public server_connection::owner,
 
   // ~server: stop accepting, close every connection, stop our threads.
   void stop() {
+    std::unique_ptr<metrics_http> http;
+    {
+      std::lock_guard lock(mutex_);
+      http = std::move(http_);
+    }
+    http.reset();  // first: a scrape in progress must not outlive what it reads
     begin_shutdown();
     close_connections();
     for (auto& g : guards_) g.reset();
@@ -204,7 +241,52 @@ class server::impl final : public server_connection::owner,
     for (auto& h : handlers) boost::asio::post(ex_, std::move(h));
   }
 
+  // Services are added before serving: the method table is complete, so the interceptor chain
+  // (whose metrics are indexed by method) is built now, once. Connections read it afterwards.
+  void freeze() {
+    std::lock_guard lock(mutex_);
+    if (frozen_) return;
+    frozen_ = true;
+    std::vector<std::shared_ptr<server_interceptor>> chain;
+    if (options_.metrics || !options_.metrics_address.empty()) {
+      metrics_ = std::make_shared<call_metrics>(methods_.names());
+      chain.push_back(metrics_);
+    }
+    if (options_.check_call) chain.push_back(std::make_shared<call_check_interceptor>(options_.check_call));
+    chain.insert(chain.end(), options_.interceptors.begin(), options_.interceptors.end());
+    chain_ = interceptor_chain<server_interceptor>(std::move(chain));
+    if (!options_.metrics_address.empty()) {
+      http_ = std::make_unique<metrics_http>(
+          options_.metrics_address, [weak = weak_from_this()](std::function<void(metrics_http::page)> done) {
+            auto self = weak.lock();
+            if (!self) return done([] { return std::string(); });
+            self->connection_figures_of_all(
+                boost::asio::any_completion_handler<void(std::vector<connection_figures>)>(
+                    [stats = self->stats(), methods = self->method_snapshot(),
+                     done = std::move(done)](std::vector<connection_figures> conns) mutable {
+                      done([stats, methods = std::move(methods), conns = std::move(conns)] {
+                        return prometheus_text(stats, methods, conns);
+                      });
+                    }));
+          });
+    }
+  }
+
+  // method_metrics() without the lock, for freeze() and the endpoint it starts: metrics_ is set
+  // before the endpoint exists and never changes afterwards.
+  std::vector<method_stats> method_snapshot() const {
+    return metrics_ ? metrics_->snapshot() : std::vector<method_stats>{};
+  }
+
+ public:
+  std::optional<std::string> metrics_endpoint() const {
+    std::lock_guard lock(mutex_);
+    return http_ ? std::optional<std::string>(http_->address()) : std::nullopt;
+  }
+
+ private:
   void close_connections();
+  std::vector<std::shared_ptr<server_connection>> live_connections();
   // Runs `f` on every live connection, each on its own executor; returns how many.
   std::size_t for_each_connection(void (*f)(server_connection&));
 
@@ -231,6 +313,10 @@ class server::impl final : public server_connection::owner,
   std::atomic<bool> shutting_down_{false};
   std::atomic<std::size_t> in_flight_{0};
   server_connection::heartbeat_counters heartbeats_;
+  bool frozen_ = false;                          // freeze() ran
+  std::shared_ptr<call_metrics> metrics_;        // server_options::metrics; set by freeze()
+  interceptor_chain<server_interceptor> chain_;  // set by freeze(), read-only afterwards
+  std::unique_ptr<metrics_http> http_;           // server_options::metrics_address; set by freeze()
 
   // On ex_:
   std::optional<boost::asio::steady_timer> shutdown_timer_;
@@ -238,6 +324,7 @@ class server::impl final : public server_connection::owner,
 };
 
 void server::impl::serve(std::shared_ptr<transport::connection> conn) {
+  freeze();
   const std::string address = conn->remote_address();
   const auto info = peer_info::from_address(address);
   std::string peer = peer_host(info);
@@ -284,14 +371,48 @@ void server::impl::serve(std::shared_ptr<transport::connection> conn) {
   boost::asio::post(conn->get_executor(), [state] { state->start(); });
 }
 
-std::size_t server::impl::for_each_connection(void (*f)(server_connection&)) {
+std::vector<std::shared_ptr<server_connection>> server::impl::live_connections() {
   std::vector<std::shared_ptr<server_connection>> conns;
-  {
-    std::lock_guard lock(mutex_);
-    for (auto& [ptr, entry] : connections_) {
-      if (auto c = entry.connection.lock()) conns.push_back(std::move(c));
-    }
+  std::lock_guard lock(mutex_);
+  for (auto& [ptr, entry] : connections_) {
+    if (auto c = entry.connection.lock()) conns.push_back(std::move(c));
   }
+  return conns;
+}
+
+void server::impl::connection_figures_of_all(
+    boost::asio::any_completion_handler<void(std::vector<connection_figures>)> handler) {
+  // Each connection's figures are read on its own thread; the last one hands them all over.
+  struct gathering {
+    // Moved in by construction: Boost 1.81's any_completion_handler move assignment recurses.
+    gathering(boost::asio::any_completion_handler<void(std::vector<connection_figures>)> h,
+              boost::asio::any_io_executor e)
+        : handler(std::move(h)), ex(std::move(e)) {}
+    std::mutex mutex;
+    std::vector<connection_figures> figures;
+    std::size_t left = 0;
+    boost::asio::any_completion_handler<void(std::vector<connection_figures>)> handler;
+    boost::asio::any_io_executor ex;  // the server's: the handler's executor when it has none
+    // Runs the handler on its associated executor (post's rule), never inline.
+    void deliver() { boost::asio::post(ex, boost::asio::append(std::move(handler), std::move(figures))); }
+  };
+  auto g = std::make_shared<gathering>(std::move(handler), ex_);
+  auto conns = live_connections();
+  g->left = conns.size();
+  g->figures.reserve(conns.size());
+  if (conns.empty()) return g->deliver();
+  for (auto& c : conns) {
+    boost::asio::post(c->get_executor(), [g, c] {
+      auto f = c->figures();
+      std::lock_guard lock(g->mutex);
+      g->figures.push_back(std::move(f));
+      if (--g->left == 0) g->deliver();
+    });
+  }
+}
+
+std::size_t server::impl::for_each_connection(void (*f)(server_connection&)) {
+  auto conns = live_connections();
   for (auto& c : conns) {
     auto ex = c->get_executor();
     boost::asio::post(ex, [c, f] { f(*c); });
@@ -312,6 +433,19 @@ server::~server() {
 
 server_stats server::stats() const {
   return impl_->stats();
+}
+
+std::vector<method_stats> server::method_metrics() const {
+  return impl_->method_metrics();
+}
+
+std::optional<std::string> server::metrics_endpoint() const {
+  return impl_->metrics_endpoint();
+}
+
+void server::connection_figures_of_all(
+    boost::asio::any_completion_handler<void(std::vector<connection_figures>)> handler) {
+  impl_->connection_figures_of_all(std::move(handler));
 }
 
 void server::add_service(service& s) {

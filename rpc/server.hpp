@@ -4,12 +4,19 @@
 // Threading: construct, add services and listen from one thread before serving; connections are
 // spread over `threads` io_contexts that the server runs itself (0 = use the given executor).
 
+#include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
+#include "rpc/call_metrics.hpp"
+#include "rpc/interceptor.hpp"
 #include "rpc/server_hooks.hpp"
 #include "rpc/service.hpp"
 #include "rpc/stream_window.hpp"
@@ -56,8 +63,21 @@ struct server_options {
   // (or resets that stream) with its code and message, e.g. UNAUTHENTICATED or PERMISSION_DENIED;
   // the handler never runs and the connection carries on. An exception answers INTERNAL. Runs on
   // the connection's thread, from several threads at once when `threads` > 1; it must not block.
-  // Empty (the default): no check, and no cost beyond one branch per call.
+  // Empty (the default): no check, and no cost beyond one branch per call. It is an interceptor
+  // (below): the chain's first after the metrics.
   call_check check_call;
+  // Interceptors (rpc/interceptor.hpp), asked in this order about every call and stream, after the
+  // metrics and check_call. Empty (the default) with metrics off: no cost beyond one branch per call.
+  std::vector<std::shared_ptr<server_interceptor>> interceptors;
+  // The built-in per-method metrics (rpc/call_metrics.hpp; server::metrics(), the admin service,
+  // metrics_address): calls started and finished by status, in flight, latency, bytes. Off by
+  // default: a few atomic increments and two clock reads per call when on.
+  bool metrics = false;
+  // An HTTP endpoint serving the metrics in Prometheus' text format at GET /metrics
+  // (rpc/metrics_http.hpp), e.g. "127.0.0.1:9464" (port 0: any free one, see
+  // server::metrics_endpoint()). Implies metrics. Empty (the default): none. Give a wildcard or
+  // another interface's address to be scraped from other hosts; it runs on a thread of its own.
+  std::string metrics_address;
   // Heartbeats towards each client, as channel_options: after heartbeat_interval with nothing
   // received a ping; no answer within heartbeat_timeout ends the connection (connection_lost) and
   // cancels its calls and streams. Zero or max() in either disables them. A dead or hung client is
@@ -84,6 +104,19 @@ struct server_stats {
   std::uint64_t connections = 0;           // served now (accepted and not yet ended)
   std::uint64_t connections_accepted = 0;  // served since the server started
   std::uint64_t connections_refused = 0;   // closed at once: admit_connection, max_connections(_per_peer)
+};
+
+// One connection's figures (server::async_connection_figures).
+struct connection_figures {
+  std::string peer;                           // "tcp://10.0.0.2:50312"
+  std::string kind;                           // the transport: "rdma", "tcp", "loopback"
+  std::chrono::steady_clock::duration age{};  // since it was accepted
+  std::uint64_t calls_started = 0;            // calls and streams, refused ones included
+  std::uint64_t calls_in_flight = 0;          // calls and streams running or waiting to reply
+  std::uint64_t pings_sent = 0, pongs_received = 0, pings_received = 0;  // heartbeats
+  // The transport's counters: messages and bytes each way, credit stalls, credit-only messages,
+  // fragments, RNR errors (rdma; must stay 0), receive reposts, completion wake-ups.
+  transport::connection_stats counters;
 };
 
 class server {
@@ -113,6 +146,27 @@ class server {
                       boost::asio::any_completion_handler<void()> handler);
 
   server_stats stats() const;
+
+  // Per-method figures (server_options::metrics; empty when off or before listen/serve), any thread.
+  std::vector<method_stats> method_metrics() const;
+  // The metrics endpoint's address ("127.0.0.1:9464", its real port), once listen/serve started it;
+  // nullopt without server_options::metrics_address.
+  std::optional<std::string> metrics_endpoint() const;
+
+  // Every connection's figures, each read on its connection's thread. Completion:
+  // void(std::vector<connection_figures>) on the handler's associated executor (default: the
+  // server's). Any thread.
+  template <typename CompletionToken>
+  auto async_connection_figures(CompletionToken&& token) {
+    return boost::asio::async_initiate<CompletionToken, void(std::vector<connection_figures>)>(
+        [this](auto handler) {
+          connection_figures_of_all(
+              boost::asio::any_completion_handler<void(std::vector<connection_figures>)>(std::move(handler)));
+        },
+        token);
+  }
+  void connection_figures_of_all(
+      boost::asio::any_completion_handler<void(std::vector<connection_figures>)> handler);
 
  private:
   class impl;

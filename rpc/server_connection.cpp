@@ -24,6 +24,14 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
+// A call's passage through the server's interceptors: how many were asked (on_call_end is owed to
+// them), when, and the response metadata they added (moved into the call's context).
+struct interception {
+  std::uint16_t asked = 0;
+  clock::time_point started{};
+  metadata initial;
+};
+
 // One request being served. Owned by its connection until its reply is sent; then kept for
 // the next request (ctx is emplaced per call, so reuse allocates nothing).
 struct active_call {
@@ -39,6 +47,9 @@ struct active_call {
   // While the reply waits for room: cancels that wait (shared with the waiting handler, which
   // must outlive nothing it refers to).
   std::shared_ptr<boost::asio::cancellation_signal> reply_wait;
+  std::uint16_t intercepted = 0;  // interceptors owed on_call_end (0 once it ran)
+  clock::time_point started{};    // when the interceptors were asked
+  std::size_t request_bytes = 0;
 };
 
 // One stream being served: its context, its stream_core and the handler's call object. Removed
@@ -51,9 +62,12 @@ struct active_stream {
   boost::asio::cancellation_signal signal;  // terminal cancellation into the handler coroutine
   std::shared_ptr<stream_core> stream;
   std::shared_ptr<server_stream_call> call;
+  const method_entry* method = nullptr;
   std::uint32_t serial = 0;
-  bool done = false;   // the handler finished
-  bool ended = false;  // the stream ended and flushed
+  bool done = false;              // the handler finished
+  bool ended = false;             // the stream ended and flushed
+  std::uint16_t intercepted = 0;  // interceptors owed on_call_end (0 once it ran)
+  clock::time_point started{};
 };
 
 // A response frame's parts; the reply is serialized straight into the reservation.
@@ -125,6 +139,19 @@ class connection_impl final : public server_connection,
     arm_heartbeat();
   }
   const boost::asio::any_io_executor& get_executor() const noexcept override { return ex_; }
+  connection_figures figures() const override {
+    connection_figures f;
+    f.peer = *peer_;
+    f.kind = peer_info_.transport;
+    f.age = clock::now() - accepted_at_;
+    f.calls_started = calls_started_;
+    f.calls_in_flight = calls_.size() + streams_.size();
+    f.pings_sent = pings_sent_;
+    f.pongs_received = pongs_received_;
+    f.pings_received = pings_received_;
+    f.counters = conn_->stats();
+    return f;
+  }
   void close() override {
     if (!closed_) conn_->close();
   }
@@ -155,6 +182,7 @@ class connection_impl final : public server_connection,
     switch (v.header.kind) {
       case frame::kind::ping: return on_ping(v.header.timeout_us);
       case frame::kind::pong:
+        ++pongs_received_;
         server_->heartbeats().pongs_received.fetch_add(1, std::memory_order_relaxed);
         return live_.on_pong(v.header.timeout_us);
       case frame::kind::request: return on_request(v, message);
@@ -231,8 +259,10 @@ class connection_impl final : public server_connection,
       case liveness::action::send_ping:
         // No room now: not sent this time; the timeout still runs (a client that stopped reading
         // or granting credits is cut off like a silent one).
-        if (!send_heartbeat(frame::kind::ping, live_.ping_value()))
+        if (!send_heartbeat(frame::kind::ping, live_.ping_value())) {
+          ++pings_sent_;
           server_->heartbeats().pings_sent.fetch_add(1, std::memory_order_relaxed);
+        }
         break;
       case liveness::action::peer_dead: {
         server_->heartbeats().timeouts.fetch_add(1, std::memory_order_relaxed);
@@ -257,6 +287,7 @@ class connection_impl final : public server_connection,
   }
 
   void on_ping(std::uint64_t value) {
+    ++pings_received_;
     server_->heartbeats().pings_received.fetch_add(1, std::memory_order_relaxed);
     if (policer_.on_ping(clock::now())) return too_many_pings();
     (void)send_heartbeat(frame::kind::pong, value);  // no room: whatever fills the queue is traffic too
@@ -292,22 +323,31 @@ class connection_impl final : public server_connection,
     metadata md;
     stream_window_size client_window = kDefaultStreamWindow;
     const method_entry* m = nullptr;
-    if (!admit_request(v, md, &client_window, m)) return;
-    if (client_gone_away_) return refuse_stream(id, status_code::unavailable, "server shutting down");
+    interception icpt;
+    if (!admit_request(v, md, &client_window, m, icpt)) return;
+    // A refusal from here on is an end the interceptors are told of.
+    const auto refuse_admitted = [&](status_code code, const std::string& why) {
+      refuse_stream(id, code, why);
+      end_interception(icpt.asked, icpt.started, m, md, true, code, why, 0, 0);
+    };
+    if (client_gone_away_) return refuse_admitted(status_code::unavailable, "server shutting down");
     if (calls_.size() + streams_.size() >= opts.max_in_flight_per_connection)
-      return refuse_stream(id, status_code::resource_exhausted,
-                           "too many calls in flight on this connection");
+      return refuse_admitted(status_code::resource_exhausted, "too many calls in flight on this connection");
     if (m == nullptr)
-      return refuse_stream(id, status_code::unimplemented,
-                           "unknown method id " + std::to_string(v.header.method_id));
+      return refuse_admitted(status_code::unimplemented,
+                             "unknown method id " + std::to_string(v.header.method_id));
     std::shared_ptr<server_stream_call> call = m->svc->new_stream_call(m->index);
     if (!call)
-      return refuse_stream(id, status_code::unimplemented,
-                           std::string(m->full_name) + " is not a streaming method");
+      return refuse_admitted(status_code::unimplemented,
+                             std::string(m->full_name) + " is not a streaming method");
     const auto deadline = v.header.has_timeout()
                               ? clock::now() + std::chrono::microseconds(v.header.timeout_us)
                               : clock::time_point::max();
     auto rec = std::make_unique<active_stream>(ex_, m->full_name, peer_, deadline, std::move(md));
+    for (auto& [key, value] : icpt.initial) rec->ctx.add_initial_metadata(std::move(key), std::move(value));
+    rec->method = m;
+    rec->intercepted = icpt.asked;
+    rec->started = icpt.started;
     stream_core::settings s;
     s.side = stream_state::side::server;
     s.id = id;
@@ -365,6 +405,12 @@ class connection_impl final : public server_connection,
     if (it == streams_.end()) return;
     active_stream& st = *it->second;
     st.ended = true;
+    if (st.intercepted != 0) {
+      const auto bytes = st.stream->payload_bytes();
+      end_interception(std::exchange(st.intercepted, 0), st.started, st.method, st.ctx.client_metadata(),
+                       true, code, code == status_code::ok ? std::string_view() : st.ctx.status_message(),
+                       bytes.received, bytes.sent);
+    }
     if (st.done) {
       streams_.erase(it);
       if (client_gone_away_) close_if_drained();
@@ -405,20 +451,27 @@ class connection_impl final : public server_connection,
     highest_id_ = std::max(highest_id_, id);
     metadata md;
     const method_entry* m = nullptr;
-    if (!admit_request(v, md, nullptr, m)) return;
-    if (client_gone_away_) return refuse(id, status_code::unavailable, "server shutting down");
+    interception icpt;
+    if (!admit_request(v, md, nullptr, m, icpt)) return;
+    const std::size_t request_bytes = v.payload.size();
+    // A refusal from here on is an end the interceptors are told of.
+    const auto refuse_admitted = [&](status_code code, const std::string& why) {
+      refuse(id, code, why);
+      end_interception(icpt.asked, icpt.started, m, md, false, code, why, request_bytes, 0);
+    };
+    if (client_gone_away_) return refuse_admitted(status_code::unavailable, "server shutting down");
     if (calls_.size() + streams_.size() >= server_->options().max_in_flight_per_connection)
-      return refuse(id, status_code::resource_exhausted, "too many calls in flight on this connection");
+      return refuse_admitted(status_code::resource_exhausted, "too many calls in flight on this connection");
     if (m == nullptr)
-      return refuse(id, status_code::unimplemented,
-                    "unknown method id " + std::to_string(v.header.method_id));
+      return refuse_admitted(status_code::unimplemented,
+                             "unknown method id " + std::to_string(v.header.method_id));
     auto typed = take_call(*m);
-    if (!typed) return refuse(id, status_code::unimplemented, "method index out of range");
+    if (!typed) return refuse_admitted(status_code::unimplemented, "method index out of range");
     // Parsed straight from the receive buffer, which goes back to the transport at once.
     const bool parsed = typed->parse_request(v.payload);
     message.release();
     if (!parsed) {
-      refuse(id, status_code::invalid_argument, "cannot parse " + typed->request_type());
+      refuse_admitted(status_code::invalid_argument, "cannot parse " + typed->request_type());
       return keep_call(*m, std::move(typed));
     }
     const auto deadline = v.header.has_timeout()
@@ -426,8 +479,12 @@ class connection_impl final : public server_connection,
                               : clock::time_point::max();
     auto c = calls_.new_record();
     c->ctx.emplace(ex_, m->full_name, peer_, deadline, std::move(md));
+    for (auto& [key, value] : icpt.initial) c->ctx->add_initial_metadata(std::move(key), std::move(value));
     c->call = std::move(typed);
     c->method = m;
+    c->intercepted = icpt.asked;
+    c->started = icpt.started;
+    c->request_bytes = request_bytes;
     active_call& call = *c;
     calls_.insert(id, std::move(c));
     server_->call_started();
@@ -485,7 +542,16 @@ class connection_impl final : public server_connection,
     active_call& c = *it->second;
     server_->call_finished();
     c.done = true;
-    if (c.ctx->is_cancelled()) return forget(id);  // the client gave up (or is gone): nobody reads a reply
+    if (c.ctx->is_cancelled()) {
+      // The client gave up (or is gone): nobody reads a reply.
+      if (c.intercepted != 0) {
+        const bool expired = c.ctx->deadline() <= clock::now();
+        end_interception(std::exchange(c.intercepted, 0), c.started, c.method, c.ctx->client_metadata(),
+                         false, expired ? status_code::deadline_exceeded : status_code::cancelled,
+                         expired ? "deadline exceeded" : "cancelled", c.request_bytes, 0);
+      }
+      return forget(id);
+    }
     if (e) set_status_from(*c.ctx, e);
     reply(id, c);
   }
@@ -506,8 +572,14 @@ class connection_impl final : public server_connection,
   // Sends call `id`'s reply when there is send room; else the call (still counted against
   // max_in_flight_per_connection) waits for room with the connection's async_reserve.
   void reply(std::uint32_t id, active_call& c) {
-    if (closed_) return forget(id);
     auto f = response_for(id, c);
+    if (c.intercepted != 0) {
+      end_interception(std::exchange(c.intercepted, 0), c.started, c.method, c.ctx->client_metadata(), false,
+                       f.h.status,
+                       f.h.status == c.ctx->status() ? c.ctx->status_message() : std::string_view(),
+                       c.request_bytes, f.reply_size);
+    }
+    if (closed_) return forget(id);
     boost::system::error_code ec;
     auto r = conn_->try_reserve(f.size(), ec);
     if (ec != boost::asio::error::would_block) {
@@ -562,6 +634,7 @@ class connection_impl final : public server_connection,
     c->method = nullptr;
     c->done = false;
     c->reply_wait.reset();
+    c->intercepted = 0;
     calls_.keep(std::move(c));
     if (client_gone_away_) close_if_drained();
   }
@@ -606,7 +679,8 @@ class connection_impl final : public server_connection,
   // they are checked; then its method (`m`, null for an unknown id: the caller answers
   // UNIMPLEMENTED) and server_options::check_call. False when the call was refused (a response, or
   // a reset for a stream) or the connection closed as a protocol violation.
-  bool admit_request(const frame::view& v, metadata& md, stream_window_size* window, const method_entry*& m) {
+  bool admit_request(const frame::view& v, metadata& md, stream_window_size* window, const method_entry*& m,
+                     interception& icpt) {
     const std::uint32_t id = v.header.call_id;
     const auto refusal = window != nullptr ? frame::kind::reset : frame::kind::response;
     const auto& opts = server_->options();
@@ -628,30 +702,43 @@ class connection_impl final : public server_connection,
       return false;
     }
     m = server_->methods().find(v.header.method_id);
-    // Without a check (the usual case) this branch is all it costs.
-    if (opts.check_call) [[unlikely]]
-      return run_check_call(id, m, md, window != nullptr);
+    ++calls_started_;
+    // Without interceptors (the usual case) this branch is all it costs.
+    if (!server_->interceptors().empty()) [[unlikely]]
+      return run_interceptors(id, m, md, window != nullptr, icpt);
     return true;
   }
 
-  // server_options::check_call on a call about to start; refuses it unless the verdict is OK.
-  bool run_check_call(std::uint32_t id, const method_entry* m, const metadata& md, bool stream) {
-    const call_info info{m != nullptr ? m->full_name : std::string_view(), md, peer_info_, stream};
-    call_verdict verdict;
-    try {
-      verdict = server_->options().check_call(info);
-    } catch (const std::exception& e) {
-      verdict = {status_code::internal, std::string("check_call threw: ") + e.what()};
-    } catch (...) {
-      verdict = {status_code::internal, "check_call threw a non-standard exception"};
-    }
+  static call_info info_of(const method_entry* m, const metadata& md, const peer_info& peer, bool stream) {
+    return call_info{m != nullptr ? m->full_name : std::string_view(), md, peer, stream,
+                     m != nullptr ? m->slot : call_info::kUnknownMethod};
+  }
+
+  // The interceptors' on_call_start for a call about to start; refuses it unless all say OK.
+  bool run_interceptors(std::uint32_t id, const method_entry* m, const metadata& md, bool stream,
+                        interception& icpt) {
+    const call_info info = info_of(m, md, peer_info_, stream);
+    icpt.started = clock::now();
+    const call_verdict verdict = server_->interceptors().start(info, icpt.initial, icpt.asked);
     if (verdict.code == status_code::ok) return true;
     // Per call, so at debug: a client without credentials must not flood the log.
-    rdmarpc::logger()->debug("rdmarpc server: {} {} from {} refused by check_call: {} {}",
+    rdmarpc::logger()->debug("rdmarpc server: {} {} from {} refused by an interceptor: {} {}",
                              stream ? "stream" : "call", info.method, *peer_, to_string(verdict.code),
                              verdict.message);
     refuse(id, verdict.code, verdict.message, stream ? frame::kind::reset : frame::kind::response);
+    server_->interceptors().end(
+        icpt.asked, info, call_outcome{verdict.code, verdict.message, 0, 0, clock::now() - icpt.started});
     return false;
+  }
+
+  // The interceptors' on_call_end for a call that ended (no-op when none was asked).
+  void end_interception(std::uint16_t asked, clock::time_point started, const method_entry* m,
+                        const metadata& md, bool stream, status_code code, std::string_view message,
+                        std::size_t request_bytes, std::size_t response_bytes) {
+    if (asked == 0) return;
+    server_->interceptors().end(
+        asked, info_of(m, md, peer_info_, stream),
+        call_outcome{code, message, request_bytes, response_bytes, clock::now() - started});
   }
 
   // A request beyond a configured limit: refused RESOURCE_EXHAUSTED; logged once per connection.
@@ -706,6 +793,10 @@ class connection_impl final : public server_connection,
   std::vector<std::vector<std::unique_ptr<server_call>>> spare_calls_;  // by method_entry::slot
   std::unordered_map<std::uint32_t, std::unique_ptr<active_stream>> streams_;
   std::uint32_t highest_id_ = 0;  // highest call or stream id seen (frames above it: never opened)
+  // Figures (connection_figures): plain counters, this connection's thread only.
+  const clock::time_point accepted_at_ = clock::now();
+  std::uint64_t calls_started_ = 0;
+  std::uint64_t pings_sent_ = 0, pongs_received_ = 0, pings_received_ = 0;
   std::optional<boost::asio::steady_timer> heartbeat_timer_;  // ticks while the connection is open
   liveness live_;
   ping_policer policer_;

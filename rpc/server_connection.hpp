@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "rpc/interceptor_chain.hpp"
 #include "rpc/method_table.hpp"
 #include "rpc/server.hpp"
 #include "transport/connection.hpp"
@@ -35,6 +36,8 @@ class server_connection : public transport::connection_handler {
     // `c` ended; called once, on its executor.
     virtual void connection_ended(server_connection* c) = 0;
     virtual heartbeat_counters& heartbeats() noexcept = 0;
+    // The server's interceptors: the metrics, check_call, server_options::interceptors.
+    virtual const interceptor_chain<server_interceptor>& interceptors() const noexcept = 0;
 
    protected:
     ~owner() = default;
@@ -52,6 +55,8 @@ class server_connection : public transport::connection_handler {
   // (docs/wire-format.md, Going away). Call on get_executor().
   virtual void go_away() = 0;
   virtual const boost::asio::any_io_executor& get_executor() const noexcept = 0;
+  // This connection's figures now. Call on get_executor().
+  virtual connection_figures figures() const = 0;
 
  protected:
   ~server_connection() = default;

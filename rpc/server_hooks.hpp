@@ -1,9 +1,11 @@
 #pragma once
 // Admission and authentication hooks of a server (server_options::admit_connection, check_call):
-// the read-only views they are given and the verdict a call check returns. Layer: rpc.
+// the read-only views they are given and the verdict a call check returns; interceptors
+// (rpc/interceptor.hpp) see the same call_info and answer the same verdict. Layer: rpc.
 // Threading: the views are valid only during the hook's call; see server_options for which thread
 // runs each hook.
 
+#include <cstddef>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -31,6 +33,10 @@ struct call_info {
   const rdmarpc::metadata& metadata;  // the client's (client_context::add_metadata)
   const peer_info& peer;              // the connection's
   bool stream = false;                // a stream (stream_open) rather than a unary request
+  // The method's place among the server's methods, 0..server::method_names().size()-1 in
+  // registration order (a dense index for per-method tables); kUnknownMethod for an unknown id.
+  static constexpr std::size_t kUnknownMethod = static_cast<std::size_t>(-1);
+  std::size_t method_index = kUnknownMethod;
 };
 
 // What a call check answers: ok lets the call through; any other code is the status the client's

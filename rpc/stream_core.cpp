@@ -68,12 +68,15 @@ void stream_core::delivering(F&& f) {
 // --- the owner's side ---------------------------------------------------------------------
 
 void stream_core::open(const method_descriptor& method, client_context* context, clock::time_point deadline,
-                       std::string first_request, bool has_first_request) {
+                       std::string first_request, bool has_first_request, const metadata& added_metadata) {
   client_ctx_ = context;
   deadline_ = deadline;
   const stream_window_size window = receive_window_.window();
+  // The interceptors' entries after the caller's: extras are a protobuf message, so the two
+  // encodings concatenated are one message with both lists.
   const std::string ex =
-      extras::encode_request(context != nullptr ? context->request_metadata() : metadata{}, &window);
+      extras::encode_request(context != nullptr ? context->request_metadata() : metadata{}, &window) +
+      (added_metadata.empty() ? std::string() : extras::encode_request(added_metadata));
   out_frame open;
   open.bytes = encode(frame::kind::stream_open, ex, {}, status_code::ok, method.id);  // timeout: when sent
   open.is_open = true;
@@ -215,6 +218,7 @@ void stream_core::on_message(const frame::view& v, transport::received_message& 
   if (!receive_window_.on_received(v.payload.size())) {
     return reset(status_code::internal, "flow control violation: message beyond the window");
   }
+  payload_bytes_.received += v.payload.size();
   if (!v.extras.empty()) {
     // Only a server's first message carries extras: its initial metadata.
     if (server_ctx_ != nullptr || initial_metadata_done_) return reset(status_code::internal, kNotAllowed);
@@ -461,7 +465,10 @@ void stream_core::send_front(std::deque<out_frame>& q, transport::send_reservati
   std::memcpy(r.data().data(), f.bytes.data(), f.bytes.size());
   r.commit(f.bytes.size());
   if (f.is_open) open_sent_ = true;
-  if (f.message) send_window_.on_sent(f.payload);
+  if (f.message) {
+    send_window_.on_sent(f.payload);
+    payload_bytes_.sent += f.payload;
+  }
   if (f.completes_write) complete(write_h_, {});
 }
 
@@ -486,6 +493,7 @@ bool stream_core::try_write_direct(const google::protobuf::MessageLite& message)
   r.commit_coalesced(frame::kHeaderSize + payload);
   initial_metadata_done_ = initial_metadata_done_ || server_ctx_ != nullptr;
   send_window_.on_sent(payload);
+  payload_bytes_.sent += payload;
   return true;
 }
 

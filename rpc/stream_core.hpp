@@ -70,7 +70,7 @@ class stream_core final : public stream_io, public std::enable_shared_from_this<
   // our window) and, for server streaming, the request and the half-close. `context` (may be
   // null) gets the results. Call once, before attach.
   void open(const method_descriptor& method, client_context* context, clock::time_point deadline,
-            std::string first_request, bool has_first_request);
+            std::string first_request, bool has_first_request, const metadata& added_metadata = {});
   // Server: the handler's context (initial metadata go with the first message or the trailers)
   // and stream_headers with our window, queued first.
   void accept(const server_context* context, clock::time_point deadline);
@@ -87,6 +87,9 @@ class stream_core final : public stream_io, public std::enable_shared_from_this<
   // The connection is gone: ends the stream here, nothing is sent.
   void fail(status_code code, std::string message);
   bool ended() const noexcept { return ended_; }
+  // How it ended (once ended()).
+  status_code final_code() const noexcept { return final_code_; }
+  const std::string& final_message() const noexcept { return final_message_; }
   std::uint32_t id() const noexcept { return id_; }
 
   // --- stream_io --------------------------------------------------------------------------
@@ -97,6 +100,12 @@ class stream_core final : public stream_io, public std::enable_shared_from_this<
   void finish(handler h) override;
   void cancel() noexcept override;
   void release() noexcept override;
+
+  // The messages' bytes sent and received so far (interceptors' call_outcome). On the executor.
+  struct byte_counts {
+    std::size_t sent = 0, received = 0;
+  };
+  byte_counts payload_bytes() const noexcept { return payload_bytes_; }
 
  private:
   struct out_frame {
@@ -185,6 +194,7 @@ class stream_core final : public stream_io, public std::enable_shared_from_this<
   std::array<std::pair<handler, boost::system::error_code>, 3> ready_;
   std::size_t ready_count_ = 0;
 
+  byte_counts payload_bytes_;
   bool ended_ = false;
   bool clean_end_ = false;  // by trailers (client) / our trailers (server): reads see eof
   bool owner_told_ = false;

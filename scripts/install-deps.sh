@@ -13,6 +13,8 @@ PACKAGES=(
   # toolchain (clang-format: scripts/check-format.sh, a stage of scripts/test.sh; clang and
   # libclang-rt-14-dev, which ships libFuzzer's runtime: scripts/fuzz.sh)
   cmake ninja-build g++ pkg-config clang-format clang libclang-rt-14-dev
+  # promtool validates the metrics endpoint's output (tests/rpc metrics_http test)
+  prometheus
   # the Soft-RoCE VM (tools/rxe-vm)
   qemu-system-x86 qemu-system-data busybox-static cpio kmod xz-utils zstd iproute2
 )

@@ -107,9 +107,11 @@ struct connection_stats {
   std::uint64_t bytes_received = 0;
   std::uint64_t credit_stalls = 0;         // times a committed message waited for peer credits
   std::uint64_t credit_only_messages = 0;  // credit updates sent with no payload
-  std::uint64_t rnr_errors = 0;            // IBV_WC_RNR_RETRY_EXC_ERR seen; must stay 0
-  std::uint64_t reposts = 0;               // receive slots reposted
-  std::uint64_t cq_wakeups = 0;            // completion-channel events handled
+  std::uint64_t fragments_sent =
+      0;  // rdma sends posted for messages (a message larger than a slot takes several)
+  std::uint64_t rnr_errors = 0;  // IBV_WC_RNR_RETRY_EXC_ERR seen; must stay 0
+  std::uint64_t reposts = 0;     // receive slots reposted
+  std::uint64_t cq_wakeups = 0;  // completion-channel events handled
 };
 
 // Receives what a connection delivers. Both calls come on the connection's executor.

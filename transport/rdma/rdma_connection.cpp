@@ -281,6 +281,7 @@ void rdma_connection::commit_reservation(std::uint64_t token, std::size_t size, 
   committed_.push_back(m);
   ++stats_.messages_sent;
   stats_.bytes_sent += size;
+  stats_.fragments_sent += m.fragments;
   // Posting runs no user code: the WRs go out now, in commit order (behind any still waiting, and
   // taking held ones along), or with the doorbell's turn.
   if (coalesce) return hold_doorbell();

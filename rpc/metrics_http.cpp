@@ -1,0 +1,214 @@
+#include "rpc/metrics_http.hpp"
+
+#include <atomic>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/system/system_error.hpp>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "log/log.hpp"
+
+namespace rdmarpc {
+namespace {
+
+namespace http = boost::beast::http;
+using tcp = boost::asio::ip::tcp;
+
+// "127.0.0.1:9464", "[::1]:9464" -> an endpoint; throws system_error(invalid_argument) otherwise.
+tcp::endpoint parse_address(std::string_view address) {
+  const auto bad = [&] {
+    return boost::system::system_error(
+        make_error_code(boost::system::errc::invalid_argument),
+        "rdmarpc metrics_address \"" + std::string(address) + "\": expected host:port, e.g. 127.0.0.1:9464");
+  };
+  const auto colon = address.rfind(':');
+  if (colon == std::string_view::npos || colon + 1 == address.size()) throw bad();
+  std::string host(address.substr(0, colon));
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  unsigned port = 0;
+  for (char c : address.substr(colon + 1)) {
+    if (c < '0' || c > '9') throw bad();
+    port = port * 10 + static_cast<unsigned>(c - '0');
+    if (port > 65535) throw bad();
+  }
+  boost::system::error_code ec;
+  const auto ip = boost::asio::ip::make_address(host, ec);
+  if (ec) throw bad();
+  return {ip, static_cast<unsigned short>(port)};
+}
+
+std::string to_string(const tcp::endpoint& ep) {
+  const auto a = ep.address();
+  return (a.is_v6() ? "[" + a.to_string() + "]" : a.to_string()) + ":" + std::to_string(ep.port());
+}
+
+// One scraper's connection: one request, one answer, then closed.
+class scrape_session : public std::enable_shared_from_this<scrape_session> {
+ public:
+  scrape_session(tcp::socket socket, std::shared_ptr<boost::asio::io_context> io,
+                 std::shared_ptr<std::atomic<std::size_t>> active, metrics_http::renderer render)
+      : stream_(std::move(socket)),
+        io_(std::move(io)),
+        active_(std::move(active)),
+        render_(std::move(render)) {
+    parser_.header_limit(8 * 1024);
+    parser_.body_limit(1024);
+  }
+  ~scrape_session() { active_->fetch_sub(1); }
+
+  void close() {
+    boost::system::error_code ignored;
+    stream_.socket().close(ignored);
+  }
+
+  void start() {
+    stream_.expires_after(metrics_http::kScrapeTimeout);
+    http::async_read(
+        stream_, buffer_, parser_,
+        [self = shared_from_this()](boost::system::error_code ec, std::size_t) { self->on_read(ec); });
+  }
+
+ private:
+  void on_read(boost::system::error_code ec) {
+    if (ec) return;  // timed out, malformed or gone: dropped
+    const auto& req = parser_.get();
+    if (req.method() != http::verb::get && req.method() != http::verb::head) {
+      return respond(http::status::method_not_allowed, "only GET /metrics is served\n", "GET, HEAD");
+    }
+    if (req.target() != "/metrics") return respond(http::status::not_found, "only /metrics is served\n");
+    head_only_ = req.method() == http::verb::head;
+    // Rendered elsewhere (the connections' threads); the answer comes back to this thread. The
+    // callback holds the io_context (the endpoint may be gone by then: the answer is dropped).
+    render_([self = shared_from_this(), io = io_.lock()](metrics_http::page page) {
+      if (!io) return;
+      boost::asio::post(*io, [self, page = std::move(page)] { self->respond(http::status::ok, page()); });
+    });
+  }
+
+  void respond(http::status status, std::string body, std::string_view allow = {}) {
+    res_.result(status);
+    res_.version(11);
+    res_.set(http::field::server, "rdmarpc");
+    res_.set(http::field::content_type, status == http::status::ok
+                                            ? "text/plain; version=0.0.4; charset=utf-8"
+                                            : "text/plain; charset=utf-8");
+    if (!allow.empty()) res_.set(http::field::allow, allow);
+    res_.keep_alive(false);
+    res_.body() = std::move(body);
+    res_.prepare_payload();
+    if (head_only_) res_.body().clear();
+    stream_.expires_after(metrics_http::kScrapeTimeout);
+    http::async_write(stream_, res_, [self = shared_from_this()](boost::system::error_code, std::size_t) {
+      boost::system::error_code ignored;
+      self->stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    });
+  }
+
+  boost::beast::tcp_stream stream_;
+  boost::beast::flat_buffer buffer_{8 * 1024};
+  http::request_parser<http::string_body> parser_;  // a small body is read (then refused 405)
+  http::response<http::string_body> res_;
+  bool head_only_ = false;
+  std::weak_ptr<boost::asio::io_context> io_;  // weak: the io_context holds our pending handlers
+  std::shared_ptr<std::atomic<std::size_t>> active_;
+  metrics_http::renderer render_;
+};
+
+}  // namespace
+
+class metrics_http::impl : public std::enable_shared_from_this<metrics_http::impl> {
+ public:
+  impl(std::string_view address, renderer render) : acceptor_(*io_), render_(std::move(render)) {
+    const auto ep = parse_address(address);
+    acceptor_.open(ep.protocol());
+    acceptor_.set_option(tcp::acceptor::reuse_address(true));
+    acceptor_.bind(ep);
+    acceptor_.listen();
+    address_ = to_string(acceptor_.local_endpoint());
+  }
+
+  void start() {
+    accept_next();
+    thread_ = std::thread([io = io_] { io->run(); });
+  }
+
+  void stop() {
+    // Scrapers in progress are dropped; run() returns once their handlers have run.
+    boost::asio::post(*io_, [self = shared_from_this()] {
+      boost::system::error_code ignored;
+      self->acceptor_.close(ignored);
+      for (auto& weak : self->sessions_)
+        if (auto s = weak.lock()) s->close();
+      self->sessions_.clear();
+    });
+    guard_.reset();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  const std::string& address() const noexcept { return address_; }
+
+ private:
+  void accept_next() {
+    acceptor_.async_accept([self = shared_from_this()](boost::system::error_code ec, tcp::socket socket) {
+      if (ec == boost::asio::error::operation_aborted || !self->acceptor_.is_open()) return;
+      if (!ec) {
+        if (self->active_->load() >= kMaxScrapers) {
+          // Beyond the limit: closed at once, the others carry on.
+          if (!self->limit_logged_) {
+            self->limit_logged_ = true;
+            rdmarpc::logger()->warn(
+                "rdmarpc metrics endpoint {}: more than {} scrapers at once; closing the "
+                "extra ones (logged once)",
+                self->address_, kMaxScrapers);
+          }
+        } else {
+          self->active_->fetch_add(1);
+          auto session =
+              std::make_shared<scrape_session>(std::move(socket), self->io_, self->active_, self->render_);
+          std::erase_if(self->sessions_, [](const auto& w) { return w.expired(); });
+          self->sessions_.push_back(session);
+          session->start();
+        }
+      }
+      self->accept_next();
+    });
+  }
+
+  // Shared with the sessions and the render callbacks, which may outlive us by a moment.
+  std::shared_ptr<boost::asio::io_context> io_ = std::make_shared<boost::asio::io_context>(1);
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guard_{
+      io_->get_executor()};
+  tcp::acceptor acceptor_;
+  renderer render_;
+  std::string address_;
+  std::shared_ptr<std::atomic<std::size_t>> active_ = std::make_shared<std::atomic<std::size_t>>(0);
+  bool limit_logged_ = false;                            // on the io thread
+  std::vector<std::weak_ptr<scrape_session>> sessions_;  // on the io thread: closed by stop()
+  std::thread thread_;
+};
+
+metrics_http::metrics_http(std::string_view address, renderer render)
+    : impl_(std::make_shared<impl>(address, std::move(render))) {
+  impl_->start();
+  rdmarpc::logger()->info("rdmarpc server: metrics on http://{}/metrics", impl_->address());
+}
+
+metrics_http::~metrics_http() {
+  impl_->stop();
+}
+
+const std::string& metrics_http::address() const noexcept {
+  return impl_->address();
+}
+
+}  // namespace rdmarpc
