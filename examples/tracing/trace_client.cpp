@@ -19,7 +19,8 @@ namespace {
 class sent_trace final : public rdmarpc::client_interceptor {
  public:
   rdmarpc::call_verdict on_call_start(const rdmarpc::client_call_info&, rdmarpc::metadata& added) override {
-    if (auto t = tracing::traceparent_of(added)) std::cout << "trace " << t->trace_id << " span " << t->parent_id << "\n";
+    if (auto t = tracing::traceparent_of(added))
+      std::cout << "trace " << t->trace_id << " span " << t->parent_id << "\n";
     return {};
   }
   void on_call_end(const rdmarpc::client_call_info&, const rdmarpc::call_outcome& outcome) override {
@@ -62,8 +63,8 @@ int main(int argc, char* argv[]) {
         }
         rdmarpc::client_context no_token;
         no_token.set_timeout(std::chrono::seconds(30));
-        auto [ec2, reply2] =
-            co_await stranger.async_say_hello(no_token, request, boost::asio::as_tuple(boost::asio::use_awaitable));
+        auto [ec2, reply2] = co_await stranger.async_say_hello(
+            no_token, request, boost::asio::as_tuple(boost::asio::use_awaitable));
         std::cout << "without a token: " << rdmarpc::to_string(rdmarpc::to_status_code(ec2)) << ": "
                   << no_token.status_message() << "\n";
         if (!ec2) ++failed;

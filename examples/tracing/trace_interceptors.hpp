@@ -46,7 +46,8 @@ inline std::optional<traceparent> traceparent_of(const rdmarpc::metadata& md) {
 
 class traceparent_propagation final : public rdmarpc::client_interceptor {
  public:
-  rdmarpc::call_verdict on_call_start(const rdmarpc::client_call_info& call, rdmarpc::metadata& added) override {
+  rdmarpc::call_verdict on_call_start(const rdmarpc::client_call_info& call,
+                                      rdmarpc::metadata& added) override {
     std::optional<traceparent> parent;
     if (call.context != nullptr && call.context->parent() != nullptr)
       parent = traceparent_of(call.context->parent()->client_metadata());

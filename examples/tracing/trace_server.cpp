@@ -18,10 +18,11 @@ using greeter::v1::Greeter;
 class greeter_impl final : public Greeter::Service {
  public:
   greeter_impl(std::string name, std::shared_ptr<rdmarpc::channel> backend)
-      : name_(std::move(name)), backend_(backend ? std::make_optional<Greeter::Stub>(backend) : std::nullopt) {}
+      : name_(std::move(name)),
+        backend_(backend ? std::make_optional<Greeter::Stub>(backend) : std::nullopt) {}
 
-  boost::asio::awaitable<greeter::v1::HelloReply> say_hello(rdmarpc::server_context& ctx,
-                                                            const greeter::v1::HelloRequest& request) override {
+  boost::asio::awaitable<greeter::v1::HelloReply> say_hello(
+      rdmarpc::server_context& ctx, const greeter::v1::HelloRequest& request) override {
     greeter::v1::HelloReply reply;
     if (!backend_) {
       reply.set_text(name_ + ": hello, " + request.name());
@@ -29,9 +30,10 @@ class greeter_impl final : public Greeter::Service {
     }
     rdmarpc::client_context downstream;
     downstream.set_parent(ctx);  // same trace, and never a later deadline than our caller's
-    auto [ec, backend_reply] =
-        co_await backend_->async_say_hello(downstream, request, boost::asio::as_tuple(boost::asio::use_awaitable));
-    if (ec) throw rdmarpc::status_error(rdmarpc::to_status_code(ec), "backend: " + downstream.status_message());
+    auto [ec, backend_reply] = co_await backend_->async_say_hello(
+        downstream, request, boost::asio::as_tuple(boost::asio::use_awaitable));
+    if (ec)
+      throw rdmarpc::status_error(rdmarpc::to_status_code(ec), "backend: " + downstream.status_message());
     reply.set_text(name_ + " -> " + backend_reply.text());
     co_return reply;
   }
