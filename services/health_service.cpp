@@ -101,6 +101,11 @@ std::optional<serving_status> health_service::status(std::string_view service) c
   return it->second;
 }
 
+std::size_t health_service::watch_count() const {
+  std::lock_guard lock(mutex_);
+  return watchers_.size();
+}
+
 void health_service::shutdown() {
   std::lock_guard lock(mutex_);
   shut_down_ = true;

@@ -44,6 +44,8 @@ class health_service final : public grpc::health::v1::Health::Service {
   void clear_status(std::string_view service);
   // `service`'s status, or nullopt when it has none.
   std::optional<serving_status> status(std::string_view service) const;
+  // The Watch calls open now (a figure for stats; tests see watches end with it).
+  std::size_t watch_count() const;
 
   // For a server going down: every service with a status becomes NOT_SERVING, later set_status
   // calls are ignored, and every watch sends its last status and ends (OK), so watches do not
