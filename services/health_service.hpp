@@ -2,7 +2,7 @@
 // rdmarpc::services::health_service: gRPC's health checking protocol (grpc.health.v1.Health:
 // Check and Watch) over the serving statuses the application sets. Add it with one line:
 //   rdmarpc::services::health_service health;  server.add_service(health);
-//   health.set_status("kv.Store", rdmarpc::services::serving_status::SERVING);
+//   health.set_status("kv.Store", rdmarpc::services::kServing);
 // Layer: services (generated code over rpc). Threading: set_status, clear_status, status,
 // shutdown and resume may be called from any thread at any time; the handlers run on the server's
 // connection threads. Like every service it must outlive the server it is added to.
@@ -19,8 +19,12 @@
 
 namespace rdmarpc::services {
 
-// UNKNOWN, SERVING, NOT_SERVING, SERVICE_UNKNOWN (the last only ever sent by Watch).
+// UNKNOWN, SERVING, NOT_SERVING, SERVICE_UNKNOWN (the last only ever sent by Watch): the generated
+// enum, also spelled grpc::health::v1::HealthCheckResponse::SERVING etc.
 using serving_status = grpc::health::v1::HealthCheckResponse::ServingStatus;
+inline constexpr serving_status kServing = grpc::health::v1::HealthCheckResponse::SERVING;
+inline constexpr serving_status kNotServing = grpc::health::v1::HealthCheckResponse::NOT_SERVING;
+inline constexpr serving_status kServiceUnknown = grpc::health::v1::HealthCheckResponse::SERVICE_UNKNOWN;
 
 // Check answers a service's status, or NOT_FOUND for a service that has none (as gRPC does).
 // Watch sends the status at once (SERVICE_UNKNOWN for a service that has none: it may get one

@@ -42,8 +42,12 @@ void set_file(reflection::ServerReflectionResponse& response, const pb::FileDesc
 
 }  // namespace
 
-reflection_service::reflection_service(const rdmarpc::server& server, const pb::DescriptorPool& pool) noexcept
-    : server_(server), pool_(pool) {}
+reflection_service::reflection_service(const pb::DescriptorPool& pool) noexcept : pool_(pool) {}
+
+void reflection_service::add_to(rdmarpc::server& server) {
+  server.add_service(*this);
+  server_ = &server;
+}
 
 void reflection_service::answer(const reflection::ServerReflectionRequest& request,
                                 reflection::ServerReflectionResponse& response) const {
@@ -52,8 +56,14 @@ void reflection_service::answer(const reflection::ServerReflectionRequest& reque
   *response.mutable_original_request() = request;
   switch (request.message_request_case()) {
     case reflection::ServerReflectionRequest::kListServices: {
+      if (server_ == nullptr) {
+        set_error(response, status_code::failed_precondition,
+                  "this reflection service was added with server::add_service and does not know the "
+                  "server's services: add it with reflection_service::add_to(server)");
+        return;
+      }
       auto* list = response.mutable_list_services_response();
-      for (std::string& name : server_.service_names()) list->add_service()->set_name(std::move(name));
+      for (std::string& name : server_->service_names()) list->add_service()->set_name(std::move(name));
       return;
     }
     case reflection::ServerReflectionRequest::kFileByFilename: {
@@ -124,7 +134,8 @@ void reflection_service::answer_symbol(const std::string& symbol,
 
 // `symbol` is a service the server has, or one of its methods ("pkg.Service.Method").
 bool reflection_service::is_served(std::string_view symbol) const {
-  for (const std::string& name : server_.service_names()) {
+  if (server_ == nullptr) return false;
+  for (const std::string& name : server_->service_names()) {
     if (symbol == name) return true;
     if (symbol.size() > name.size() + 1 && symbol.starts_with(name) && symbol[name.size()] == '.' &&
         symbol.find('.', name.size() + 1) == std::string_view::npos)

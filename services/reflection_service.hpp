@@ -2,8 +2,9 @@
 // rdmarpc::services::reflection_service: gRPC's server reflection (grpc.reflection.v1
 // ServerReflection/ServerReflectionInfo), so a client (the rdmarpc CLI, grpcurl-like tools) can
 // list a server's services and fetch the descriptors of their methods and messages without the
-// .proto files. Add it with one line:
-//   rdmarpc::services::reflection_service reflection(server);  server.add_service(reflection);
+// .proto files. Declare it before the server (a service must outlive the server it is added to),
+// then add it with one line:
+//   rdmarpc::services::reflection_service reflection;  ...  reflection.add_to(server);
 // Layer: services (generated code over rpc). Threading: handlers run on the server's connection
 // threads, several at once; the descriptor pool is thread-safe and the server's service list is
 // fixed once serving. Like every service it must outlive the server it is added to.
@@ -32,11 +33,15 @@ namespace rdmarpc::services {
 // the above set.
 class reflection_service final : public grpc::reflection::v1::ServerReflection::Service {
  public:
-  // `server` is the one this service is added to (read for list_services only while it serves);
-  // `pool` must outlive this service. Descriptors of generated code are in the generated pool.
-  explicit reflection_service(const rdmarpc::server& server,
-                              const google::protobuf::DescriptorPool& pool =
+  // Answers from `pool` (which must outlive this service); generated code's descriptors are in
+  // the generated pool.
+  explicit reflection_service(const google::protobuf::DescriptorPool& pool =
                                   *google::protobuf::DescriptorPool::generated_pool()) noexcept;
+
+  // server.add_service(*this), and list_services lists `server`'s services (it reads them only while
+  // the server serves). Call it where services are added (before serving). A reflection_service
+  // added with plain server::add_service answers list_services with FAILED_PRECONDITION.
+  void add_to(rdmarpc::server& server);
 
   // Answers `request` into `response` (what the stream does for each request; a test or another
   // transport can call it directly).
@@ -54,7 +59,7 @@ class reflection_service final : public grpc::reflection::v1::ServerReflection::
                      grpc::reflection::v1::ServerReflectionResponse& response) const;
   bool is_served(std::string_view symbol) const;
 
-  const rdmarpc::server& server_;
+  const rdmarpc::server* server_ = nullptr;
   const google::protobuf::DescriptorPool& pool_;
 };
 

@@ -240,3 +240,15 @@ TEST_CASE("a client rebuilds a DescriptorPool from reflection and finds the meth
   CHECK(!std::get<0>(*r));
   CHECK(std::get<1>(*r).value() == 3);
 }
+
+TEST_CASE("reflection added without add_to cannot list services but answers the rest",
+          "[services][reflection]") {
+  services::reflection_service plain;  // never add_to(server): no server to list
+  reflection::ServerReflectionResponse response;
+  plain.answer(list_services(), response);
+  REQUIRE(response.has_error_response());
+  CHECK(response.error_response().error_code() == static_cast<int>(status_code::failed_precondition));
+  CHECK_THAT(response.error_response().error_message(), Catch::Contains("add_to"));
+  plain.answer(by_symbol("svctest.Counter"), response);
+  CHECK(file_names(response).front() == "svctest/counter.proto");
+}

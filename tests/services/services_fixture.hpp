@@ -53,10 +53,10 @@ class services_fixture {
   counter_service counter_;
   test_service hand_written_;
   services::health_service health_;
+  services::reflection_service reflection_;
   io_thread server_io_;
   io_thread client_io_;
   std::unique_ptr<rdmarpc::server> server_;
-  std::optional<services::reflection_service> reflection_;
   std::shared_ptr<channel> channel_;
 };
 
