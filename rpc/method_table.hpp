@@ -36,6 +36,8 @@ class method_table {
   std::size_t size() const noexcept { return methods_.size(); }
   // Full names by slot ("/kv.Store/Get"), in registration order.
   const std::vector<std::string_view>& names() const noexcept { return names_; }
+  // The services added, in the order they were added.
+  const std::vector<service*>& services() const noexcept { return services_; }
 
  private:
   std::vector<service*> services_;

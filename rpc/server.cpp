@@ -448,6 +448,12 @@ void server::connection_figures_of_all(
   impl_->connection_figures_of_all(std::move(handler));
 }
 
+std::vector<std::string> server::service_names() const {
+  std::vector<std::string> names;
+  for (const service* s : impl_->methods().services()) names.emplace_back(s->full_name());
+  return names;
+}
+
 void server::add_service(service& s) {
   impl_->add_service(s);
 }

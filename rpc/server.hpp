@@ -168,6 +168,10 @@ class server {
   void connection_figures_of_all(
       boost::asio::any_completion_handler<void(std::vector<connection_figures>)> handler);
 
+  // The full names of the services added ("kv.Store"), in the order they were added (what a
+  // reflection service lists). Any thread once serving: services are added before that.
+  std::vector<std::string> service_names() const;
+
  private:
   class impl;
   std::shared_ptr<impl> impl_;
