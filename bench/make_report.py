@@ -450,6 +450,13 @@ def targets(res):
         add(f"instructions per 64 B echo call (client+server), rdmarpc {transport}, callback handler ≤ 5,000",
             v, 5000, True, f"{fmt(v)}", "5,000",
             "" if v is None else f"; with the coroutine handler: {fmt(co)}")
+    base = res.ipc("rdmarpc", "loopback", "callback")
+    for label, what in (("callback+metrics", "the server's built-in metrics"),
+                        ("callback+interceptors", "metrics and a no-op interceptor on each side")):
+        v = res.ipc("rdmarpc", "loopback", label)
+        pct = None if v is None or not base else (v / base - 1) * 100
+        add(f"cost of {what}, 64 B call, loopback, callback handler ≤ 5 % of the call's instructions", pct, 5.0,
+            True, "n/a" if pct is None else f"{pct:.1f} % ({fmt(v)} vs {fmt(base)} instructions)", "5 %")
     r = res.cg("rdmarpc", "loopback", "callback")
     v = None if r is None or "new_per_call" not in r else r["new_per_call"] - r["new_protobuf_per_call"]
     add("heap allocations per 64 B echo call (operator new, client + server, loopback, callback handler), "

@@ -48,6 +48,8 @@ void usage() {
                "          (EchoBench::Service, a co_spawn per call)\n"
                "--async-writes  (--stream) the server writes each message with async_write; by default\n"
                "          it uses try_write while that need not wait\n"
+               "--metrics  the server's built-in metrics on; --interceptors  also a no-op interceptor on\n"
+               "          each side (what interceptors cost)\n"
                "client flags:\n"
             << client_flags_help();
 }
@@ -65,6 +67,8 @@ struct settings {
   double idle_seconds = 5;
   bool coroutine_handler = false;  // --handler coroutine
   bool async_writes_only = false;  // --async-writes
+  bool metrics = false;            // --metrics: the server's built-in metrics
+  bool interceptors = false;       // --interceptors: a no-op interceptor on each side (and --metrics)
   std::size_t connections = 100;   // heartbeats mode
   bool heartbeats = true;          // --no-heartbeats: the baseline of heartbeats mode
   // --heartbeat-interval/--heartbeat-timeout MS: 0 keeps the library's defaults.
@@ -74,6 +78,22 @@ struct settings {
   rdmarpc::transport::connection_options transport() const {
     rdmarpc::transport::connection_options o;
     o.polling = polling;
+    return o;
+  }
+  // What a call costs with interceptors installed: one that does nothing, on each side.
+  struct noop_server final : rdmarpc::server_interceptor {};
+  struct noop_client final : rdmarpc::client_interceptor {};
+  rdmarpc::server_options server() const {
+    rdmarpc::server_options o;
+    o.transport = transport();
+    o.metrics = metrics || interceptors;
+    if (interceptors) o.interceptors.push_back(std::make_shared<noop_server>());
+    return o;
+  }
+  rdmarpc::channel_options channel() const {
+    rdmarpc::channel_options o;
+    o.transport = transport();
+    if (interceptors) o.interceptors.push_back(std::make_shared<noop_client>());
     return o;
   }
   std::string mode_label() const {
@@ -101,9 +121,7 @@ struct echo_services {
 int serve(const settings& s) {
   asio::io_context io(1);  // concurrency hint 1: one thread runs it (see README, Performance)
   echo_services services;
-  rdmarpc::server_options options;
-  options.transport = s.transport();
-  rdmarpc::server server(io.get_executor(), options);
+  rdmarpc::server server(io.get_executor(), s.server());
   server.add_service(services.pick(s));
   const auto bound = server.listen(s.uri);
   std::cerr << "rdmarpc_echo_bench: listening on " << bound.to_uri() << " (" << s.mode_label() << ")"
@@ -118,9 +136,7 @@ int serve(const settings& s) {
 
 int run_client(const settings& s) {
   asio::io_context io(1);  // concurrency hint 1: one thread runs it (see README, Performance)
-  rdmarpc::channel_options options;
-  options.transport = s.transport();
-  auto channel = rdmarpc::channel::create(io.get_executor(), s.uri, options);
+  auto channel = rdmarpc::channel::create(io.get_executor(), s.uri, s.channel());
   echo_client client(io, channel, transport_of(s.uri), s.mode_label());
   client.async_writes_only = s.async_writes_only;
   const auto results = run_matrix(client, s.client);
@@ -135,12 +151,9 @@ int run_client(const settings& s) {
 class inproc_pair {
  public:
   explicit inproc_pair(const settings& s) : work_(server_io_.get_executor()) {
-    rdmarpc::server_options server_options;
-    server_options.transport = s.transport();
-    server_.emplace(server_io_.get_executor(), server_options);
+    server_.emplace(server_io_.get_executor(), s.server());
     server_->add_service(services_.pick(s));
-    rdmarpc::channel_options channel_options;
-    channel_options.transport = s.transport();
+    const rdmarpc::channel_options channel_options = s.channel();
     if (s.uri == "loopback") {
       rdmarpc::transport::loopback::loopback_options lo;
       lo.connection = s.transport();
@@ -308,6 +321,12 @@ int run(int argc, char** argv) {
       s.coroutine_handler = h == "coroutine";
     } else if (f == "--async-writes") {
       s.async_writes_only = true;
+      args.skip();
+    } else if (f == "--metrics") {
+      s.metrics = true;
+      args.skip();
+    } else if (f == "--interceptors") {
+      s.interceptors = true;
       args.skip();
     } else if (f == "--seconds") {
       s.idle_seconds = std::stod(args.value());

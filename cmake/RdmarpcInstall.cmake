@@ -62,6 +62,10 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/proto/grpc DESTINATION ${CMAKE_INSTALL_I
   FILES_MATCHING PATTERN "*.proto")
 install(DIRECTORY ${RDMARPC_SERVICES_GENERATED_DIR}/grpc DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rdmarpc
   FILES_MATCHING PATTERN "*.h")
+# rdmarpc.admin.v1 (admin_service): its generated code the same way ("rdmarpc/admin/v1/admin.rdmarpc.pb.h"
+# from the include/rdmarpc/ root); its .proto is installed with proto/rdmarpc above.
+install(DIRECTORY ${RDMARPC_SERVICES_GENERATED_DIR}/rdmarpc DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rdmarpc
+  FILES_MATCHING PATTERN "*.h")
 
 install(EXPORT rdmarpcTargets NAMESPACE rdmarpc:: DESTINATION ${RDMARPC_INSTALL_CMAKEDIR})
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/rdmarpcConfig.cmake.in

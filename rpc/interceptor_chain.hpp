@@ -34,15 +34,15 @@ class interceptor_chain {
     asked = 0;
     for (const auto& i : chain_) {
       ++asked;
-      call_verdict v;
       try {
-        v = i->on_call_start(call, added);
+        call_verdict v = i->on_call_start(call, added);  // constructed in place: no string moved
+        if (v.code != status_code::ok) [[unlikely]]
+          return v;
       } catch (const std::exception& e) {
-        v = {status_code::internal, std::string("interceptor threw: ") + e.what()};
+        return {status_code::internal, std::string("interceptor threw: ") + e.what()};
       } catch (...) {
-        v = {status_code::internal, "interceptor threw a non-standard exception"};
+        return {status_code::internal, "interceptor threw a non-standard exception"};
       }
-      if (v.code != status_code::ok) return v;
     }
     return {};
   }

@@ -2,10 +2,12 @@
 // SIGTERM, then shuts down gracefully (in-flight calls get up to 5 s to finish).
 //   kv_server rdma://10.0.0.1:7471
 //   kv_server --threads 2 tcp://0.0.0.0:7471 rdma://0.0.0.0:7471
+//   kv_server --metrics-address 127.0.0.1:9464 tcp://127.0.0.1:7471   (Prometheus at /metrics)
 // Prints "kv_server listening on <uri>" on stdout for every URI (with the real port when 0 was
 // asked for), so scripts can wait for it.
 // Also serves grpc.health.v1 (kv.Store and the server: SERVING; NOT_SERVING once shutting down) and
-// grpc.reflection.v1, so the rdmarpc CLI can list, describe and call it without kv.proto.
+// grpc.reflection.v1, so the rdmarpc CLI can list, describe and call it without kv.proto, and the
+// admin service with the server's metrics (rdmarpc stats URI).
 
 #include <spdlog/spdlog.h>
 
@@ -14,6 +16,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
+#include <rdmarpc/admin_service.hpp>
 #include <rdmarpc/health_service.hpp>
 #include <rdmarpc/reflection_service.hpp>
 #include <rdmarpc/server.hpp>
@@ -26,20 +29,24 @@
 namespace {
 
 int usage() {
-  std::cerr << "usage: kv_server [--threads N] URI [URI...]\n"
-               "  URI: rdma://ADDRESS:PORT or tcp://ADDRESS:PORT (port 0 picks a free one)\n";
+  std::cerr << "usage: kv_server [--threads N] [--metrics-address HOST:PORT] URI [URI...]\n"
+               "  URI: rdma://ADDRESS:PORT or tcp://ADDRESS:PORT (port 0 picks a free one)\n"
+               "  --metrics-address: serve Prometheus metrics at http://HOST:PORT/metrics\n";
   return 2;
 }
 
 }  // namespace
 
 int main(int argc, char* argv[]) {
-  std::size_t threads = 0;
+  rdmarpc::server_options options;
+  options.metrics = true;  // per-method figures for the admin service (rdmarpc stats)
   std::vector<std::string> uris;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--threads" && i + 1 < argc) {
-      threads = static_cast<std::size_t>(std::strtoul(argv[++i], nullptr, 10));
+      options.threads = static_cast<std::size_t>(std::strtoul(argv[++i], nullptr, 10));
+    } else if (arg == "--metrics-address" && i + 1 < argc) {
+      options.metrics_address = argv[++i];
     } else if (arg == "-h" || arg == "--help" || arg.starts_with("-")) {
       return usage();
     } else {
@@ -54,16 +61,20 @@ int main(int argc, char* argv[]) {
     kv::store_service service(store);
     rdmarpc::services::health_service health;  // services outlive the server: declared first
     rdmarpc::services::reflection_service reflection;
-    rdmarpc::server server(io.get_executor(), {.threads = threads});
+    rdmarpc::services::admin_service admin;
+    rdmarpc::server server(io.get_executor(), options);
     server.add_service(service);
     server.add_service(health);
     reflection.add_to(server);
+    admin.add_to(server);
     health.set_status(service.full_name(), rdmarpc::services::kServing);
     for (const std::string& uri : uris) {
       const auto bound = server.listen(uri);
       spdlog::info("kv_server: serving {} on {}", service.full_name(), bound.to_uri());
       std::cout << "kv_server listening on " << bound.to_uri() << std::endl;
     }
+    if (auto metrics = server.metrics_endpoint())
+      std::cout << "kv_server metrics on http://" << *metrics << "/metrics" << std::endl;
 
     boost::asio::signal_set signals(io, SIGINT, SIGTERM);
     signals.async_wait([&](const boost::system::error_code& ec, int signal) {

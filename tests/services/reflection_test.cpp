@@ -81,7 +81,7 @@ TEST_CASE("reflection lists the services added to the server", "[services][refle
   std::vector<std::string> names;
   for (const auto& s : response.list_services_response().service()) names.push_back(s.name());
   CHECK(names == std::vector<std::string>{"svctest.Counter", "rdmarpc.test.Test", "grpc.health.v1.Health",
-                                          "grpc.reflection.v1.ServerReflection"});
+                                          "grpc.reflection.v1.ServerReflection", "rdmarpc.admin.v1.Admin"});
   CHECK(names == f.server().service_names());
 
   // The client ends its writes: the server ends the stream with OK.

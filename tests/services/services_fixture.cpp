@@ -21,12 +21,15 @@ boost::asio::awaitable<void> counter_service::follow(server_context&, const svct
 
 services_fixture::services_fixture(std::string target, channel_options client_options)
     : target_(std::move(target)) {
-  server_ = std::make_unique<rdmarpc::server>(server_io_.executor());
+  server_options options;
+  options.metrics = true;  // for the admin service's per-method figures
+  server_ = std::make_unique<rdmarpc::server>(server_io_.executor(), options);
   server_->add_service(counter_);
   server_->add_service(hand_written_);
   // The one line each a user writes.
   server_->add_service(health_);
   reflection_.add_to(*server_);
+  admin_.add_to(*server_);
   if (target_ != "loopback") uri_ = server_->listen(listen_uri(target_)).to_uri();
   channel_ = make_channel(std::move(client_options));
 }

@@ -1,5 +1,6 @@
 #pragma once
-// Test fixture for the built-in services: one server with health, reflection, a generated service
+// Test fixture for the built-in services: one server (metrics on) with health, reflection, admin, a
+// generated service
 // (svctest.Counter) and a hand-written one without descriptors (rdmarpc.test.Test), over a named
 // target ("loopback", "tcp", "rdma"); clients on their own io thread. Helpers wait for client
 // operations with a bound, so a hang fails the test instead of stalling it.
@@ -18,6 +19,7 @@
 #include "e2e_harness.hpp"
 #include "grpc/health/v1/health.rdmarpc.pb.h"
 #include "grpc/reflection/v1/reflection.rdmarpc.pb.h"
+#include "services/admin_service.hpp"
 #include "services/health_service.hpp"
 #include "services/reflection_service.hpp"
 #include "svctest/counter.rdmarpc.pb.h"
@@ -54,6 +56,7 @@ class services_fixture {
   test_service hand_written_;
   services::health_service health_;
   services::reflection_service reflection_;
+  services::admin_service admin_;
   io_thread server_io_;
   io_thread client_io_;
   std::unique_ptr<rdmarpc::server> server_;
