@@ -45,7 +45,9 @@ fail() { echo "run_tracing_example: FAILED: $1"; exit 1; }
 ((rc == 0)) || fail "trace_client exit $rc"
 grep -qxF 'SayHello: frontend -> backend: hello, ada' <<<"$out" || fail "the reply did not go through both servers"
 grep -qxF 'without a token: UNAUTHENTICATED: no authorization metadata' <<<"$out" || fail "the token check"
-read -r trace span < <(sed -n 's/^trace \([0-9a-f]\{32\}\) span \([0-9a-f]\{16\}\)$/\1 \2/p' <<<"$out" | head -n 1)
+# (No process substitution: the Soft-RoCE VM has no /dev/fd.)
+ids=$(sed -n 's/^trace \([0-9a-f]\{32\}\) span \([0-9a-f]\{16\}\)$/\1 \2/p' <<<"$out" | head -n 1)
+trace=${ids% *} span=${ids#* }
 [[ -n ${trace:-} ]] || fail "the client printed no trace id"
 front=$(grep -o "frontend: /greeter.v1.Greeter/SayHello from .*: OK in [0-9]* us, trace $trace parent [0-9a-f]*" <<<"$frontend_log")
 back=$(grep -o "backend: /greeter.v1.Greeter/SayHello from .*: OK in [0-9]* us, trace $trace parent [0-9a-f]*" <<<"$backend_log")
