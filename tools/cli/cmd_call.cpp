@@ -9,7 +9,9 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/signal_set.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <csignal>
 #include <iostream>
 #include <memory>
 #include <vector>
@@ -52,7 +54,13 @@ class caller {
     const bool server_streaming = method_.kind() == rpc_kind::server_streaming;
     generic_stream stream(session_.channel().start_stream(method_.descriptor(), &context,
                                                           server_streaming ? requests.front() : nullptr));
+    // Ctrl-C (or SIGTERM) ends a stream the way a client should: cancelled, the server told.
+    asio::signal_set signals(session_.io(), SIGINT, SIGTERM);
+    signals.async_wait([&stream](error_code ec, int) {
+      if (!ec) stream.cancel();
+    });
     const auto ec = session_.run(run_stream(stream, server_streaming ? nullptr : &requests));
+    signals.cancel();
     if (ec) throw session_.call_failed(name_, ec, context);
   }
 

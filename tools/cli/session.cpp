@@ -39,6 +39,8 @@ cli_error session::call_failed(std::string_view what, const boost::system::error
   std::string text;
   if (code == status_code::unavailable) {
     text = "cannot reach " + options_.uri + " (" + std::string(what) + ": UNAVAILABLE: " + detail + ")";
+  } else if (code == status_code::cancelled) {
+    text = std::string(what) + ": CANCELLED (" + detail + ")";
   } else if (code == status_code::deadline_exceeded) {
     text = std::string(what) + ": DEADLINE_EXCEEDED: the deadline (--timeout) passed (" + detail + ")";
   } else {
