@@ -3,6 +3,8 @@
 #   PREFIX/include/rdmarpc/*.hpp                  the public headers: #include <rdmarpc/channel.hpp>
 #   PREFIX/include/rdmarpc/{rpc,transport,verbs,log}/...   the headers those include
 #   PREFIX/include/rdmarpc/*.proto                the framework's own .proto files
+#   PREFIX/include/rdmarpc/grpc/{health,reflection}/v1/*.proto, *.pb.h   the built-in services'
+#                                                 protos and generated code (rdmarpc::services)
 #   PREFIX/lib/librdmarpc_*.a (.so with -DBUILD_SHARED_LIBS=ON)
 #   PREFIX/bin/protoc-gen-rdmarpc                 the protoc plugin rdmarpc_generate() runs
 #   PREFIX/lib/cmake/rdmarpc/                     find_package(rdmarpc CONFIG): rdmarpc::rdmarpc,
@@ -30,14 +32,15 @@ set_target_properties(rdmarpc_proto PROPERTIES EXPORT_NAME proto)
 set_target_properties(rdmarpc_log PROPERTIES EXPORT_NAME log)
 set_target_properties(rdmarpc_asio PROPERTIES EXPORT_NAME asio)
 set_target_properties(rdmarpc_headers PROPERTIES EXPORT_NAME headers)
+set_target_properties(rdmarpc_services PROPERTIES EXPORT_NAME services)  # opt-in: health, reflection
 
 # Shared libraries (BUILD_SHARED_LIBS) find each other where they are installed: a program's own
 # RUNPATH does not serve the libraries it loads (librdmarpc_rpc.so needs librdmarpc_proto.so).
 set_target_properties(rdmarpc_rpc rdmarpc_transport rdmarpc_verbs rdmarpc_proto rdmarpc_log rdmarpc_asio
-  PROPERTIES INSTALL_RPATH "$ORIGIN")
+  rdmarpc_services PROPERTIES INSTALL_RPATH "$ORIGIN")
 
 install(TARGETS rdmarpc rdmarpc_rpc rdmarpc_transport rdmarpc_verbs rdmarpc_proto rdmarpc_log rdmarpc_asio
-                rdmarpc_headers protoc-gen-rdmarpc
+                rdmarpc_services rdmarpc_headers protoc-gen-rdmarpc
   EXPORT rdmarpcTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
@@ -45,12 +48,20 @@ install(TARGETS rdmarpc rdmarpc_rpc rdmarpc_transport rdmarpc_verbs rdmarpc_prot
 
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/rdmarpc DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
   FILES_MATCHING PATTERN "*.hpp")
-foreach(dir IN ITEMS rpc transport verbs log)
+foreach(dir IN ITEMS rpc transport verbs log services)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rdmarpc
     FILES_MATCHING PATTERN "*.hpp")
 endforeach()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/proto/rdmarpc DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
   FILES_MATCHING PATTERN "*.proto")
+# grpc.health.v1 and grpc.reflection.v1: the .proto files and their generated code under
+# include/rdmarpc/grpc/..., so "grpc/health/v1/health.rdmarpc.pb.h" resolves from the include/rdmarpc/
+# root every user already has, and the protos import as "grpc/health/v1/health.proto" from
+# RDMARPC_SERVICES_PROTO_DIR. Not under include/grpc/: that is gRPC's own header folder.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/proto/grpc DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rdmarpc
+  FILES_MATCHING PATTERN "*.proto")
+install(DIRECTORY ${RDMARPC_SERVICES_GENERATED_DIR}/grpc DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rdmarpc
+  FILES_MATCHING PATTERN "*.h")
 
 install(EXPORT rdmarpcTargets NAMESPACE rdmarpc:: DESTINATION ${RDMARPC_INSTALL_CMAKEDIR})
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/rdmarpcConfig.cmake.in

@@ -34,6 +34,8 @@ class method_table {
     return it == methods_.end() ? nullptr : &it->second;
   }
   std::size_t size() const noexcept { return methods_.size(); }
+  // The services added, in the order they were added.
+  const std::vector<service*>& services() const noexcept { return services_; }
 
  private:
   std::vector<service*> services_;

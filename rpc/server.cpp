@@ -314,6 +314,12 @@ server_stats server::stats() const {
   return impl_->stats();
 }
 
+std::vector<std::string> server::service_names() const {
+  std::vector<std::string> names;
+  for (const service* s : impl_->methods().services()) names.emplace_back(s->full_name());
+  return names;
+}
+
 void server::add_service(service& s) {
   impl_->add_service(s);
 }

@@ -8,7 +8,9 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "rpc/server_hooks.hpp"
 #include "rpc/service.hpp"
@@ -113,6 +115,10 @@ class server {
                       boost::asio::any_completion_handler<void()> handler);
 
   server_stats stats() const;
+
+  // The full names of the services added ("kv.Store"), in the order they were added (what a
+  // reflection service lists). Any thread once serving: services are added before that.
+  std::vector<std::string> service_names() const;
 
  private:
   class impl;

@@ -4,7 +4,8 @@
 # the installed tree (headers under include/rdmarpc/, the plugin, the CMake package, the .pc file,
 # no path into the source or build tree), builds examples/greeter/standalone as a separate CMake
 # project against it (find_package(rdmarpc CONFIG REQUIRED) + rdmarpc_generate, with
-# -Wall -Wextra -Werror) and runs its server and client over tcp://127.0.0.1; then builds the
+# -Wall -Wextra -Werror) and runs its server and client over tcp://127.0.0.1; builds and runs a
+# small program that adds health and reflection (rdmarpc::services) to a server; then builds the
 # client again with nothing but protoc, the installed plugin and `pkg-config --cflags --libs
 # rdmarpc`, and runs that one against the server too. Exit 0 when all of it worked.
 # The prefix and builds live in a temporary directory, removed on success (kept, and named, on
@@ -29,7 +30,10 @@ cmake --install "$BUILD" --prefix "$PREFIX" >"$WORK/install.log" || { cat "$WORK
 step "the installed tree"
 for f in include/rdmarpc/channel.hpp include/rdmarpc/server.hpp include/rdmarpc/log.hpp \
          include/rdmarpc/rpc/channel.hpp include/rdmarpc/transport/connection.hpp include/rdmarpc/wire.proto \
-         bin/protoc-gen-rdmarpc; do
+         include/rdmarpc/health_service.hpp include/rdmarpc/reflection_service.hpp \
+         include/rdmarpc/services/health_service.hpp include/rdmarpc/grpc/health/v1/health.proto \
+         include/rdmarpc/grpc/health/v1/health.rdmarpc.pb.h include/rdmarpc/grpc/reflection/v1/reflection.proto \
+         include/rdmarpc/grpc/reflection/v1/reflection.pb.h bin/protoc-gen-rdmarpc; do
   [[ -e $PREFIX/$f ]] || fail "$f is not installed"
 done
 config=$(find "$PREFIX" -name rdmarpcConfig.cmake -print -quit)
@@ -55,6 +59,42 @@ grep -q -- "--plugin=protoc-gen-rdmarpc=$PREFIX/bin/protoc-gen-rdmarpc" "$WORK/g
 step "greeter_server + greeter_client over tcp://127.0.0.1"
 bash "$ROOT/examples/greeter/run_greeter_example.sh" "$WORK/greeter/greeter_server" "$WORK/greeter/greeter_client" \
   tcp://127.0.0.1:0 || fail "the standalone greeter did not answer as expected"
+
+step "rdmarpc::services against the prefix (health and reflection, one line each)"
+mkdir -p "$WORK/services-src"
+cat >"$WORK/services-src/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.25)
+project(services_check LANGUAGES CXX)
+find_package(rdmarpc CONFIG REQUIRED)
+add_executable(services_check main.cpp)
+target_link_libraries(services_check PRIVATE rdmarpc::services)
+CMAKE
+cat >"$WORK/services-src/main.cpp" <<'CPP'
+#include <boost/asio/io_context.hpp>
+#include <rdmarpc/health_service.hpp>
+#include <rdmarpc/reflection_service.hpp>
+#include <rdmarpc/server.hpp>
+
+int main() {
+  boost::asio::io_context io;
+  rdmarpc::services::health_service health;
+  rdmarpc::services::reflection_service reflection;
+  rdmarpc::server server(io.get_executor());
+  server.add_service(health);
+  reflection.add_to(server);
+  health.set_status("grpc.health.v1.Health", rdmarpc::services::kServing);
+  grpc::reflection::v1::ServerReflectionRequest request;
+  request.set_file_containing_symbol("grpc.health.v1.Health");
+  grpc::reflection::v1::ServerReflectionResponse response;
+  reflection.answer(request, response);
+  return response.file_descriptor_response().file_descriptor_proto_size() == 1 && server.service_names().size() == 2 ? 0 : 1;
+}
+CPP
+cmake -S "$WORK/services-src" -B "$WORK/services" -G Ninja -DCMAKE_PREFIX_PATH="$PREFIX" \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS=-Wall -Wextra -Werror" >"$WORK/services-configure.log" ||
+  { cat "$WORK/services-configure.log"; fail "configuring a program using rdmarpc::services"; }
+cmake --build "$WORK/services" -j "$JOBS" || fail "building a program using rdmarpc::services"
+"$WORK/services/services_check" || fail "health and reflection did not answer in the installed build"
 
 step "pkg-config --cflags --libs rdmarpc"
 export PKG_CONFIG_PATH=$(dirname "$pc")${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}

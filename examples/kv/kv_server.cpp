@@ -4,6 +4,8 @@
 //   kv_server --threads 2 tcp://0.0.0.0:7471 rdma://0.0.0.0:7471
 // Prints "kv_server listening on <uri>" on stdout for every URI (with the real port when 0 was
 // asked for), so scripts can wait for it.
+// Also serves grpc.health.v1 (kv.Store and the server: SERVING; NOT_SERVING once shutting down) and
+// grpc.reflection.v1, so the rdmarpc CLI can list, describe and call it without kv.proto.
 
 #include <spdlog/spdlog.h>
 
@@ -12,6 +14,8 @@
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
+#include <rdmarpc/health_service.hpp>
+#include <rdmarpc/reflection_service.hpp>
 #include <rdmarpc/server.hpp>
 #include <string>
 #include <vector>
@@ -48,8 +52,13 @@ int main(int argc, char* argv[]) {
     boost::asio::io_context io;
     kv::memory_store store;
     kv::store_service service(store);
+    rdmarpc::services::health_service health;  // services outlive the server: declared first
+    rdmarpc::services::reflection_service reflection;
     rdmarpc::server server(io.get_executor(), {.threads = threads});
     server.add_service(service);
+    server.add_service(health);
+    reflection.add_to(server);
+    health.set_status(service.full_name(), rdmarpc::services::kServing);
     for (const std::string& uri : uris) {
       const auto bound = server.listen(uri);
       spdlog::info("kv_server: serving {} on {}", service.full_name(), bound.to_uri());
@@ -60,6 +69,7 @@ int main(int argc, char* argv[]) {
     signals.async_wait([&](const boost::system::error_code& ec, int signal) {
       if (ec) return;
       spdlog::info("kv_server: signal {}, shutting down ({} keys stored)", signal, store.size());
+      health.shutdown();  // watchers see NOT_SERVING and their watches end, so they do not hold the grace
       server.async_shutdown(std::chrono::seconds(5), [&] {
         spdlog::info("kv_server: stopped");
         io.stop();
