@@ -107,28 +107,35 @@ class closed_loop {
     } else if (--in_flight_ == 0) {
       timer_.cancel();
       drained_.cancel();
+      progress();
     }
   }
 
-  // Progress once a second: elapsed, measured calls, the last second's rate.
+  // Progress once a second (and once more at the end): elapsed, calls so far, the last interval's rate.
   void tick() {
     timer_.expires_after(std::chrono::seconds(1));
     timer_.async_wait([this](error_code ec) {
       if (ec) return;
-      const auto now = clock_type::now();
-      const double elapsed = std::chrono::duration<double>(now - start_).count();
-      const double interval = std::chrono::duration<double>(now - last_progress_).count();
-      const std::uint64_t done = figures_.calls + figures_.errors;
-      char line[160];
-      std::snprintf(line, sizeof line, "  %6.1f s  %10llu calls  %10.0f calls/s%s%s", elapsed,
-                    static_cast<unsigned long long>(done), static_cast<double>(done - last_calls_) / interval,
-                    now < measure_from_ ? "  (warm-up)" : "",
-                    figures_.errors ? ("  " + std::to_string(figures_.errors) + " errors").c_str() : "");
-      std::cerr << (tty_ ? "\r" : "") << line << (tty_ ? "" : "\n") << std::flush;
-      last_progress_ = now;
-      last_calls_ = done;
+      progress();
       if (in_flight_ > 0) tick();
     });
+  }
+
+  void progress() {
+    const auto now = clock_type::now();
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    const double interval = std::chrono::duration<double>(now - last_progress_).count();
+    const std::uint64_t done = figures_.calls + figures_.errors;
+    char line[160];
+    std::snprintf(line, sizeof line, "  %6.1f s  %10llu calls  %10.0f calls/s%s", elapsed,
+                  static_cast<unsigned long long>(done),
+                  interval > 0 ? static_cast<double>(done - last_calls_) / interval : 0.0,
+                  now < measure_from_ ? "  (warm-up)" : "");
+    std::cerr << (tty_ ? "\r" : "") << line;
+    if (figures_.errors > 0) std::cerr << "  " << figures_.errors << " errors";
+    std::cerr << (tty_ ? "" : "\n") << std::flush;
+    last_progress_ = now;
+    last_calls_ = done;
   }
 
   // The calls run on callbacks; this waits until the last one drained (it cancels drained_).
@@ -182,7 +189,7 @@ void print_report(std::ostream& out, const options& o, const std::string& name, 
   std::uint64_t tallest = 1;
   for (const auto& b : bars) tallest = std::max(tallest, b.count);
   for (const auto& b : bars) {
-    const auto width = static_cast<std::size_t>((b.count * 40 + tallest - 1) / tallest);
+    const auto width = static_cast<std::size_t>((b.count * 40 + tallest - 1) / tallest);  // 1 # for any call
     std::snprintf(line, sizeof line, "  %10.1f - %10.1f  %-40s %llu\n", us(b.from_ns), us(b.to_ns),
                   std::string(width, '#').c_str(), static_cast<unsigned long long>(b.count));
     out << line;

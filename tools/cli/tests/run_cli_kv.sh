@@ -88,8 +88,10 @@ scan() {  # FROM TO LIMIT; sets next
   local what="Scan [$(shown "$1"), $(shown "$2")) limit $3"
   next=""
   if [[ $st != OK ]]; then line "$what" "$msg"; return; fi
-  local keys=() k
-  while read -r k; do [[ -n $k ]] && keys+=("${k#"$prefix"}"); done < <(grep -o '"key":"[^"]*"' <<<"$out" | sed 's/"key":"\(.*\)"/\1/')
+  local keys=() k found
+  # No process substitution here or below: the VM's initramfs has no /dev/fd.
+  found=$(grep -o '"key":"[^"]*"' <<<"$out" | sed 's/"key":"\(.*\)"/\1/')
+  while read -r k; do [[ -n $k ]] && keys+=("${k#"$prefix"}"); done <<<"$found"
   next=$(sed -nE 's/.*"nextKey":"([^"]*)".*/\1/p' <<<"$out")
   local list
   list=$(IFS=,; echo "${keys[*]}" | sed 's/,/, /g')
@@ -121,11 +123,12 @@ a=${prefix}apple b=${prefix}banana c=${prefix}cherry d=${prefix}date end="${pref
   rpc PutMany @- <"$work/bulk.json"  # stdin
   line "PutMany 3 keys under $(shown "${prefix}bulk/") (stream)" "$(field count "$out") puts"
   for _ in $(seq 300); do (($(wc -l <"$work/watch") >= 4)) && break; sleep 0.1; done
+  tail -n +2 "$work/watch" >"$work/events"
   while read -r event; do
     st=OK
     [[ $event == *'"kind"'* ]] && st="unexpected kind"  # PUT is the default value: not printed
     line "  watch event" "put $(shown "$(field key "$event")") = $(shown "$(field value "$event" | base64 -d)") (version $(field version "$event"))"
-  done < <(tail -n +2 "$work/watch")
+  done <"$work/events"
   kill -INT "$watch_pid"
   wait "$watch_pid"
   rc=$? watch_pid=""
