@@ -95,7 +95,7 @@ class message_unary_op final : public unary_op {
 // Handler's associated executor and cancellation slot honoured, as for async_unary_call.
 template <typename CompletionToken>
 auto async_generic_call(channel& ch, const method_descriptor& method, client_context* context,
-                        const google::protobuf::Message& request, google::protobuf::Message& reply,
+                        const google::protobuf::MessageLite& request, google::protobuf::Message& reply,
                         CompletionToken&& token) {
   return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
       [&ch, method, context, &request, &reply](auto handler) {
