@@ -33,7 +33,7 @@ for f in include/rdmarpc/channel.hpp include/rdmarpc/server.hpp include/rdmarpc/
          include/rdmarpc/health_service.hpp include/rdmarpc/reflection_service.hpp \
          include/rdmarpc/services/health_service.hpp include/rdmarpc/grpc/health/v1/health.proto \
          include/rdmarpc/grpc/health/v1/health.rdmarpc.pb.h include/rdmarpc/grpc/reflection/v1/reflection.proto \
-         include/rdmarpc/grpc/reflection/v1/reflection.pb.h bin/protoc-gen-rdmarpc; do
+         include/rdmarpc/grpc/reflection/v1/reflection.pb.h bin/protoc-gen-rdmarpc bin/rdmarpc; do
   [[ -e $PREFIX/$f ]] || fail "$f is not installed"
 done
 config=$(find "$PREFIX" -name rdmarpcConfig.cmake -print -quit)
@@ -95,6 +95,12 @@ cmake -S "$WORK/services-src" -B "$WORK/services" -G Ninja -DCMAKE_PREFIX_PATH="
   { cat "$WORK/services-configure.log"; fail "configuring a program using rdmarpc::services"; }
 cmake --build "$WORK/services" -j "$JOBS" || fail "building a program using rdmarpc::services"
 "$WORK/services/services_check" || fail "health and reflection did not answer in the installed build"
+
+step "the installed rdmarpc tool (descriptors from --proto; no server needed)"
+"$PREFIX/bin/rdmarpc" --help >/dev/null || fail "bin/rdmarpc --help"
+"$PREFIX/bin/rdmarpc" list tcp://127.0.0.1:1 --proto greeter/greeter.proto -I "$ROOT/examples/greeter/proto" |
+  grep -q '^greeter\.' || fail "bin/rdmarpc list --proto did not list the greeter service"
+echo "ok: $("$PREFIX/bin/rdmarpc" list tcp://127.0.0.1:1 --proto greeter/greeter.proto -I "$ROOT/examples/greeter/proto")"
 
 step "pkg-config --cflags --libs rdmarpc"
 export PKG_CONFIG_PATH=$(dirname "$pc")${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}

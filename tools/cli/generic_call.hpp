@@ -1,0 +1,111 @@
+#pragma once
+// Calls on messages known only at run time (google::protobuf::Message, e.g. DynamicMessage): the
+// tool's unary op, which the channel parses the reply into, and the method_descriptor of a method
+// found in a descriptor pool. Streams need nothing of their own: channel::start_stream takes any
+// MessageLite, so a client_stream<Message, Message> carries dynamic messages.
+// Layer: tools/cli, over the public rpc API. Threading: as rdmarpc::channel (the reply is written on
+// the channel's executor; the handler runs on its associated executor).
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
+
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <rdmarpc/channel.hpp>
+#include <rdmarpc/method.hpp>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+namespace rdmarpc::cli {
+
+// A method as the channel names it: "/package.Service/Method", its id and its kind. Owns the name
+// the method_descriptor points into; keep it alive while calls use descriptor().
+class method_ref {
+ public:
+  explicit method_ref(const google::protobuf::MethodDescriptor& m)
+      : method_(&m), full_name_("/" + m.service()->full_name() + "/" + m.name()) {}
+  method_ref(const method_ref&) = delete;
+  method_ref& operator=(const method_ref&) = delete;
+
+  const google::protobuf::MethodDescriptor& method() const noexcept { return *method_; }
+  rpc_kind kind() const noexcept {
+    if (method_->client_streaming()) {
+      return method_->server_streaming() ? rpc_kind::bidi_streaming : rpc_kind::client_streaming;
+    }
+    return method_->server_streaming() ? rpc_kind::server_streaming : rpc_kind::unary;
+  }
+  method_descriptor descriptor() const noexcept { return {full_name_, method_id(full_name_), kind()}; }
+
+ private:
+  const google::protobuf::MethodDescriptor* method_;
+  std::string full_name_;
+};
+
+namespace detail {
+
+// The channel's unary_op for a reply the caller owns (`reply` must outlive the call); the handler is
+// void(error_code). Allocated per call: a tool's calls are not the hot path of a server.
+template <typename Handler>
+class message_unary_op final : public unary_op {
+ public:
+  message_unary_op(google::protobuf::Message& reply, Handler handler)
+      : reply_(&reply), handler_(std::move(handler)) {}
+
+  google::protobuf::MessageLite& response() noexcept override { return *reply_; }
+  boost::asio::cancellation_slot cancellation_slot() const noexcept override {
+    return boost::asio::get_associated_cancellation_slot(handler_);
+  }
+  boost::asio::any_completion_executor executor(const io_executor& candidate) const override {
+    return boost::asio::get_associated_executor(handler_, candidate);
+  }
+  boost::asio::any_completion_executor executor(
+      const boost::asio::any_io_executor& candidate) const override {
+    return boost::asio::get_associated_executor(handler_, candidate);
+  }
+  bool runs_on(const io_executor& io) const noexcept override {
+    const auto ex = boost::asio::get_associated_executor(handler_, io);
+    if constexpr (std::is_same_v<std::decay_t<decltype(ex)>, io_executor>) {
+      return ex == io;
+    } else if constexpr (requires { ex.template target<io_executor>(); }) {
+      const auto* target = ex.template target<io_executor>();
+      return target != nullptr && *target == io;
+    } else {
+      return false;
+    }
+  }
+  void complete(boost::system::error_code ec) override {
+    Handler handler(std::move(handler_));
+    delete this;
+    std::move(handler)(ec);
+  }
+  void destroy() noexcept override { delete this; }
+
+ private:
+  google::protobuf::Message* reply_;
+  Handler handler_;
+};
+
+}  // namespace detail
+
+// Calls unary `method` with `request` and parses the reply into `reply` (both must be of the
+// method's message types; `reply` and `context` must outlive the call). Completion:
+// void(error_code), error_code in status_category(); on error `context` holds the status message.
+// Handler's associated executor and cancellation slot honoured, as for async_unary_call.
+template <typename CompletionToken>
+auto async_generic_call(channel& ch, const method_descriptor& method, client_context* context,
+                        const google::protobuf::MessageLite& request, google::protobuf::Message& reply,
+                        CompletionToken&& token) {
+  return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
+      [&ch, method, context, &request, &reply](auto handler) {
+        using op = detail::message_unary_op<std::decay_t<decltype(handler)>>;
+        ch.start_unary_call(method, context, request, unary_op_ptr(new op(reply, std::move(handler))));
+      },
+      token);
+}
+
+// A stream of dynamic messages (client_stream's operations take any Message of the method's types).
+using generic_stream = client_stream<google::protobuf::Message, google::protobuf::Message>;
+
+}  // namespace rdmarpc::cli
