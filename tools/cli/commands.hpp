@@ -11,5 +11,6 @@ int run_describe(const options& o);
 int run_call(const options& o);
 int run_health(const options& o);
 int run_bench(const options& o);
+int run_stats(const options& o);
 
 }  // namespace rdmarpc::cli

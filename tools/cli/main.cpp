@@ -22,8 +22,10 @@ int dispatch(const options& o) {
   if (o.command == "describe") return run_describe(o);
   if (o.command == "call") return run_call(o);
   if (o.command == "health") return run_health(o);
+  if (o.command == "stats") return run_stats(o);
   if (o.command == "bench") return run_bench(o);
-  throw cli_error(kExitUsage, "unknown command '" + o.command + "' (list, describe, call, health, bench)");
+  throw cli_error(kExitUsage,
+                  "unknown command '" + o.command + "' (list, describe, call, health, stats, bench)");
 }
 
 }  // namespace

@@ -16,6 +16,8 @@ std::string_view usage_text() noexcept {
                                         calls METHOD with JSON (default {}, or -d); prints each
                                         reply as one line of JSON (streams: a line per message)
   rdmarpc health URI [SERVICE]          grpc.health.v1 Check; exit status 0 only when SERVING
+  rdmarpc stats URI                     the server's figures (rdmarpc.admin.v1 admin service): methods
+                                        (calls by status, latency percentiles, bytes), connections
   rdmarpc bench URI SERVICE/METHOD --json JSON [--concurrency N] [--duration S]
                                         closed-loop load: progress each second on stderr, then a
                                         latency histogram, percentiles and calls/s
@@ -40,7 +42,7 @@ bench:
   --concurrency N       calls kept in flight (default 1)
   --duration SECONDS    measured time (default 10)
   --warmup SECONDS      calls made and not measured first (default 0)
-  --output-json FILE    also write the results to FILE as one JSON object
+  --output-json FILE    also write the results to FILE as one JSON object (stats too)
 
 exit status: 0 OK (health: SERVING); 1 other failure; 2 usage or malformed URI; 3 request does not
 fit the method (bad JSON, unknown field) or a .proto that does not compile; 4 unknown service,

@@ -89,6 +89,13 @@ wait "$putter"
 expect "health of the server" 0 '^server: SERVING$' '' -- health "$u"
 expect "health of kv.Store" 0 '^kv\.Store: SERVING$' '' -- health "$u" kv.Store
 expect "health of an unknown service" 69 '' 'kv.Nope: SERVICE_UNKNOWN' -- health "$u" kv.Nope
+# Stats: the admin service's figures of the calls made above (kv_server runs with metrics on)
+expect "stats lists kv.Store/Get with its calls" 0 '^/kv\.Store/Get +[1-9][0-9]* ' '' -- stats "$u" --output-json "$work/stats.json"
+expect "stats shows the connection table" 0 '^tcp://127\.0\.0\.1:[0-9]+ +tcp ' '' -- stats "$u"
+expect "stats shows the server line" 0 '^server: [1-9][0-9]* connections' '' -- stats "$u"
+grep -q '"method": *"/kv.Store/Put"' "$work/stats.json" && grep -q '"rnrErrors": *"0"' "$work/stats.json" ||
+  { failures=$((failures + 1)); echo "FAIL  stats --output-json:"; cat "$work/stats.json"; }
+checks=$((checks + 1))
 # Bench: a JSON file with sane fields (values are never asserted on timing)
 expect "bench" 0 'p99\.9 us' '' -- bench "$u" kv.Store/Get --json '{"key":"cli/a"}' --concurrency 2 --duration 1 \
   --output-json "$work/bench.json"
