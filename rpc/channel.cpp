@@ -33,6 +33,7 @@
 #include "rpc/frame.hpp"
 #include "rpc/interceptor_chain.hpp"
 #include "rpc/liveness.hpp"
+#include "rpc/server_context.hpp"
 #include "rpc/stream_core.hpp"
 #include "transport/connect.hpp"
 #include "transport/resolve.hpp"
@@ -435,7 +436,10 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
 
   // The call's deadline: its context's, else now + default_timeout.
   clock::time_point deadline_of(const client_context* context) const noexcept {
-    const auto deadline = context != nullptr ? context->deadline() : clock::time_point::max();
+    auto deadline = context != nullptr ? context->deadline() : clock::time_point::max();
+    // A call made on behalf of a server call never outlives its caller's deadline.
+    if (context != nullptr && context->parent() != nullptr)
+      deadline = std::min(deadline, context->parent()->deadline());
     if (deadline != clock::time_point::max() || options_.default_timeout == clock::duration::max())
       return deadline;
     const auto now = clock::now();
@@ -478,11 +482,14 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     if (streams_.contains(core->id()) && streams_.at(core->id()).endpoint == kNoEndpoint) want_connections();
   }
 
-  void end_stream_interception(const stream_interception& icpt, const stream_core& core) {
+  // The context is the core's (null once the user dropped the stream and may have destroyed it).
+  void end_stream_interception(const stream_interception& icpt, stream_core& core) {
     const auto bytes = core.payload_bytes();
-    chain_.end(icpt.asked, client_call_info{icpt.method, icpt.context, true},
-               call_outcome{core.final_code(), core.final_message(), bytes.sent, bytes.received,
-                            clock::now() - icpt.started});
+    const call_outcome outcome{core.final_code(), core.final_message(), bytes.sent, bytes.received,
+                               clock::now() - icpt.started};
+    core.with_client_context([&](const client_context* context) {
+      chain_.end(icpt.asked, client_call_info{icpt.method, context, true}, outcome);
+    });
   }
 
   // Routes a stream frame to its stream. A frame for an id we never used is a violation; one for a

@@ -28,11 +28,13 @@ class client_context {
   }
   const rdmarpc::metadata& request_metadata() const noexcept { return metadata_; }
   // A call a server handler makes on behalf of its own call `parent` (a call to another service):
-  // the deadline becomes the parent's when that is sooner (the caller's caller never waits
-  // longer), and interceptors see the parent (parent()), e.g. to carry a trace id along (W3C
-  // traceparent, examples/tracing). `parent` must outlive this call (it does while the handler
-  // awaits it).
-  void set_parent(const server_context& parent) noexcept;
+  // when the call starts, its deadline is the sooner of its own and the parent's (the caller's
+  // caller never waits longer), and interceptors see the parent (parent()), e.g. to carry a trace
+  // id along (W3C traceparent, examples/tracing). `parent` must outlive the calls made with this
+  // context (it does while the handler awaits them); set_parent(nullptr) before reusing the context
+  // after the handler returned.
+  void set_parent(const server_context* parent) noexcept { parent_ = parent; }
+  void set_parent(const server_context& parent) noexcept { parent_ = &parent; }
   const server_context* parent() const noexcept { return parent_; }
 
   // Off (the default, "fail fast"): a call made while every endpoint of the channel is failing

@@ -47,9 +47,10 @@ class server_interceptor {
   }
 
   // Once for every call whose on_call_start was asked (refused or not), in reverse order, when it
-  // ends: its response or a stream's trailers are sent, it was refused, or it ended without an answer
-  // (cancelled by the client, deadline, connection lost). On the connection's thread. Exceptions are
-  // logged and ignored.
+  // ends: its response is ready to go (a unary reply may still wait for send room after this; it is
+  // counted as answered), a stream's trailers were sent, it was refused, or it ended without an
+  // answer (cancelled by the client, deadline, connection lost). On the connection's thread.
+  // Exceptions are logged and ignored.
   virtual void on_call_end(const call_info& call, const call_outcome& outcome) {
     (void)call;
     (void)outcome;
@@ -79,7 +80,8 @@ class client_interceptor {
 
   // Once for every call whose on_call_start was asked, in reverse order, when it ends, before its
   // handler runs (a stream: when it finished), on the channel's executor. The context (if any) holds
-  // the server's metadata by then. Exceptions are logged and ignored.
+  // the server's metadata by then; for a stream whose object the caller already dropped it is null.
+  // Exceptions are logged and ignored.
   virtual void on_call_end(const client_call_info& call, const call_outcome& outcome) {
     (void)call;
     (void)outcome;

@@ -5,6 +5,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/parser.hpp>
@@ -89,7 +90,9 @@ class scrape_session : public std::enable_shared_from_this<scrape_session> {
     head_only_ = req.method() == http::verb::head;
     // Rendered elsewhere (the connections' threads); the answer comes back to this thread. The
     // callback holds the io_context (the endpoint may be gone by then: the answer is dropped).
-    render_([self = shared_from_this(), io = io_.lock()](metrics_http::page page) {
+    // `io` is captured first so it is destroyed last: the session (its socket) goes while the
+    // io_context it belongs to still exists.
+    render_([io = io_.lock(), self = shared_from_this()](metrics_http::page page) {
       if (!io) return;
       boost::asio::post(*io, [self, page = std::move(page)] { self->respond(http::status::ok, page()); });
     });
@@ -147,6 +150,7 @@ class metrics_http::impl : public std::enable_shared_from_this<metrics_http::imp
     boost::asio::post(*io_, [self = shared_from_this()] {
       boost::system::error_code ignored;
       self->acceptor_.close(ignored);
+      self->retry_timer_.cancel();
       for (auto& weak : self->sessions_)
         if (auto s = weak.lock()) s->close();
       self->sessions_.clear();
@@ -161,24 +165,30 @@ class metrics_http::impl : public std::enable_shared_from_this<metrics_http::imp
   void accept_next() {
     acceptor_.async_accept([self = shared_from_this()](boost::system::error_code ec, tcp::socket socket) {
       if (ec == boost::asio::error::operation_aborted || !self->acceptor_.is_open()) return;
-      if (!ec) {
-        if (self->active_->load() >= kMaxScrapers) {
-          // Beyond the limit: closed at once, the others carry on.
-          if (!self->limit_logged_) {
-            self->limit_logged_ = true;
-            rdmarpc::logger()->warn(
-                "rdmarpc metrics endpoint {}: more than {} scrapers at once; closing the "
-                "extra ones (logged once)",
-                self->address_, kMaxScrapers);
-          }
-        } else {
-          self->active_->fetch_add(1);
-          auto session =
-              std::make_shared<scrape_session>(std::move(socket), self->io_, self->active_, self->render_);
-          std::erase_if(self->sessions_, [](const auto& w) { return w.expired(); });
-          self->sessions_.push_back(session);
-          session->start();
+      if (ec) {
+        // E.g. out of file descriptors: keep serving, but do not spin.
+        self->retry_timer_.expires_after(std::chrono::milliseconds(50));
+        self->retry_timer_.async_wait([self](boost::system::error_code wait) {
+          if (!wait && self->acceptor_.is_open()) self->accept_next();
+        });
+        return;
+      }
+      if (self->active_->load() >= kMaxScrapers) {
+        // Beyond the limit: closed at once, the others carry on.
+        if (!self->limit_logged_) {
+          self->limit_logged_ = true;
+          rdmarpc::logger()->warn(
+              "rdmarpc metrics endpoint {}: more than {} scrapers at once; closing the "
+              "extra ones (logged once)",
+              self->address_, kMaxScrapers);
         }
+      } else {
+        self->active_->fetch_add(1);
+        auto session =
+            std::make_shared<scrape_session>(std::move(socket), self->io_, self->active_, self->render_);
+        std::erase_if(self->sessions_, [](const auto& w) { return w.expired(); });
+        self->sessions_.push_back(session);
+        session->start();
       }
       self->accept_next();
     });
@@ -189,6 +199,7 @@ class metrics_http::impl : public std::enable_shared_from_this<metrics_http::imp
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guard_{
       io_->get_executor()};
   tcp::acceptor acceptor_;
+  boost::asio::steady_timer retry_timer_{*io_};  // after a failed accept
   renderer render_;
   std::string address_;
   std::shared_ptr<std::atomic<std::size_t>> active_ = std::make_shared<std::atomic<std::size_t>>(0);

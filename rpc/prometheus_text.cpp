@@ -81,9 +81,10 @@ void write_methods(writer& w, const std::vector<method_stats>& methods) {
     const std::string label = method_label(m);
     std::uint64_t cumulative = 0;
     std::size_t b = 0;
-    for (std::uint64_t bound_us = 1; b < latency_histogram::kBuckets; bound_us *= 2) {
-      while (b < latency_histogram::kBuckets && latency_histogram::upper_us(b) <= bound_us)
-        cumulative += m.latency.counts[b++];
+    // The last bucket holds everything beyond its start (no upper bound): it is only in +Inf.
+    constexpr std::size_t kBounded = latency_histogram::kBuckets - 1;
+    for (std::uint64_t bound_us = 1; b < kBounded; bound_us *= 2) {
+      while (b < kBounded && latency_histogram::upper_us(b) <= bound_us) cumulative += m.latency.counts[b++];
       w.sample("rdmarpc_server_call_duration_seconds_bucket",
                label + fmt::format(",le=\"{}\"", static_cast<double>(bound_us) / 1e6), cumulative);
     }

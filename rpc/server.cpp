@@ -5,6 +5,7 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -246,7 +247,6 @@ class server::impl final : public server_connection::owner,
   void freeze() {
     std::lock_guard lock(mutex_);
     if (frozen_) return;
-    frozen_ = true;
     std::vector<std::shared_ptr<server_interceptor>> chain;
     if (options_.metrics || !options_.metrics_address.empty()) {
       metrics_ = std::make_shared<call_metrics>(methods_.names());
@@ -270,6 +270,7 @@ class server::impl final : public server_connection::owner,
                     }));
           });
     }
+    frozen_ = true;  // last: a metrics_address that cannot be bound throws from every listen()
   }
 
   // method_metrics() without the lock, for freeze() and the endpoint it starts: metrics_ is set
@@ -385,18 +386,18 @@ void server::impl::connection_figures_of_all(
   // Each connection's figures are read on its own thread; the last one hands them all over.
   struct gathering {
     // Moved in by construction: Boost 1.81's any_completion_handler move assignment recurses.
-    gathering(boost::asio::any_completion_handler<void(std::vector<connection_figures>)> h,
-              boost::asio::any_io_executor e)
-        : handler(std::move(h)), ex(std::move(e)) {}
+    explicit gathering(boost::asio::any_completion_handler<void(std::vector<connection_figures>)> h)
+        : handler(std::move(h)) {}
     std::mutex mutex;
     std::vector<connection_figures> figures;
     std::size_t left = 0;
     boost::asio::any_completion_handler<void(std::vector<connection_figures>)> handler;
-    boost::asio::any_io_executor ex;  // the server's: the handler's executor when it has none
-    // Runs the handler on its associated executor (post's rule), never inline.
-    void deliver() { boost::asio::post(ex, boost::asio::append(std::move(handler), std::move(figures))); }
+    // Straight to the handler's associated executor (through the server's it would also need that
+    // one running: a hang at ~server when it is not); inline when the last connection's thread is
+    // that executor's.
+    void deliver() { boost::asio::dispatch(boost::asio::append(std::move(handler), std::move(figures))); }
   };
-  auto g = std::make_shared<gathering>(std::move(handler), ex_);
+  auto g = std::make_shared<gathering>(std::move(handler));
   auto conns = live_connections();
   g->left = conns.size();
   g->figures.reserve(conns.size());

@@ -69,7 +69,7 @@ struct server_options {
   // Interceptors (rpc/interceptor.hpp), asked in this order about every call and stream, after the
   // metrics and check_call. Empty (the default) with metrics off: no cost beyond one branch per call.
   std::vector<std::shared_ptr<server_interceptor>> interceptors;
-  // The built-in per-method metrics (rpc/call_metrics.hpp; server::metrics(), the admin service,
+  // The built-in per-method metrics (rpc/call_metrics.hpp; server::method_metrics(), the admin service,
   // metrics_address): calls started and finished by status, in flight, latency, bytes. Off by
   // default: a few atomic increments and two clock reads per call when on.
   bool metrics = false;
@@ -154,8 +154,8 @@ class server {
   std::optional<std::string> metrics_endpoint() const;
 
   // Every connection's figures, each read on its connection's thread. Completion:
-  // void(std::vector<connection_figures>) on the handler's associated executor (default: the
-  // server's). Any thread.
+  // void(std::vector<connection_figures>) on the handler's associated executor (a handler without
+  // one, e.g. use_future's, runs on the thread of the last connection read). Any thread.
   template <typename CompletionToken>
   auto async_connection_figures(CompletionToken&& token) {
     return boost::asio::async_initiate<CompletionToken, void(std::vector<connection_figures>)>(

@@ -118,6 +118,7 @@ class connection_impl final : public server_connection,
         io_ex_(ex_.target<boost::asio::io_context::executor_type>()),
         peer_(std::make_shared<const std::string>(conn_->remote_address())),
         peer_info_(peer_info::from_address(*peer_)),
+        chain_(server_->interceptors()),
         live_(server_->options().heartbeat_interval, server_->options().heartbeat_timeout, clock::now()),
         policer_(server_->options().min_ping_interval_allowed, server_->options().max_ping_strikes) {}
 
@@ -407,9 +408,10 @@ class connection_impl final : public server_connection,
     st.ended = true;
     if (st.intercepted != 0) {
       const auto bytes = st.stream->payload_bytes();
-      end_interception(std::exchange(st.intercepted, 0), st.started, st.method, st.ctx.client_metadata(),
-                       true, code, code == status_code::ok ? std::string_view() : st.ctx.status_message(),
-                       bytes.received, bytes.sent);
+      end_interception(
+          std::exchange(st.intercepted, 0), st.started, st.method, st.ctx.client_metadata(), true, code,
+          code == status_code::ok ? std::string_view() : std::string_view(st.stream->final_message()),
+          bytes.received, bytes.sent);
     }
     if (st.done) {
       streams_.erase(it);
@@ -704,7 +706,7 @@ class connection_impl final : public server_connection,
     m = server_->methods().find(v.header.method_id);
     ++calls_started_;
     // Without interceptors (the usual case) this branch is all it costs.
-    if (!server_->interceptors().empty()) [[unlikely]]
+    if (!chain_.empty()) [[unlikely]]
       return run_interceptors(id, m, md, window != nullptr, icpt);
     return true;
   }
@@ -719,15 +721,15 @@ class connection_impl final : public server_connection,
                         interception& icpt) {
     const call_info info = info_of(m, md, peer_info_, stream);
     icpt.started = clock::now();
-    const call_verdict verdict = server_->interceptors().start(info, icpt.initial, icpt.asked);
+    const call_verdict verdict = chain_.start(info, icpt.initial, icpt.asked);
     if (verdict.code == status_code::ok) return true;
     // Per call, so at debug: a client without credentials must not flood the log.
     rdmarpc::logger()->debug("rdmarpc server: {} {} from {} refused by an interceptor: {} {}",
                              stream ? "stream" : "call", info.method, *peer_, to_string(verdict.code),
                              verdict.message);
     refuse(id, verdict.code, verdict.message, stream ? frame::kind::reset : frame::kind::response);
-    server_->interceptors().end(
-        icpt.asked, info, call_outcome{verdict.code, verdict.message, 0, 0, clock::now() - icpt.started});
+    chain_.end(icpt.asked, info,
+               call_outcome{verdict.code, verdict.message, 0, 0, clock::now() - icpt.started});
     return false;
   }
 
@@ -736,9 +738,8 @@ class connection_impl final : public server_connection,
                         const metadata& md, bool stream, status_code code, std::string_view message,
                         std::size_t request_bytes, std::size_t response_bytes) {
     if (asked == 0) return;
-    server_->interceptors().end(
-        asked, info_of(m, md, peer_info_, stream),
-        call_outcome{code, message, request_bytes, response_bytes, clock::now() - started});
+    chain_.end(asked, info_of(m, md, peer_info_, stream),
+               call_outcome{code, message, request_bytes, response_bytes, clock::now() - started});
   }
 
   // A request beyond a configured limit: refused RESOURCE_EXHAUSTED; logged once per connection.
@@ -793,6 +794,8 @@ class connection_impl final : public server_connection,
   std::vector<std::vector<std::unique_ptr<server_call>>> spare_calls_;  // by method_entry::slot
   std::unordered_map<std::uint32_t, std::unique_ptr<active_stream>> streams_;
   std::uint32_t highest_id_ = 0;  // highest call or stream id seen (frames above it: never opened)
+  // The server's interceptors (immutable once serving): one load per call instead of a virtual call.
+  const interceptor_chain<server_interceptor>& chain_;
   // Figures (connection_figures): plain counters, this connection's thread only.
   const clock::time_point accepted_at_ = clock::now();
   std::uint64_t calls_started_ = 0;

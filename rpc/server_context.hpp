@@ -75,9 +75,4 @@ class server_context {
   rdmarpc::metadata initial_metadata_, trailing_metadata_;
 };
 
-inline void client_context::set_parent(const server_context& parent) noexcept {
-  parent_ = &parent;
-  if (parent.deadline() < deadline_) deadline_ = parent.deadline();
-}
-
 }  // namespace rdmarpc

@@ -87,6 +87,14 @@ class stream_core final : public stream_io, public std::enable_shared_from_this<
   // The connection is gone: ends the stream here, nothing is sent.
   void fail(status_code code, std::string message);
   bool ended() const noexcept { return ended_; }
+  // Runs f(context) with the client's context (null once the stream object was dropped: its
+  // owner may have destroyed it), holding the lock release() takes: the context cannot go away
+  // while f runs. For the channel's interceptors.
+  template <typename F>
+  void with_client_context(F&& f) {
+    const std::lock_guard lock(context_mutex_);
+    f(static_cast<const client_context*>(client_ctx_));
+  }
   // How it ended (once ended()).
   status_code final_code() const noexcept { return final_code_; }
   const std::string& final_message() const noexcept { return final_message_; }

@@ -26,12 +26,13 @@ namespace asio = boost::asio;
 namespace v1 = rdmarpc::admin::v1;
 constexpr std::string_view kGetStats = "/rdmarpc.admin.v1.Admin/GetStats";
 
-asio::awaitable<boost::system::error_code> get_stats(session& s, client_context& context, v1::ServerStats& reply) {
+asio::awaitable<boost::system::error_code> get_stats(session& s, client_context& context,
+                                                     v1::ServerStats& reply) {
   const method_descriptor md{kGetStats, method_id(kGetStats), rpc_kind::unary};
   v1::GetStatsRequest request;
   request.set_include_connections(true);
-  auto [ec] =
-      co_await async_generic_call(s.channel(), md, &context, request, reply, asio::as_tuple(asio::use_awaitable));
+  auto [ec] = co_await async_generic_call(s.channel(), md, &context, request, reply,
+                                          asio::as_tuple(asio::use_awaitable));
   co_return ec;
 }
 
@@ -68,9 +69,9 @@ void print_table(const std::vector<std::vector<std::string>>& rows, bool text_la
 void print(const v1::ServerStats& s) {
   std::cout << "server: " << s.connections() << " connections (" << s.connections_accepted() << " accepted, "
             << s.connections_refused() << " refused), admin up " << fixed(s.uptime_seconds(), 1) << " s\n"
-            << "heartbeats: " << s.pings_sent() << " pings sent, " << s.pongs_received() << " pongs received, "
-            << s.pings_received() << " pings received; " << s.heartbeat_timeouts() << " heartbeat timeouts, "
-            << s.too_many_pings() << " too_many_pings\n\n";
+            << "heartbeats: " << s.pings_sent() << " pings sent, " << s.pongs_received()
+            << " pongs received, " << s.pings_received() << " pings received; " << s.heartbeat_timeouts()
+            << " heartbeat timeouts, " << s.too_many_pings() << " too_many_pings\n\n";
   if (!s.metrics_enabled()) {
     std::cout << "methods: no per-method figures (the server runs without server_options::metrics)\n\n";
   } else {
@@ -87,18 +88,18 @@ void print(const v1::ServerStats& s) {
         }
       }
       const bool timed = m.latency_count() != 0;
-      rows.push_back({m.method(), std::to_string(m.started()), std::to_string(m.in_flight()), std::to_string(ok),
-                      timed ? fixed(m.latency_p50_us()) : "-", timed ? fixed(m.latency_p90_us()) : "-",
-                      timed ? fixed(m.latency_p99_us()) : "-", timed ? fixed(m.latency_p999_us()) : "-",
-                      std::to_string(m.request_bytes()), std::to_string(m.response_bytes()),
-                      errors.empty() ? "-" : errors});
+      rows.push_back({m.method(), std::to_string(m.started()), std::to_string(m.in_flight()),
+                      std::to_string(ok), timed ? fixed(m.latency_p50_us()) : "-",
+                      timed ? fixed(m.latency_p90_us()) : "-", timed ? fixed(m.latency_p99_us()) : "-",
+                      timed ? fixed(m.latency_p999_us()) : "-", std::to_string(m.request_bytes()),
+                      std::to_string(m.response_bytes()), errors.empty() ? "-" : errors});
     }
     print_table(rows, true);
     std::cout << "\n";
   }
-  std::vector<std::vector<std::string>> rows{{"connection", "transport", "age s", "calls", "in flight", "msgs out",
-                                              "msgs in", "bytes out", "bytes in", "credit stalls", "credit-only",
-                                              "fragments", "RNR errors", "pings out/pongs/pings in"}};
+  std::vector<std::vector<std::string>> rows{
+      {"connection", "transport", "age s", "calls", "in flight", "msgs out", "msgs in", "bytes out",
+       "bytes in", "credit stalls", "credit-only", "fragments", "RNR errors", "pings out/pongs/pings in"}};
   for (const auto& c : s.connection_stats()) {
     rows.push_back({c.peer(), c.transport(), fixed(c.age_seconds(), 1), std::to_string(c.calls_started()),
                     std::to_string(c.calls_in_flight()), std::to_string(c.messages_sent()),
@@ -124,9 +125,10 @@ int run_stats(const options& o) {
   if (ec) {
     const auto code = to_status_code(ec);
     if (code == status_code::unimplemented) {
-      throw cli_error(exit_status_for(code), "the server at " + o.uri +
-                                                 " has no admin service (rdmarpc.admin.v1.Admin: UNIMPLEMENTED; "
-                                                 "the server adds it with rdmarpc::services::admin_service)");
+      throw cli_error(exit_status_for(code),
+                      "the server at " + o.uri +
+                          " has no admin service (rdmarpc.admin.v1.Admin: UNIMPLEMENTED; "
+                          "the server adds it with rdmarpc::services::admin_service)");
     }
     throw s.call_failed("stats", ec, context);
   }
