@@ -5,7 +5,6 @@
 
 #include <google/protobuf/dynamic_message.h>
 #include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/parse_context.h>
 #include <unistd.h>
 
 #include <boost/asio/as_tuple.hpp>
@@ -27,6 +26,7 @@
 #include "json_io.hpp"
 #include "latency_histogram.hpp"
 #include "session.hpp"
+#include "wire_checked_reply.hpp"
 
 namespace rdmarpc::cli {
 
@@ -38,7 +38,7 @@ using clock_type = std::chrono::steady_clock;
 using boost::system::error_code;
 
 // The bench's request, serialized once: every call sends the same bytes, so a DynamicMessage's
-// reflection-driven serialization need not run per call (the reply is still parsed per call).
+// reflection-driven serialization need not run per call.
 // Only what the channel uses is real: ByteSizeLong and serialization; it is never parsed into.
 class serialized_message final : public gp::MessageLite {
  public:
@@ -70,12 +70,11 @@ struct bench_figures {
 
 class closed_loop {
  public:
-  closed_loop(session& s, const method_ref& method, const gp::MessageLite& request,
-              const gp::Message& reply_prototype)
+  closed_loop(session& s, const method_ref& method, const gp::MessageLite& request)
       : session_(s), method_(method.descriptor()), request_(request), timer_(s.io()) {
     slots_.resize(s.opts().concurrency);
     for (auto& slot : slots_) {
-      slot.reply.reset(reply_prototype.New());
+      slot.reply = std::make_unique<wire_checked_reply>(method.method().output_type()->full_name());
       for (const auto& [key, value] : s.opts().metadata) slot.context.add_metadata(key, value);
     }
   }
@@ -97,7 +96,7 @@ class closed_loop {
 
  private:
   struct slot {
-    std::unique_ptr<gp::Message> reply;
+    std::unique_ptr<wire_checked_reply> reply;
     client_context context;
     clock_type::time_point started;
   };
@@ -303,7 +302,7 @@ int run_bench(const options& o) {
   }
 
   const serialized_message serialized(*request);
-  closed_loop loop(s, method, serialized, reply_prototype);
+  closed_loop loop(s, method, serialized);
   const bench_figures figures = loop.run();
   print_report(std::cout, o, name, figures);
   if (!o.output_json.empty()) {

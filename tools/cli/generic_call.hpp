@@ -50,7 +50,7 @@ namespace detail {
 template <typename Handler>
 class message_unary_op final : public unary_op {
  public:
-  message_unary_op(google::protobuf::Message& reply, Handler handler)
+  message_unary_op(google::protobuf::MessageLite& reply, Handler handler)
       : reply_(&reply), handler_(std::move(handler)) {}
 
   google::protobuf::MessageLite& response() noexcept override { return *reply_; }
@@ -83,19 +83,20 @@ class message_unary_op final : public unary_op {
   void destroy() noexcept override { delete this; }
 
  private:
-  google::protobuf::Message* reply_;
+  google::protobuf::MessageLite* reply_;
   Handler handler_;
 };
 
 }  // namespace detail
 
 // Calls unary `method` with `request` and parses the reply into `reply` (both must be of the
-// method's message types; `reply` and `context` must outlive the call). Completion:
+// method's message types, or stand in for them as the bench's do; `reply` and `context` must
+// outlive the call). Completion:
 // void(error_code), error_code in status_category(); on error `context` holds the status message.
 // Handler's associated executor and cancellation slot honoured, as for async_unary_call.
 template <typename CompletionToken>
 auto async_generic_call(channel& ch, const method_descriptor& method, client_context* context,
-                        const google::protobuf::MessageLite& request, google::protobuf::Message& reply,
+                        const google::protobuf::MessageLite& request, google::protobuf::MessageLite& reply,
                         CompletionToken&& token) {
   return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
       [&ch, method, context, &request, &reply](auto handler) {

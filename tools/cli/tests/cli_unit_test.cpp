@@ -23,6 +23,7 @@
 #include "memory_store.hpp"
 #include "options.hpp"
 #include "store_service.hpp"
+#include "wire_checked_reply.hpp"
 
 namespace {
 
@@ -221,4 +222,20 @@ TEST_CASE("the generic unary op and a generic stream carry DynamicMessages over 
   CHECK_FALSE(stream_ec);
   CHECK(to_json_line(*many_reply, false) == R"({"count":2,"lastVersion":"3"})");
   CHECK(store.size() == 1);
+}
+
+TEST_CASE("wire_checked_reply: a well-formed reply is accepted, a malformed one is refused", "[cli]") {
+  kv::GetReply reply;
+  reply.set_version(7);
+  reply.set_value(std::string(300, 'v'));  // a length above one byte's varint
+  const std::string bytes = reply.SerializeAsString();
+  wire_checked_reply checked("kv.GetReply");
+  CHECK(checked.ParseFromString(bytes));
+  CHECK(checked.ParseFromString(""));     // the empty message
+  CHECK(checked.ParseFromString(bytes));  // reused, as the bench does
+  // Cut inside the value: its length runs past the end.
+  CHECK_FALSE(checked.ParseFromString(bytes.substr(0, bytes.size() - 1)));
+  // A field with wire type 7 does not exist; wire type 4 (end group) with no group open neither.
+  CHECK_FALSE(checked.ParseFromString(std::string("\x0f\x01", 2)));
+  CHECK_FALSE(checked.ParseFromString(std::string("\x0c", 1)));
 }
