@@ -9,13 +9,10 @@
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
 
-#include <boost/asio/associated_cancellation_slot.hpp>
-#include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <rdmarpc/channel.hpp>
 #include <rdmarpc/method.hpp>
 #include <string>
-#include <type_traits>
 #include <utility>
 
 namespace rdmarpc::cli {
@@ -48,35 +45,14 @@ namespace detail {
 // The channel's unary_op for a reply the caller owns (`reply` must outlive the call); the handler is
 // void(error_code). Allocated per call: a tool's calls are not the hot path of a server.
 template <typename Handler>
-class message_unary_op final : public unary_op {
+class message_unary_op final : public rdmarpc::detail::handler_op<unary_op, Handler> {
  public:
   message_unary_op(google::protobuf::MessageLite& reply, Handler handler)
-      : reply_(&reply), handler_(std::move(handler)) {}
+      : rdmarpc::detail::handler_op<unary_op, Handler>(std::move(handler)), reply_(&reply) {}
 
   google::protobuf::MessageLite& response() noexcept override { return *reply_; }
-  boost::asio::cancellation_slot cancellation_slot() const noexcept override {
-    return boost::asio::get_associated_cancellation_slot(handler_);
-  }
-  boost::asio::any_completion_executor executor(const io_executor& candidate) const override {
-    return boost::asio::get_associated_executor(handler_, candidate);
-  }
-  boost::asio::any_completion_executor executor(
-      const boost::asio::any_io_executor& candidate) const override {
-    return boost::asio::get_associated_executor(handler_, candidate);
-  }
-  bool runs_on(const io_executor& io) const noexcept override {
-    const auto ex = boost::asio::get_associated_executor(handler_, io);
-    if constexpr (std::is_same_v<std::decay_t<decltype(ex)>, io_executor>) {
-      return ex == io;
-    } else if constexpr (requires { ex.template target<io_executor>(); }) {
-      const auto* target = ex.template target<io_executor>();
-      return target != nullptr && *target == io;
-    } else {
-      return false;
-    }
-  }
   void complete(boost::system::error_code ec) override {
-    Handler handler(std::move(handler_));
+    Handler handler(std::move(this->handler_));
     delete this;
     std::move(handler)(ec);
   }
@@ -84,7 +60,6 @@ class message_unary_op final : public unary_op {
 
  private:
   google::protobuf::MessageLite* reply_;
-  Handler handler_;
 };
 
 }  // namespace detail
