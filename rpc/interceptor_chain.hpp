@@ -51,7 +51,8 @@ class interceptor_chain {
 
   // on_call_end of the first `asked` interceptors, last first.
   template <typename Info>
-  [[gnu::always_inline]] void end(std::uint16_t asked, const Info& call, const call_outcome& outcome) const noexcept {
+  [[gnu::always_inline]] void end(std::uint16_t asked, const Info& call,
+                                  const call_outcome& outcome) const noexcept {
     for (std::size_t k = std::min<std::size_t>(asked, chain_.size()); k-- > 0;) {
       try {
         chain_[k]->on_call_end(call, outcome);

@@ -736,9 +736,10 @@ class connection_impl final : public server_connection,
 
   // The interceptors' on_call_end for a call that ended (no-op when none was asked). Inlined: per
   // call with the metrics on, and out of line its nine arguments cost more than its body.
-  [[gnu::always_inline]] void end_interception(std::uint16_t asked, clock::time_point started, const method_entry* m,
-                        const metadata& md, bool stream, status_code code, std::string_view message,
-                        std::size_t request_bytes, std::size_t response_bytes) {
+  [[gnu::always_inline]] void end_interception(std::uint16_t asked, clock::time_point started,
+                                               const method_entry* m, const metadata& md, bool stream,
+                                               status_code code, std::string_view message,
+                                               std::size_t request_bytes, std::size_t response_bytes) {
     if (asked == 0) return;
     chain_.end(asked, info_of(m, md, peer_info_, stream),
                call_outcome{code, message, request_bytes, response_bytes, clock::now() - started});

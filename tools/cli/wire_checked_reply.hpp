@@ -42,7 +42,8 @@ class wire_checked_reply final : public google::protobuf::MessageLite {
     }
     return ptr;
   }
-  std::uint8_t* _InternalSerialize(std::uint8_t* target, google::protobuf::io::EpsCopyOutputStream*) const override {
+  std::uint8_t* _InternalSerialize(std::uint8_t* target,
+                                   google::protobuf::io::EpsCopyOutputStream*) const override {
     return target;
   }
 
