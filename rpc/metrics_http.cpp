@@ -13,11 +13,13 @@
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
 #include <boost/system/system_error.hpp>
+#include <functional>
 #include <optional>
 #include <thread>
 #include <vector>
 
 #include "log/log.hpp"
+#include "rpc/scrape_coalescer.hpp"
 
 namespace rdmarpc {
 namespace {
@@ -25,7 +27,8 @@ namespace {
 namespace http = boost::beast::http;
 using tcp = boost::asio::ip::tcp;
 
-// "127.0.0.1:9464", "[::1]:9464" -> an endpoint; throws system_error(invalid_argument) otherwise.
+// "127.0.0.1:9464", "[::1]:9464", ":9464" (loopback) -> an endpoint; throws system_error(invalid_argument)
+// otherwise.
 tcp::endpoint parse_address(std::string_view address) {
   const auto bad = [&] {
     return boost::system::system_error(
@@ -35,6 +38,7 @@ tcp::endpoint parse_address(std::string_view address) {
   const auto colon = address.rfind(':');
   if (colon == std::string_view::npos || colon + 1 == address.size()) throw bad();
   std::string host(address.substr(0, colon));
+  if (host.empty()) host = "127.0.0.1";  // ":9464": loopback unless told otherwise
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
   unsigned port = 0;
   for (char c : address.substr(colon + 1)) {
@@ -56,12 +60,11 @@ std::string to_string(const tcp::endpoint& ep) {
 // One scraper's connection: one request, one answer, then closed.
 class scrape_session : public std::enable_shared_from_this<scrape_session> {
  public:
-  scrape_session(tcp::socket socket, std::shared_ptr<boost::asio::io_context> io,
-                 std::shared_ptr<std::atomic<std::size_t>> active, metrics_http::renderer render)
-      : stream_(std::move(socket)),
-        io_(std::move(io)),
-        active_(std::move(active)),
-        render_(std::move(render)) {
+  // Asks for the page (on the endpoint's thread); the answer comes on that thread too.
+  using fetcher = std::function<void(scrape_coalescer::answer)>;
+
+  scrape_session(tcp::socket socket, std::shared_ptr<std::atomic<std::size_t>> active, fetcher fetch)
+      : stream_(std::move(socket)), active_(std::move(active)), fetch_(std::move(fetch)) {
     parser_.header_limit(8 * 1024);
     parser_.body_limit(1024);
   }
@@ -83,18 +86,14 @@ class scrape_session : public std::enable_shared_from_this<scrape_session> {
   void on_read(boost::system::error_code ec) {
     if (ec) return;  // timed out, malformed or gone: dropped
     const auto& req = parser_.get();
-    if (req.method() != http::verb::get && req.method() != http::verb::head) {
-      return respond(http::status::method_not_allowed, "only GET /metrics is served\n", "GET, HEAD");
+    if (req.method() != http::verb::get) {
+      return respond(http::status::method_not_allowed, "only GET /metrics is served\n", "GET");
     }
     if (req.target() != "/metrics") return respond(http::status::not_found, "only /metrics is served\n");
-    head_only_ = req.method() == http::verb::head;
-    // Rendered elsewhere (the connections' threads); the answer comes back to this thread. The
-    // callback holds the io_context (the endpoint may be gone by then: the answer is dropped).
-    // `io` is captured first so it is destroyed last: the session (its socket) goes while the
-    // io_context it belongs to still exists.
-    render_([io = io_.lock(), self = shared_from_this()](metrics_http::page page) {
-      if (!io) return;
-      boost::asio::post(*io, [self, page = std::move(page)] { self->respond(http::status::ok, page()); });
+    // No timeout while the page is gathered: only RPC threads that never answer would hold the
+    // session (and one of the kMaxScrapers slots) for ever.
+    fetch_([self = shared_from_this()](const scrape_coalescer::page_ptr& page) {
+      self->respond(http::status::ok, *page);
     });
   }
 
@@ -109,7 +108,6 @@ class scrape_session : public std::enable_shared_from_this<scrape_session> {
     res_.keep_alive(false);
     res_.body() = std::move(body);
     res_.prepare_payload();
-    if (head_only_) res_.body().clear();
     stream_.expires_after(metrics_http::kScrapeTimeout);
     http::async_write(stream_, res_, [self = shared_from_this()](boost::system::error_code, std::size_t) {
       boost::system::error_code ignored;
@@ -121,10 +119,8 @@ class scrape_session : public std::enable_shared_from_this<scrape_session> {
   boost::beast::flat_buffer buffer_{8 * 1024};
   http::request_parser<http::string_body> parser_;  // a small body is read (then refused 405)
   http::response<http::string_body> res_;
-  bool head_only_ = false;
-  std::weak_ptr<boost::asio::io_context> io_;  // weak: the io_context holds our pending handlers
   std::shared_ptr<std::atomic<std::size_t>> active_;
-  metrics_http::renderer render_;
+  fetcher fetch_;
 };
 
 }  // namespace
@@ -151,6 +147,8 @@ class metrics_http::impl : public std::enable_shared_from_this<metrics_http::imp
       boost::system::error_code ignored;
       self->acceptor_.close(ignored);
       self->retry_timer_.cancel();
+      self->collect_timer_.cancel();
+      self->coalescer_.clear();
       for (auto& weak : self->sessions_)
         if (auto s = weak.lock()) s->close();
       self->sessions_.clear();
@@ -184,8 +182,10 @@ class metrics_http::impl : public std::enable_shared_from_this<metrics_http::imp
         }
       } else {
         self->active_->fetch_add(1);
-        auto session =
-            std::make_shared<scrape_session>(std::move(socket), self->io_, self->active_, self->render_);
+        auto session = std::make_shared<scrape_session>(
+            std::move(socket), self->active_, [weak = self->weak_from_this()](scrape_coalescer::answer a) {
+              if (auto owner = weak.lock()) owner->fetch_page(std::move(a));
+            });
         std::erase_if(self->sessions_, [](const auto& w) { return w.expired(); });
         self->sessions_.push_back(session);
         session->start();
@@ -194,12 +194,43 @@ class metrics_http::impl : public std::enable_shared_from_this<metrics_http::imp
     });
   }
 
-  // Shared with the sessions and the render callbacks, which may outlive us by a moment.
+  // A scrape's page, on the endpoint's thread: from the next collection to start (see
+  // scrape_coalescer: collections are shared and at most one per kMinCollectionInterval).
+  void fetch_page(scrape_coalescer::answer a) { act(coalescer_.request(clock::now(), std::move(a))); }
+
+  void act(const scrape_coalescer::next_step& step) {
+    if (step.collect_now) return collect();
+    if (!step.wake_at || collect_timer_armed_) return;
+    collect_timer_armed_ = true;
+    collect_timer_.expires_at(*step.wake_at);
+    collect_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+      self->collect_timer_armed_ = false;
+      if (!ec) self->act(self->coalescer_.wake(clock::now()));
+    });
+  }
+
+  // Gathered on the connections' threads; formatted here. The callback holds the io_context (the
+  // endpoint may be gone by then: the page is dropped).
+  void collect() {
+    render_([io = io_, weak = weak_from_this()](page p) {
+      boost::asio::post(*io, [weak, p = std::move(p)] {
+        if (auto self = weak.lock())
+          self->act(self->coalescer_.collected(clock::now(), std::make_shared<const std::string>(p())));
+      });
+    });
+  }
+
+  using clock = scrape_coalescer::clock;
+
+  // Shared with the render callbacks, which may outlive us by a moment.
   std::shared_ptr<boost::asio::io_context> io_ = std::make_shared<boost::asio::io_context>(1);
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guard_{
       io_->get_executor()};
   tcp::acceptor acceptor_;
-  boost::asio::steady_timer retry_timer_{*io_};  // after a failed accept
+  boost::asio::steady_timer retry_timer_{*io_};         // after a failed accept
+  scrape_coalescer coalescer_{kMinCollectionInterval};  // on the io thread
+  boost::asio::steady_timer collect_timer_{*io_};       // the coalescer's next collection
+  bool collect_timer_armed_ = false;
   renderer render_;
   std::string address_;
   std::shared_ptr<std::atomic<std::size_t>> active_ = std::make_shared<std::atomic<std::size_t>>(0);

@@ -1,10 +1,12 @@
 #pragma once
 // metrics_http: the HTTP/1.1 endpoint a server serves its Prometheus metrics on
-// (server_options::metrics_address). GET /metrics only (other paths 404, other methods 405);
-// one request per connection; at most kMaxScrapers connections at once (more are closed);
-// each must send its request and read the answer within kScrapeTimeout. It runs on a thread and
-// io_context of its own: a slow or hostile scraper costs that thread, never the RPC threads.
-// Layer: rpc. Threading: construct and destroy on any one thread; render runs on other threads.
+// (server_options::metrics_address). GET /metrics only (other paths 404, other methods, HEAD
+// too, 405); one request per connection; at most kMaxScrapers connections at once (more are
+// closed); each must send its request and read the answer within kScrapeTimeout each. It runs on a thread and
+// io_context of its own, and scrapes share collections (rpc/scrape_coalescer.hpp): at most one per
+// kMinCollectionInterval, so a slow or hostile scraper costs that thread, and the RPC threads at most one
+// small task per connection per interval. Layer: rpc. Threading: construct and destroy on any one thread;
+// render runs on other threads.
 
 #include <chrono>
 #include <functional>
@@ -18,13 +20,17 @@ class metrics_http {
  public:
   static constexpr std::size_t kMaxScrapers = 16;
   static constexpr std::chrono::seconds kScrapeTimeout{10};
+  // Collections of the page (a task on every connection's thread) start at most this often;
+  // a scrape waits at most this long (plus the collection) for a page that is never stale.
+  static constexpr std::chrono::milliseconds kMinCollectionInterval{100};
 
   // Gathers what the page shows and hands `done` (from any thread, exactly once) a function that
   // formats it, which the endpoint runs on its own thread: formatting costs no RPC thread.
   using page = std::function<std::string()>;
   using renderer = std::function<void(std::function<void(page)> done)>;
 
-  // Listens on `address` ("127.0.0.1:9464", "[::1]:0", "0.0.0.0:9464"; port 0 picks one). Throws
+  // Listens on `address` ("127.0.0.1:9464", "[::1]:0", "0.0.0.0:9464"; ":9464" is 127.0.0.1:9464;
+  // port 0 picks one). Throws
   // boost::system::system_error when the address is malformed or cannot be bound.
   metrics_http(std::string_view address, renderer render);
   ~metrics_http();  // stops listening, closes scrapers, joins the thread
