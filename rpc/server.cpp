@@ -405,9 +405,13 @@ void server::impl::connection_figures_of_all(
   for (auto& c : conns) {
     boost::asio::post(c->get_executor(), [g, c] {
       auto f = c->figures();
-      std::lock_guard lock(g->mutex);
-      g->figures.push_back(std::move(f));
-      if (--g->left == 0) g->deliver();
+      bool last = false;
+      {
+        std::lock_guard lock(g->mutex);
+        g->figures.push_back(std::move(f));
+        last = --g->left == 0;
+      }
+      if (last) g->deliver();  // outside the lock: the handler may run inline
     });
   }
 }
