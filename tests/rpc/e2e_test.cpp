@@ -9,6 +9,7 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
@@ -22,6 +23,7 @@
 #include <functional>
 
 #include "e2e_harness.hpp"
+#include "rpc/server_context.hpp"
 #include "transport/connect.hpp"
 
 using namespace rdmarpc;
@@ -227,6 +229,26 @@ TEST_CASE("e2e: an expired deadline gives DEADLINE_EXCEEDED and cancels the serv
           status_code::deadline_exceeded);
     CHECK(h.service().sleeps_started.load() == 2);
   }
+}
+
+TEST_CASE("e2e: a call made for a server call (set_parent) ends by the parent's deadline", "[e2e]") {
+  const auto target = GENERATE(from_range(e2e_targets()));
+  CAPTURE(target);
+  e2e_harness h(target);
+  auto ch = h.make_channel();
+  // The call a handler serves: its deadline is 2 s away (long enough for the child's request to
+  // reach the server even in a loaded VM, far below the sleep's 20 s).
+  boost::asio::io_context unused;
+  const server_context parent(unused.get_executor(), "/test.Parent/Call", "test://client",
+                              std::chrono::steady_clock::now() + 2s, {});
+  client_context child;  // no deadline of its own
+  child.set_parent(parent);
+  const auto r = call(*ch, test_service::sleep, make_request("slow", 20000), &child);
+  CHECK(code_of(r) == status_code::deadline_exceeded);
+  CHECK(r.elapsed < 10s);
+  CHECK(h.service().wait_for([&] { return h.service().sleeps_cancelled.load() == 1; }));
+  // The cap is applied per call: the context keeps its own deadline (none).
+  CHECK(child.deadline() == std::chrono::steady_clock::time_point::max());
 }
 
 TEST_CASE("e2e: cancellation through the handler's cancellation slot gives CANCELLED and stops the server",
