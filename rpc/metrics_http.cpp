@@ -146,6 +146,7 @@ class metrics_http::impl : public std::enable_shared_from_this<metrics_http::imp
     boost::asio::post(*io_, [self = shared_from_this()] {
       boost::system::error_code ignored;
       self->acceptor_.close(ignored);
+      self->stopped_ = true;  // a request read before this must not start a collection now
       self->retry_timer_.cancel();
       self->collect_timer_.cancel();
       self->coalescer_.clear();
@@ -196,9 +197,13 @@ class metrics_http::impl : public std::enable_shared_from_this<metrics_http::imp
 
   // A scrape's page, on the endpoint's thread: from the next collection to start (see
   // scrape_coalescer: collections are shared and at most one per kMinCollectionInterval).
-  void fetch_page(scrape_coalescer::answer a) { act(coalescer_.request(clock::now(), std::move(a))); }
+  void fetch_page(scrape_coalescer::answer a) {
+    if (stopped_) return;  // dropped: the session closes with the endpoint
+    act(coalescer_.request(clock::now(), std::move(a)));
+  }
 
   void act(const scrape_coalescer::next_step& step) {
+    if (stopped_) return;
     if (step.collect_now) return collect();
     if (!step.wake_at || collect_timer_armed_) return;
     collect_timer_armed_ = true;
@@ -231,6 +236,7 @@ class metrics_http::impl : public std::enable_shared_from_this<metrics_http::imp
   scrape_coalescer coalescer_{kMinCollectionInterval};  // on the io thread
   boost::asio::steady_timer collect_timer_{*io_};       // the coalescer's next collection
   bool collect_timer_armed_ = false;
+  bool stopped_ = false;  // on the io thread: set by stop()
   renderer render_;
   std::string address_;
   std::shared_ptr<std::atomic<std::size_t>> active_ = std::make_shared<std::atomic<std::size_t>>(0);

@@ -2,7 +2,7 @@
 // metrics_http: the HTTP/1.1 endpoint a server serves its Prometheus metrics on
 // (server_options::metrics_address). GET /metrics only (other paths 404, other methods, HEAD
 // too, 405); one request per connection; at most kMaxScrapers connections at once (more are
-// closed); each must send its request and read the answer within kScrapeTimeout each. It runs on a thread and
+// closed); each must send its request and read the answer within kScrapeTimeout. It runs on a thread and
 // io_context of its own, and scrapes share collections (rpc/scrape_coalescer.hpp): at most one per
 // kMinCollectionInterval, so a slow or hostile scraper costs that thread, and the RPC threads at most one
 // small task per connection per interval. Layer: rpc. Threading: construct and destroy on any one thread;
@@ -20,8 +20,9 @@ class metrics_http {
  public:
   static constexpr std::size_t kMaxScrapers = 16;
   static constexpr std::chrono::seconds kScrapeTimeout{10};
-  // Collections of the page (a task on every connection's thread) start at most this often;
-  // a scrape waits at most this long (plus the collection) for a page that is never stale.
+  // Collections of the page (a task on every connection's thread) start at most this often. A
+  // scrape waits for the next collection to start and finish (at most max(this, C) + C, C being
+  // how long a collection takes): its page is never older than its request.
   static constexpr std::chrono::milliseconds kMinCollectionInterval{100};
 
   // Gathers what the page shows and hands `done` (from any thread, exactly once) a function that
