@@ -266,11 +266,35 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   }
 
   // The user dropped its last reference: finish the calls already made, then close.
+  // The last handle is gone. If the executor's io_context is destroyed before this task runs, the
+  // task is destroyed unrun and abandon() breaks the channel -> connection -> connection_events ->
+  // channel cycle, so a program that drops its channel and then its io_context leaks nothing.
   void release() {
-    boost::asio::post(ex_, [self = shared_from_this()] {
-      self->released_ = true;
-      self->maybe_close_released();
-    });
+    class release_task {
+     public:
+      explicit release_task(std::shared_ptr<channel_impl> self) : self_(std::move(self)) {}
+      release_task(release_task&&) noexcept = default;
+      release_task& operator=(release_task&&) = delete;
+      ~release_task() {
+        if (self_) self_->abandon();
+      }
+      void operator()() {
+        const auto self = std::move(self_);
+        self->released_ = true;
+        self->maybe_close_released();
+      }
+
+     private:
+      std::shared_ptr<channel_impl> self_;
+    };
+    boost::asio::post(ex_, release_task(shared_from_this()));
+  }
+
+  // Only from release_task's destructor, when the io_context is being destroyed: nothing runs on it
+  // any more, so the connections are dropped without closing them (their sockets close with them).
+  void abandon() noexcept {
+    for (auto& slot : slots_) slot->conn.reset();
+    given_.reset();
   }
 
   channel_state state(bool try_to_connect) {

@@ -281,6 +281,32 @@ TEST_CASE("connectivity: a server restarted on the same address gets the channel
   CHECK(c.ch->stats().connects == 2);
 }
 
+TEST_CASE("connectivity: a channel dropped, then its io_context destroyed unrun, closes its connection",
+          "[connectivity]") {
+  // A program's end: the last handle goes, then the io_context, which never runs again. The task
+  // that would close the channel is destroyed unrun; the connection must close all the same (the
+  // channel, its connection and the connection's handler must not keep each other alive).
+  tcp_server server;
+  {
+    auto io = std::make_unique<boost::asio::io_context>(1);
+    auto ch = channel::create(io->get_executor(), "tcp://" + server.host_port());
+    std::optional<boost::system::error_code> out;
+    async_unary_call<test::EchoReply>(*ch, test::test_service::sleep, nullptr, test::make_request("c", 0),
+                                      [&out](boost::system::error_code ec, test::EchoReply) { out = ec; });
+    REQUIRE(run_until(*io, [&] { return out.has_value(); }));
+    CHECK_FALSE(*out);
+    ch.reset();
+    io.reset();
+  }
+  REQUIRE(server.srv->stats().connections_accepted == 1);
+  boost::asio::io_context waiting;  // run_until's bounded wait; nothing runs on it
+  CHECK(run_until(
+      waiting, [&] { return server.srv->stats().connections == 0; }, 10s));
+  // Closed by the client's end, not found dead by the server's heartbeat (what a leaked connection
+  // that no io_context runs any more comes to).
+  CHECK(server.srv->stats().heartbeat_timeouts == 0);
+}
+
 TEST_CASE("connectivity: round_robin spreads calls evenly over three servers", "[connectivity]") {
   tcp_server a, b, s3;
   client c;
