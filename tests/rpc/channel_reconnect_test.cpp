@@ -17,18 +17,14 @@
 #include "rpc_test.pb.h"
 #include "test_service.hpp"
 #include "tests/transport/connection_contract.hpp"  // run_until
+#include "tests/transport/raw_tcp.hpp"
 
 using namespace rdmarpc;
 using boost::asio::ip::tcp;
+using test::le_length;
 using test::run_until;
 
-namespace {
-
-std::array<std::byte, 4> le_length(std::uint32_t n) {
-  return {std::byte(n & 0xff), std::byte((n >> 8) & 0xff), std::byte((n >> 16) & 0xff), std::byte(n >> 24)};
-}
-
-}  // namespace
+namespace {}  // namespace
 
 TEST_CASE("channel: a protocol error while waiting for send-queue room does not stall the next connection",
           "[channel][tcp]") {

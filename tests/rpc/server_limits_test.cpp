@@ -23,11 +23,14 @@
 #include "rpc/unary_call.hpp"
 #include "test_service.hpp"
 #include "tests/transport/connection_contract.hpp"  // run_until
+#include "tests/transport/raw_tcp.hpp"
 #include "transport/endpoint.hpp"
 #include "transport/loopback/loopback_transport.hpp"
 #include "transport/tcp/tcp_framer.hpp"
 
 using namespace rdmarpc;
+using test::le_length;
+using test::resident_bytes;
 
 namespace {
 
@@ -98,11 +101,6 @@ TEST_CASE("server: max_connections_per_peer bounds one peer address", "[server][
 
 namespace {
 
-// Resident memory of this process (Linux: /proc/self/statm, second field, in pages).
-std::array<std::byte, 4> le_length(std::uint32_t n) {
-  return {std::byte(n & 0xff), std::byte((n >> 8) & 0xff), std::byte((n >> 16) & 0xff), std::byte(n >> 24)};
-}
-
 boost::asio::ip::tcp::endpoint tcp_target(const test::e2e_harness& h) {
   return {boost::asio::ip::make_address("127.0.0.1"), transport::parse_endpoint(h.uri())->port};
 }
@@ -116,13 +114,6 @@ constexpr std::size_t kResidentFactor = 2;
 #else
 constexpr std::size_t kResidentFactor = 1;
 #endif
-
-std::size_t resident_bytes() {
-  std::ifstream statm("/proc/self/statm");
-  std::size_t total_pages = 0, resident_pages = 0;
-  statm >> total_pages >> resident_pages;
-  return resident_pages * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-}
 
 }  // namespace
 

@@ -8,12 +8,15 @@
 #include <fstream>
 
 #include "tests/transport/connection_contract.hpp"
+#include "tests/transport/raw_tcp.hpp"
 #include "transport/connect.hpp"
 #include "transport/tcp/tcp_connection.hpp"
 
 using namespace rdmarpc;
 using boost::asio::ip::tcp;
+using test::le_length;
 using test::recording_handler;
+using test::resident_bytes;
 using test::run_until;
 
 namespace {
@@ -51,10 +54,6 @@ test::connected_pair make_pair(boost::asio::io_context& io, const transport::con
   REQUIRE_FALSE(server.ec);
   REQUIRE_FALSE(client.ec);
   return {client.connection, server.connection};
-}
-
-std::array<std::byte, 4> le_length(std::uint32_t n) {
-  return {std::byte(n & 0xff), std::byte((n >> 8) & 0xff), std::byte((n >> 16) & 0xff), std::byte(n >> 24)};
 }
 
 // A listener, one started server connection per accepted socket, and a raw client socket.
@@ -323,17 +322,7 @@ TEST_CASE("tcp: a reset peer is connection_lost", "[tcp][eof]") {
   CHECK(h->close_reason == transport::errc::connection_lost);
 }
 
-namespace {
-
-// Resident memory of this process (Linux: /proc/self/statm, second field, in pages).
-std::size_t resident_bytes() {
-  std::ifstream statm("/proc/self/statm");
-  std::size_t total_pages = 0, resident_pages = 0;
-  statm >> total_pages >> resident_pages;
-  return resident_pages * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-}
-
-}  // namespace
+namespace {}  // namespace
 
 TEST_CASE("tcp: a large frame costs memory as its bytes arrive - not as its header announces",
           "[tcp][limits]") {
