@@ -20,17 +20,23 @@
 // fails FAILED_PRECONDITION. A terminal or partial cancellation of any operation (its handler's
 // associated cancellation slot) cancels the whole stream, as cancel() does: both sides see
 // CANCELLED. Handlers run on their associated executor (default: the channel's or connection's).
+// One exception: a coroutine awaiting async_write with use_awaitable or as_tuple(use_awaitable)
+// on the stream's own executor goes on at once when the write needed no waiting (try_write).
 
 #include <google/protobuf/message_lite.h>
 
 #include <boost/asio/append.hpp>
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/system/error_code.hpp>
 #include <memory>
+#include <tuple>
+#include <type_traits>
 #include <utility>
 
 #include "rpc/completion_op.hpp"
@@ -44,7 +50,8 @@ inline bool is_end_of_stream(const boost::system::error_code& ec) noexcept {
 }
 
 // One end of a stream, untyped. Every member may be called from any thread; completions run on the
-// handler's associated executor, never inside the call that started the operation.
+// handler's associated executor, never inside the call that started the operation (the awaitable
+// write above only skips the operation, when try_write did the write).
 class stream_io {
  public:
   using signature = void(boost::system::error_code);
@@ -103,13 +110,53 @@ bool prepare(const std::shared_ptr<stream_io>& io, Handler& handler) {
 }
 
 template <typename Token>
-auto async_stream_write(std::shared_ptr<stream_io> io, const google::protobuf::MessageLite& message,
-                        Token&& token) {
+auto initiate_stream_write(std::shared_ptr<stream_io> io, const google::protobuf::MessageLite& message,
+                           Token&& token) {
   return boost::asio::async_initiate<Token, stream_io::signature>(
       [io = std::move(io)](auto handler, const google::protobuf::MessageLite* m) {
         if (prepare(io, handler)) io->write(*m, make_completion_op(std::move(handler)));
       },
       token, &message);
+}
+
+// The coroutine tokens whose writes may finish without a trip through the scheduler.
+template <typename Token>
+struct awaitable_write_token : std::false_type {};
+template <typename Executor>
+struct awaitable_write_token<boost::asio::use_awaitable_t<Executor>> : std::true_type {
+  static constexpr bool as_tuple = false;
+};
+template <typename Executor>
+struct awaitable_write_token<boost::asio::as_tuple_t<boost::asio::use_awaitable_t<Executor>>>
+    : std::true_type {
+  static constexpr bool as_tuple = true;
+};
+
+// Asio 1.81 posts every completion, so a coroutine awaiting a write that needed no waiting would
+// still be resumed from the scheduler: about 1.9 k instructions a message, half of rxe's message
+// rate. This awaitable tries the write first and goes on at once when it is done (as Boost 1.82's
+// immediate executor does for any token); otherwise it waits as any async_write does.
+template <typename Token>
+typename boost::asio::async_result<Token, stream_io::signature>::return_type awaitable_stream_write(
+    std::shared_ptr<stream_io> io, const google::protobuf::MessageLite& message, Token token) {
+  if (io && io->try_write(message)) {
+    if constexpr (awaitable_write_token<Token>::as_tuple) {
+      co_return std::tuple<boost::system::error_code>{};
+    } else {
+      co_return;
+    }
+  }
+  co_return co_await initiate_stream_write(std::move(io), message, std::move(token));
+}
+
+template <typename Token>
+auto async_stream_write(std::shared_ptr<stream_io> io, const google::protobuf::MessageLite& message,
+                        Token&& token) {
+  if constexpr (awaitable_write_token<std::decay_t<Token>>::value) {
+    return awaitable_stream_write<std::decay_t<Token>>(std::move(io), message, std::forward<Token>(token));
+  } else {
+    return initiate_stream_write(std::move(io), message, std::forward<Token>(token));
+  }
 }
 
 template <typename Token>

@@ -516,7 +516,8 @@ void stream_core::write(const google::protobuf::MessageLite& message, handler h)
 bool stream_core::try_write(const google::protobuf::MessageLite& message) {
   if (!on_own_thread() || write_h_ || ended_ || !state_.write_message()) return false;
   // A writer that never waits would hold its io_context (and every other stream on it): after a
-  // doorbell's worth of messages it goes through async_write, which yields.
+  // doorbell's worth of held messages it goes through async_write, which yields. Where nothing is
+  // held (loopback, a corked tcp connection) the peer's window bounds the run instead.
   if (conn_ && conn_->held_commits() >= transport::connection::kMaxHeldCommits) return false;
   return message.IsInitialized() && try_write_direct(message);
 }

@@ -9,6 +9,8 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <catch2/catch.hpp>
 #include <functional>
@@ -91,6 +93,45 @@ class try_write_service final : public service {
       r.set_data(std::to_string(n));
       auto [ec] = co_await out.async_write(r, boost::asio::as_tuple(boost::asio::use_awaitable));
       if (ec) co_return;
+    }
+  }
+  static constexpr std::array<method_descriptor, 1> methods_{burst};
+};
+
+// A server-streaming method whose handler writes ten messages with co_await async_write, by
+// use_awaitable and as_tuple(use_awaitable) in turn, and records which writes resumed it without a
+// trip through the io_context: a marker posted just before each write has not run by then.
+class awaited_write_service final : public service {
+ public:
+  static constexpr method_descriptor burst{"/lifecycle.A/Burst", method_id("/lifecycle.A/Burst"),
+                                           rpc_kind::server_streaming};
+  std::string_view full_name() const noexcept override { return "lifecycle.A"; }
+  std::span<const method_descriptor> methods() const noexcept override { return methods_; }
+  std::unique_ptr<server_call> new_call(std::size_t) override { return nullptr; }
+  std::unique_ptr<server_stream_call> new_stream_call(std::size_t) override {
+    return std::make_unique<
+        server_streaming_call<awaited_write_service, test::StreamRequest, test::EchoReply>>(
+        *this, &awaited_write_service::do_burst);
+  }
+  std::vector<bool> resumed_in_place;
+  int markers_run = 0;
+
+ private:
+  boost::asio::awaitable<void> do_burst(server_context&, const test::StreamRequest&,
+                                        server_writer<test::EchoReply>& out) {
+    const auto ex = co_await boost::asio::this_coro::executor;
+    test::EchoReply r;
+    for (int n = 0; n < 10; ++n) {
+      r.set_data(std::to_string(n));
+      boost::asio::post(ex, [this] { ++markers_run; });
+      const int before = markers_run;
+      if (n % 2 == 0) {
+        co_await out.async_write(r, boost::asio::use_awaitable);
+      } else {
+        auto [ec] = co_await out.async_write(r, tuple_awaitable);
+        if (ec) co_return;
+      }
+      resumed_in_place.push_back(markers_run == before);
     }
   }
   static constexpr std::array<method_descriptor, 1> methods_{burst};
@@ -183,6 +224,39 @@ TEST_CASE("stream lifecycle: try_write writes while the window allows - then asy
   CHECK(off_thread == false);
   CHECK_FALSE(client_stream<test::EchoRequest, test::EchoReply>().try_write(req));
   chat.cancel();
+  ch.reset();
+  srv.reset();
+  io.restart();
+  io.run_for(1s);
+}
+
+TEST_CASE("stream lifecycle: co_await async_write goes on at once when the write needs no waiting",
+          "[stream]") {
+  boost::asio::io_context io{1};
+  awaited_write_service svc;
+  std::optional<server> srv;
+  srv.emplace(io.get_executor());
+  srv->add_service(svc);
+  auto [client_end, server_end] =
+      transport::loopback::make_loopback_pair(io.get_executor(), io.get_executor());
+  srv->serve(server_end);
+  channel_options opts;
+  opts.stream_window = {1u << 20, 4};  // the server may write four messages ahead of our reads
+  auto ch = channel::create(client_end, opts);
+  read_result res;
+  boost::asio::co_spawn(io, read_stream(ch, awaited_write_service::burst, res, 30s), boost::asio::detached);
+  REQUIRE(test::run_until(
+      io, [&] { return res.done; }, 30s));
+  CHECK(res.got == std::vector<std::string>{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"});
+  CHECK(to_status_code(res.finish) == status_code::ok);
+  REQUIRE(svc.resumed_in_place.size() == 10);
+  // The first four fit the window: both token forms resumed the handler in place. The fifth
+  // waited for the client's grant, which came through the io_context.
+  CHECK(svc.resumed_in_place[0]);
+  CHECK(svc.resumed_in_place[1]);
+  CHECK(svc.resumed_in_place[2]);
+  CHECK(svc.resumed_in_place[3]);
+  CHECK_FALSE(svc.resumed_in_place[4]);
   ch.reset();
   srv.reset();
   io.restart();
@@ -422,7 +496,9 @@ TEST_CASE("stream lifecycle: read and unary handlers that throw in place leave t
     {
       auto guard = boost::asio::make_work_guard(io);
       const auto deadline = std::chrono::steady_clock::now() + 30s;
-      while (!ended && std::chrono::steady_clock::now() < deadline) {
+      // The server may write all three before the client reads one: then the reads after the
+      // first complete inside its handler, before its exception comes out of run().
+      while ((!ended || thrown == 0) && std::chrono::steady_clock::now() < deadline) {
         try {
           io.run_one_for(10ms);
         } catch (const std::runtime_error&) {
