@@ -97,8 +97,12 @@ bool echo_client::run_io(const closed_loop& loop, progress& out) {
   if (stuck) return false;
   // Let the watchdog's cancellation run now, while its frame still exists. Not poll(): in
   // busy-poll mode the transport always has a handler ready, so poll() would never return.
-  io_.restart();
-  while (!watchdog_done) io_.run_one();
+  // A stream's last finish may stop the io_context again meanwhile: run_one() would then return
+  // at once forever (seen under valgrind), so restart it.
+  while (!watchdog_done) {
+    if (io_.stopped()) io_.restart();
+    io_.run_one();
+  }
   return true;
 }
 

@@ -46,8 +46,9 @@ void usage() {
                "URIs: rdma://HOST:PORT, tcp://HOST:PORT\n"
                "--handler callback (default: EchoBench::CallbackService, answers inline) or coroutine\n"
                "          (EchoBench::Service, a co_spawn per call)\n"
-               "--async-writes  (--stream) the server writes each message with async_write; by default\n"
-               "          it uses try_write while that need not wait\n"
+               "--async-writes  (--stream) the server writes each message with co_await async_write; by\n"
+               "          default it uses try_write while that need not wait\n"
+               "--no-heartbeats, --heartbeat-interval MS, --heartbeat-timeout MS apply to every mode\n"
                "--metrics  the server's built-in metrics on; --interceptors  also a no-op interceptor on\n"
                "          each side (what interceptors cost)\n"
                "client flags:\n"
@@ -88,13 +89,23 @@ struct settings {
     o.transport = transport();
     o.metrics = metrics || interceptors;
     if (interceptors) o.interceptors.push_back(std::make_shared<noop_server>());
+    apply_heartbeats(o);
     return o;
   }
   rdmarpc::channel_options channel() const {
     rdmarpc::channel_options o;
     o.transport = transport();
     if (interceptors) o.interceptors.push_back(std::make_shared<noop_client>());
+    apply_heartbeats(o);
     return o;
+  }
+  // --heartbeat-interval, --heartbeat-timeout, --no-heartbeats (e.g. for callgrind on a loaded
+  // machine, where a 300 ms silence is not a dead peer).
+  template <typename Options>
+  void apply_heartbeats(Options& o) const {
+    if (heartbeat_interval.count() > 0) o.heartbeat_interval = heartbeat_interval;
+    if (heartbeat_timeout.count() > 0) o.heartbeat_timeout = heartbeat_timeout;
+    if (!heartbeats) o.heartbeat_interval = std::chrono::steady_clock::duration::zero();
   }
   std::string mode_label() const {
     // A stream whose server writes with async_write only is its own point ("adaptive+async_write").
@@ -232,18 +243,10 @@ int run_heartbeats(const settings& s) {
   echo_services services;
   rdmarpc::server_options server_options;
   server_options.transport = s.transport();
+  s.apply_heartbeats(server_options);
   rdmarpc::channel_options channel_options;
   channel_options.transport = s.transport();
-  if (s.heartbeat_interval.count() > 0) {
-    server_options.heartbeat_interval = channel_options.heartbeat_interval = s.heartbeat_interval;
-  }
-  if (s.heartbeat_timeout.count() > 0) {
-    server_options.heartbeat_timeout = channel_options.heartbeat_timeout = s.heartbeat_timeout;
-  }
-  if (!s.heartbeats) {
-    server_options.heartbeat_interval = std::chrono::steady_clock::duration::zero();
-    channel_options.heartbeat_interval = std::chrono::steady_clock::duration::zero();
-  }
+  s.apply_heartbeats(channel_options);
   std::optional<rdmarpc::server> server;
   server.emplace(server_io.get_executor(), server_options);
   server->add_service(services.pick(s));
