@@ -164,52 +164,56 @@ boost::asio::awaitable<void> read_stream(std::shared_ptr<channel> ch, method_des
   res.done = true;
 }
 
+// A server with `svc` and a channel to it over loopback, the channel granting `window` per stream;
+// read(m) runs a read_stream of `m` to its end (and until `also` holds).
+struct loopback_stream_bed {
+  loopback_stream_bed(service& svc, stream_window_size window) {
+    srv.emplace(io.get_executor());
+    srv->add_service(svc);
+    auto [client_end, server_end] =
+        transport::loopback::make_loopback_pair(io.get_executor(), io.get_executor());
+    srv->serve(server_end);
+    channel_options opts;
+    opts.stream_window = window;
+    ch = channel::create(client_end, opts);
+  }
+  ~loopback_stream_bed() {
+    ch.reset();
+    srv.reset();
+    io.restart();
+    io.run_for(1s);
+  }
+  read_result read(
+      method_descriptor m, const std::function<bool()>& also = [] { return true; }) {
+    read_result res;
+    boost::asio::co_spawn(io, read_stream(ch, m, res, 30s), boost::asio::detached);
+    REQUIRE(test::run_until(
+        io, [&] { return res.done && also(); }, 30s));
+    return res;
+  }
+  boost::asio::io_context io{1};
+  std::optional<server> srv;
+  std::shared_ptr<channel> ch;
+};
+
 }  // namespace
 
 TEST_CASE("stream lifecycle: a write still waiting for the window when the handler returns is delivered",
           "[stream]") {
-  boost::asio::io_context io{1};
   burst_service svc;
-  std::optional<server> srv;
-  srv.emplace(io.get_executor());
-  srv->add_service(svc);
-  auto [client_end, server_end] =
-      transport::loopback::make_loopback_pair(io.get_executor(), io.get_executor());
-  srv->serve(server_end);
-  channel_options opts;
-  opts.stream_window = {1u << 20, 1};  // one message at a time: "two" waits for the grant
-  auto ch = channel::create(client_end, opts);
-  read_result res;
-  boost::asio::co_spawn(io, read_stream(ch, burst_service::burst, res, 30s), boost::asio::detached);
-  REQUIRE(test::run_until(
-      io, [&] { return res.done && svc.second_write.has_value(); }, 30s));
+  loopback_stream_bed bed(svc, {1u << 20, 1});  // one message at a time: "two" waits for the grant
+  const auto res = bed.read(burst_service::burst, [&] { return svc.second_write.has_value(); });
   CHECK(res.got == std::vector<std::string>{"one", "two"});
   CHECK(is_end_of_stream(res.end));
   CHECK(to_status_code(res.finish) == status_code::ok);
   CHECK_FALSE(*svc.second_write);
-  ch.reset();
-  srv.reset();
-  io.restart();
-  io.run_for(1s);
 }
 
 TEST_CASE("stream lifecycle: try_write writes while the window allows - then async_write waits for it",
           "[stream]") {
-  boost::asio::io_context io{1};
   try_write_service svc;
-  std::optional<server> srv;
-  srv.emplace(io.get_executor());
-  srv->add_service(svc);
-  auto [client_end, server_end] =
-      transport::loopback::make_loopback_pair(io.get_executor(), io.get_executor());
-  srv->serve(server_end);
-  channel_options opts;
-  opts.stream_window = {1u << 20, 4};  // the server may write four messages ahead of our reads
-  auto ch = channel::create(client_end, opts);
-  read_result res;
-  boost::asio::co_spawn(io, read_stream(ch, try_write_service::burst, res, 30s), boost::asio::detached);
-  REQUIRE(test::run_until(
-      io, [&] { return res.done; }, 30s));
+  loopback_stream_bed bed(svc, {1u << 20, 4});  // the server may write four messages ahead of our reads
+  const auto res = bed.read(try_write_service::burst);
   CHECK(svc.written_without_waiting == 4);
   CHECK(res.got == std::vector<std::string>{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"});
   CHECK(to_status_code(res.finish) == status_code::ok);
@@ -217,36 +221,20 @@ TEST_CASE("stream lifecycle: try_write writes while the window allows - then asy
   // Off the stream's executor try_write never writes (nor does an empty stream's).
   client_context ctx;
   client_stream<test::EchoRequest, test::EchoReply> chat(
-      ch->start_stream(test::test_service::chat, &ctx, nullptr));
+      bed.ch->start_stream(test::test_service::chat, &ctx, nullptr));
   test::EchoRequest req;
   std::optional<bool> off_thread;
   std::thread([&] { off_thread = chat.try_write(req); }).join();
   CHECK(off_thread == false);
   CHECK_FALSE(client_stream<test::EchoRequest, test::EchoReply>().try_write(req));
   chat.cancel();
-  ch.reset();
-  srv.reset();
-  io.restart();
-  io.run_for(1s);
 }
 
 TEST_CASE("stream lifecycle: co_await async_write goes on at once when the write needs no waiting",
           "[stream]") {
-  boost::asio::io_context io{1};
   awaited_write_service svc;
-  std::optional<server> srv;
-  srv.emplace(io.get_executor());
-  srv->add_service(svc);
-  auto [client_end, server_end] =
-      transport::loopback::make_loopback_pair(io.get_executor(), io.get_executor());
-  srv->serve(server_end);
-  channel_options opts;
-  opts.stream_window = {1u << 20, 4};  // the server may write four messages ahead of our reads
-  auto ch = channel::create(client_end, opts);
-  read_result res;
-  boost::asio::co_spawn(io, read_stream(ch, awaited_write_service::burst, res, 30s), boost::asio::detached);
-  REQUIRE(test::run_until(
-      io, [&] { return res.done; }, 30s));
+  loopback_stream_bed bed(svc, {1u << 20, 4});  // the server may write four messages ahead of our reads
+  const auto res = bed.read(awaited_write_service::burst);
   CHECK(res.got == std::vector<std::string>{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"});
   CHECK(to_status_code(res.finish) == status_code::ok);
   REQUIRE(svc.resumed_in_place.size() == 10);
@@ -257,10 +245,6 @@ TEST_CASE("stream lifecycle: co_await async_write goes on at once when the write
   CHECK(svc.resumed_in_place[2]);
   CHECK(svc.resumed_in_place[3]);
   CHECK_FALSE(svc.resumed_in_place[4]);
-  ch.reset();
-  srv.reset();
-  io.restart();
-  io.run_for(1s);
 }
 
 TEST_CASE("stream lifecycle: streams whose deadline passed before registration leave the channel",
