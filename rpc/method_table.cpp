@@ -31,4 +31,12 @@ void method_table::add(service& s) {
   services_.push_back(&s);
 }
 
+void method_table::limit_request_bytes(std::string_view full_name, std::size_t bytes) {
+  auto it = methods_.find(method_id(full_name));
+  if (it == methods_.end() || it->second.full_name != full_name)
+    throw std::invalid_argument("rdmarpc::server: max_request_bytes_by_method names " +
+                                std::string(full_name) + ", which no added service has");
+  it->second.max_request_bytes = bytes;
+}
+
 }  // namespace rdmarpc

@@ -19,6 +19,8 @@ struct method_entry {
   std::size_t index = 0;  // in svc->methods()
   std::string_view full_name;
   std::size_t slot = 0;  // 0..size()-1, in registration order: where connections keep spare call objects
+  // The largest request, or client stream message, it accepts (server_options::max_request_bytes_by_method).
+  std::size_t max_request_bytes = SIZE_MAX;
 };
 
 class method_table {
@@ -27,6 +29,10 @@ class method_table {
   // on a duplicate service, an id that is not method_id(full name), or colliding ids; then
   // nothing of `s` was added.
   void add(service& s);
+
+  // Sets the method `full_name`'s max_request_bytes. Throws std::invalid_argument when no added
+  // service has that method.
+  void limit_request_bytes(std::string_view full_name, std::size_t bytes);
 
   // The method with wire id `id`, or null.
   const method_entry* find(std::uint32_t id) const noexcept {

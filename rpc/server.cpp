@@ -242,11 +242,14 @@ class server::impl final : public server_connection::owner,
     for (auto& h : handlers) boost::asio::post(ex_, std::move(h));
   }
 
-  // Services are added before serving: the method table is complete, so the interceptor chain
-  // (whose metrics are indexed by method) is built now, once. Connections read it afterwards.
+  // Services are added before serving: the method table is complete, so its per-method limits
+  // are set and the interceptor chain (whose metrics are indexed by method) is built now, once.
+  // Connections read them afterwards.
   void freeze() {
     std::lock_guard lock(mutex_);
     if (frozen_) return;
+    for (const auto& [name, bytes] : options_.max_request_bytes_by_method)
+      methods_.limit_request_bytes(name, bytes);
     std::vector<std::shared_ptr<server_interceptor>> chain;
     if (options_.metrics || !options_.metrics_address.empty()) {
       metrics_ = std::make_shared<call_metrics>(methods_.names());

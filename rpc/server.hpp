@@ -9,6 +9,8 @@
 #include <boost/asio/async_result.hpp>
 #include <chrono>
 #include <cstddef>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,6 +37,13 @@ struct server_options {
   // refused with RESOURCE_EXHAUSTED (the connection carries on); logged once per connection.
   std::size_t max_metadata_entries = 64;
   std::size_t max_metadata_bytes = 8 * 1024;
+  // Per method, by full name ("/kv.Store/Put"): the largest request, or message a client sends on
+  // a stream, that method accepts (serialized bytes). A larger one is refused with
+  // RESOURCE_EXHAUSTED before it is parsed (a stream is reset with it; the connection carries on);
+  // logged once per connection. A method not named accepts up to transport.max_message_size, which
+  // also bounds what the transport buffers for any message: a bound here above it has no effect.
+  // listen() and serve() throw std::invalid_argument for a name no added service has.
+  std::map<std::string, std::size_t, std::less<>> max_request_bytes_by_method;
   // Connections served at once, in all and from one peer address (its host, whatever the port).
   // A connection beyond either is closed as soon as it is accepted (its client sees UNAVAILABLE,
   // closed_by_peer); refusals are logged (the first at warning level, the rest at debug).

@@ -380,6 +380,13 @@ class connection_impl final : public server_connection,
       return;  // a stream that ended here (or was refused): the frame crossed its end
     }
     auto core = it->second->stream;  // the stream may end (and its record go) inside on_frame
+    const method_entry& m = *it->second->method;
+    if (v.header.kind == frame::kind::stream_message && v.payload.size() > m.max_request_bytes &&
+        !core->ended()) [[unlikely]] {
+      const std::string why = too_large(m, v.payload.size());
+      log_limit_once(request_size_limit, why);
+      return core->reset(status_code::resource_exhausted, why);  // unparsed; the handler is cancelled
+    }
     core->on_frame(v, message);
   }
 
@@ -467,6 +474,11 @@ class connection_impl final : public server_connection,
     if (m == nullptr)
       return refuse_admitted(status_code::unimplemented,
                              "unknown method id " + std::to_string(v.header.method_id));
+    if (request_bytes > m->max_request_bytes) [[unlikely]] {
+      const std::string why = too_large(*m, request_bytes);
+      log_limit_once(request_size_limit, why);
+      return refuse_admitted(status_code::resource_exhausted, why);
+    }
     auto typed = take_call(*m);
     if (!typed) return refuse_admitted(status_code::unimplemented, "method index out of range");
     // Parsed straight from the receive buffer, which goes back to the transport at once.
@@ -744,14 +756,26 @@ class connection_impl final : public server_connection,
                call_outcome{code, message, request_bytes, response_bytes, clock::now() - started});
   }
 
+  // The limits a request can hit, each logged once per connection.
+  enum limit : std::uint8_t { metadata_limit = 1, request_size_limit = 2 };
+
   // A request beyond a configured limit: refused RESOURCE_EXHAUSTED; logged once per connection.
   void refuse_over_limit(std::uint32_t id, const std::string& why, frame::kind kind = frame::kind::response) {
-    if (!limit_logged_) {
-      limit_logged_ = true;
-      rdmarpc::logger()->warn(
-          "rdmarpc server: {}: {} (refused RESOURCE_EXHAUSTED; logged once per connection)", *peer_, why);
-    }
+    log_limit_once(metadata_limit, why);
     refuse(id, status_code::resource_exhausted, why, kind);
+  }
+
+  void log_limit_once(limit which, const std::string& why) {
+    if ((limits_logged_ & which) != 0) return;
+    limits_logged_ |= which;
+    rdmarpc::logger()->warn(
+        "rdmarpc server: {}: {} (refused RESOURCE_EXHAUSTED; logged once per connection and limit)", *peer_,
+        why);
+  }
+
+  static std::string too_large(const method_entry& m, std::size_t bytes) {
+    return "message of " + std::to_string(bytes) + " bytes larger than " + std::string(m.full_name) +
+           " accepts (" + std::to_string(m.max_request_bytes) + ")";
   }
 
   // A refusal (no call record behind it). Without room now it waits its turn like a reply; a peer
@@ -789,7 +813,7 @@ class connection_impl final : public server_connection,
   server_call* starting_call_ = nullptr;
   std::uint64_t starting_key_ = 0;
   bool starting_dropped_ = false;
-  bool limit_logged_ = false;  // a request beyond a limit was logged
+  std::uint8_t limits_logged_ = 0;  // the limits (enum limit) already logged
   std::unique_ptr<server_call> parked_;
   // Running calls, and finished ones whose reply waits for send room; records are reused.
   call_table<active_call> calls_{kSpareActiveCalls};

@@ -748,6 +748,38 @@ TEST_CASE("e2e: a server running its own io_context threads serves many connecti
   CHECK(h.service().wait_for([&] { return h.service().sleeps_cancelled.load() == 1; }));
 }
 
+TEST_CASE(
+    "e2e: a connection beyond the server's max_registered_memory is refused - the one inside it "
+    "carries on, and the next gets in once it closed",
+    "[e2e][limits]") {
+  const auto target = GENERATE(from_range(e2e_targets()));
+  CAPTURE(target);
+  server_options so;
+  so.max_registered_memory = 3u << 20;  // one connection's rings (2 MiB with the defaults), not two
+  e2e_harness h(target, so);
+  auto first = h.make_channel();
+  REQUIRE_FALSE(call(*first, test_service::echo, make_request("first")).ec);
+  auto second = h.make_channel();
+  client_context ctx;
+  const auto refused = call(*second, test_service::echo, make_request("second"), &ctx);
+  if (target == "rdma") {
+    CHECK(code_of(refused) == status_code::unavailable);
+    CAPTURE(ctx.status_message());
+  } else {
+    CHECK_FALSE(refused.ec);  // tcp and loopback register no memory: the bound does not apply
+  }
+  for (int i = 0; i < 5; ++i) CHECK_FALSE(call(*first, test_service::echo, make_request("during")).ec);
+  // Once the first connection is gone its rings are returned, and the second channel gets in on a
+  // later attempt (after its reconnect backoff).
+  first->close();
+  client_context patient;
+  patient.set_wait_for_ready(true);
+  patient.set_timeout(30s);
+  const auto r = call(*second, test_service::echo, make_request("later"), &patient, 40s);
+  CHECK_FALSE(r.ec);
+  CHECK(r.reply.data() == "later");
+}
+
 TEST_CASE("e2e: a request larger than the maximum message size fails RESOURCE_EXHAUSTED locally", "[e2e]") {
   const auto target = GENERATE(from_range(e2e_targets()));
   CAPTURE(target);

@@ -74,3 +74,14 @@ TEST_CASE("method_table: a wrong id or colliding ids are refused and add nothing
   CHECK_THROWS_AS(table.add(collides), std::invalid_argument);
   CHECK(table.size() == 1);
 }
+
+TEST_CASE("method_table: a request bound is set by full name - an unknown name is refused", "[method_table]") {
+  described_service a("pkg.A", {make("/pkg.A/One"), make("/pkg.A/Two")});
+  method_table table;
+  table.add(a);
+  table.limit_request_bytes("/pkg.A/Two", 512);
+  CHECK(table.find(method_id("/pkg.A/Two"))->max_request_bytes == 512);
+  CHECK(table.find(method_id("/pkg.A/One"))->max_request_bytes == SIZE_MAX);
+  CHECK_THROWS_AS(table.limit_request_bytes("/pkg.A/Three", 1), std::invalid_argument);
+  CHECK_THROWS_AS(table.limit_request_bytes("pkg.A/One", 1), std::invalid_argument);  // no leading '/'
+}

@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 #include <cstddef>
 #include <fstream>
+#include <future>
 #include <optional>
 #include <vector>
 
@@ -97,6 +98,44 @@ TEST_CASE("server: max_connections_per_peer bounds one peer address", "[server][
   auto second = s.connect();  // the same peer ("loopback://a")
   CHECK(s.echo(*first) == status_code::ok);
   CHECK(s.echo(*second) == status_code::unavailable);
+}
+
+TEST_CASE(
+    "server: a request beyond its method's max_request_bytes is refused RESOURCE_EXHAUSTED - the "
+    "rest carries on",
+    "[server][limits]") {
+  server_options options;
+  options.max_request_bytes_by_method = {{std::string(test::test_service::echo.full_name), 100}};
+  limited_server s(options);
+  auto ch = s.connect();
+  const auto echo = [&](std::size_t data_bytes, const method_descriptor& method = test::test_service::echo) {
+    std::optional<boost::system::error_code> out;
+    test::EchoRequest req;
+    req.set_data(std::string(data_bytes, 'x'));
+    async_unary_call<test::EchoReply>(*ch, method, nullptr, req,
+                                      [&](boost::system::error_code ec, test::EchoReply) { out = ec; });
+    REQUIRE(test::run_until(s.io, [&] { return out.has_value(); }));
+    return to_status_code(*out);
+  };
+  // A string field of n < 128 bytes serializes to n + 2.
+  CHECK(echo(98) == status_code::ok);  // 100 bytes: at the bound
+  CHECK(echo(99) == status_code::resource_exhausted);
+  CHECK(echo(4000) == status_code::resource_exhausted);
+  // The same connection carries on, and a method without a bound takes more.
+  CHECK(echo(10) == status_code::ok);
+  CHECK(echo(4000, test::test_service::meta) == status_code::ok);
+  CHECK(s.echo(*s.connect()) == status_code::ok);
+}
+
+TEST_CASE("server: max_request_bytes_by_method naming no added method is refused when serving starts",
+          "[server][limits]") {
+  server_options options;
+  options.max_request_bytes_by_method = {{"/rdmarpc.test.Test/Ech0", 100}};
+  limited_server s(options);
+  auto [client_end, server_end] =
+      transport::loopback::make_loopback_pair(s.io.get_executor(), s.io.get_executor());
+  CHECK_THROWS_WITH(s.srv->serve(server_end),
+                    Catch::Contains("/rdmarpc.test.Test/Ech0, which no added service has"));
 }
 
 namespace {
@@ -211,4 +250,133 @@ TEST_CASE(
   // Before the limit: 0.9 GB. Now the frame's own 15 MiB (read, then freed) and slack.
   CHECK(grown < kResidentFactor * (64u << 20));
   CHECK_FALSE(test::call(*honest, test::test_service::echo, test::make_request("after")).ec);
+}
+
+// A client that sends requests and never reads a reply: the server holds at most
+// max_in_flight_per_connection replies waiting for send room, and send_queue_bytes of frames
+// queued. Requests beyond the in-flight bound are refused, and the refusals are queued like
+// replies (once as many refusals wait for room as calls may be in flight, the reader is cut off:
+// "peer does not read its responses"; whether 40,000 refusals get there depends on the kernel's
+// socket buffers, so this test does not ask). Without the bounds this client's 40,000 requests for
+// 1 MiB replies would cost 40 GB.
+TEST_CASE(
+    "server: a tcp client that never reads its replies costs at most its in-flight replies and send "
+    "queue - an honest client is served meanwhile",
+    "[server][limits]") {
+  constexpr std::size_t kInFlight = 16;
+  constexpr std::uint32_t kReplyBytes = 1u << 20;
+  // Enough refusals to fill the send queue (~70 bytes each) and then wait.
+  constexpr std::uint32_t kRequests = 40'000;
+  server_options options;
+  options.max_in_flight_per_connection = kInFlight;
+  options.transport.send_queue_bytes = 1u << 20;
+  options.heartbeat_interval = std::chrono::milliseconds(0);  // so silence is not why it ends
+  test::e2e_harness h("tcp", options);
+  auto honest = h.make_channel();
+  REQUIRE_FALSE(test::call(*honest, test::test_service::echo, test::make_request("before")).ec);
+  test::reset_peak_resident();
+  const std::size_t before = resident_bytes();
+  const auto accepted_before = h.server().stats().connections_accepted;
+
+  const auto requests = [](std::uint32_t first, std::uint32_t last) {
+    std::string out;
+    for (std::uint32_t id = first; id <= last; ++id) {
+      test::EchoRequest req;
+      req.set_reply_size(kReplyBytes);
+      frame::header header;
+      header.kind = frame::kind::request;
+      header.call_id = id;
+      header.method_id = test::test_service::echo.id;
+      const std::string bytes = test::encode_frame(header, {}, req.SerializeAsString());
+      const auto length = le_length(static_cast<std::uint32_t>(bytes.size()));
+      out.append(reinterpret_cast<const char*>(length.data()), length.size());
+      out += bytes;
+    }
+    return out;
+  };
+  boost::asio::io_context raw_io;
+  boost::asio::ip::tcp::socket hostile(raw_io);
+  hostile.connect(tcp_target(h));
+  REQUIRE(test::run_until(raw_io,
+                          [&] { return h.server().stats().connections_accepted == accepted_before + 1; }));
+  // As many requests as may be in flight: 16 MiB of replies, more than the kernel's socket buffers
+  // and the send queue take, so replies wait; nothing is refused yet.
+  boost::asio::write(hostile, boost::asio::buffer(requests(1, kInFlight)));
+  for (int i = 0; i < 10; ++i) {
+    const auto r = test::call(*honest, test::test_service::echo, test::make_request("during"));
+    REQUIRE_FALSE(r.ec);
+    CHECK(r.reply.data() == "during");
+  }
+  CHECK(h.server().stats().connections == 2);
+  // The rest are refused. Wait until the server has seen every request, or cut the reader off.
+  boost::asio::write(hostile, boost::asio::buffer(requests(kInFlight + 1, kRequests)));
+  const auto all_seen = [&] {
+    std::promise<std::vector<connection_figures>> figures;
+    auto got = figures.get_future();
+    h.server().async_connection_figures(
+        [&figures](std::vector<connection_figures> all) { figures.set_value(std::move(all)); });
+    for (const auto& c : got.get())
+      if (c.calls_started > 1000) return c.calls_started == kRequests;  // the hostile one
+    return true;                                                        // cut off
+  };
+  REQUIRE(test::run_until(raw_io, all_seen));
+  for (int i = 0; i < 5; ++i)
+    CHECK_FALSE(test::call(*honest, test::test_service::echo, test::make_request("still")).ec);
+  CHECK(h.server().stats().heartbeat_timeouts == 0);
+  const std::size_t grown = test::peak_resident_bytes() - std::min(before, test::peak_resident_bytes());
+  CAPTURE(grown);
+  // Each waiting reply (1 MiB) counted twice, for its message and its frame, the send queue, and
+  // what went to the kernel's socket buffers (freed by then; ASan keeps it in its quarantine).
+  const std::size_t bound = 2 * kInFlight * kReplyBytes + options.transport.send_queue_bytes + (16u << 20);
+  CHECK(grown < kResidentFactor * bound);
+  CHECK_FALSE(test::call(*honest, test::test_service::echo, test::make_request("after")).ec);
+}
+
+// Connection caps over tcp: a connection beyond max_connections is closed as soon as it is
+// accepted, so 3x the cap in connections costs the server the cap in file descriptors.
+TEST_CASE(
+    "server: tcp connections beyond max_connections are closed at once - the server holds at most "
+    "the cap in fds, and a client inside it is served",
+    "[server][limits]") {
+  constexpr std::size_t kCap = 8;
+  server_options options;
+  options.max_connections = kCap;
+  options.heartbeat_interval = std::chrono::milliseconds(0);  // the raw sockets answer no pings
+  test::e2e_harness h("tcp", options);
+  auto honest = h.make_channel();
+  REQUIRE_FALSE(test::call(*honest, test::test_service::echo, test::make_request("before")).ec);
+  boost::asio::io_context raw_io;
+  boost::asio::ip::tcp::socket probe(raw_io);
+  probe.open(boost::asio::ip::tcp::v4());  // so raw_io's reactor (epoll, eventfd, timerfd) is counted
+  const std::size_t fds_before = test::open_fds();
+
+  std::vector<boost::asio::ip::tcp::socket> flood;
+  for (std::size_t i = 0; i < 3 * kCap; ++i) flood.emplace_back(raw_io).connect(tcp_target(h));
+  // The honest client holds one place: kCap - 1 of the flood are served, the rest closed.
+  REQUIRE(test::run_until(raw_io, [&] { return h.server().stats().connections_refused == 2 * kCap + 1; }));
+  CHECK(h.server().stats().connections == kCap);
+  // Our own 3 x kCap client sockets, and the server's kCap - 1 new connections: the refused ones
+  // hold no fd.
+  const std::size_t fd_bound = fds_before + 3 * kCap + (kCap - 1);
+  CAPTURE(fds_before, fd_bound);
+  CHECK(test::run_until(
+      raw_io, [&] { return test::open_fds() <= fd_bound; }, std::chrono::seconds(20)));
+  CHECK(test::open_fds() == fd_bound);
+  for (int i = 0; i < 5; ++i)
+    CHECK_FALSE(test::call(*honest, test::test_service::echo, test::make_request("during")).ec);
+  // Each refused socket sees the server's close; the served ones stay open.
+  for (auto& s : flood) s.non_blocking(true);
+  const auto closed_by_server = [&] {
+    std::size_t closed = 0;
+    for (auto& s : flood) {
+      std::array<char, 1> byte{};
+      boost::system::error_code ec;
+      s.read_some(boost::asio::buffer(byte), ec);
+      if (ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset) ++closed;
+    }
+    return closed;
+  };
+  CHECK(test::run_until(
+      raw_io, [&] { return closed_by_server() >= 2 * kCap + 1; }, std::chrono::seconds(20)));
+  CHECK(closed_by_server() == 2 * kCap + 1);
 }

@@ -1,13 +1,17 @@
 #pragma once
 // For tests that play a raw tcp peer: the tcp transport's 4-byte little-endian length prefix, and
-// this process's resident memory (what a hostile peer's bytes cost).
+// this process's resident memory and its peak, and its open fds (what a hostile peer costs).
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
+#include <limits>
+#include <string>
 
 namespace rdmarpc::test {
 
@@ -21,6 +25,37 @@ inline std::size_t resident_bytes() {
   std::size_t total_pages = 0, resident_pages = 0;
   statm >> total_pages >> resident_pages;
   return resident_pages * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+}
+
+// Starts a new peak for peak_resident_bytes() (Linux: writing 5 to /proc/self/clear_refs), after
+// giving free heap back to the system so that it cannot absorb what is measured next. Where the
+// reset is not allowed the peak is the process's whole life; ctest runs each case in a process of
+// its own, so that adds only this case's set-up (a bound can fail falsely, never pass falsely).
+inline void reset_peak_resident() {
+  ::malloc_trim(0);
+  std::ofstream("/proc/self/clear_refs") << "5";
+}
+
+// The largest resident_bytes() since reset_peak_resident() (/proc/self/status VmHWM).
+inline std::size_t peak_resident_bytes() {
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  std::size_t kib = 0;
+  while (status >> key) {
+    if (key == "VmHWM:") {
+      status >> kib;
+      break;
+    }
+    status.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return kib * 1024;
+}
+
+// Open file descriptors of this process (/proc/self/fd).
+inline std::size_t open_fds() {
+  std::size_t n = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
+  return n;
 }
 
 }  // namespace rdmarpc::test

@@ -1,10 +1,11 @@
 // rdma peers that break the protocol on purpose, made with raw rdma_cm and verbs:
 //  * clients that send a connection request and never complete the handshake: the listener holds
 //    at most max_pending_handshakes pending QPs, frees them after handshake_timeout, and an honest
-//    client gets in again (QPs counted device-wide with `rdma resource show`: in the test VM this
-//    binary is rxe0's only user);
+//    client gets in again (a client connected before carries on throughout) (QPs counted device-wide with
+//    `rdma resource show`: in the test VM this binary is rxe0's only user);
 //  * a peer that starts a fragmented message and never finishes it: the connection ends as a
-//    protocol error after reassembly_timeout;
+//    protocol error after reassembly_timeout, and an honest client of the same listener is served
+//    meanwhile;
 //  * connections beyond the registered-memory budget (connection_options::registered_memory).
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -95,16 +96,24 @@ TEST_CASE("rdma listener: stalled handshakes are bounded and dropped after hands
   server_options.handshake_timeout = std::chrono::milliseconds(1500);
   auto listener = transport::rdma::make_listener(io.get_executor(), rdma_endpoint(kPort), server_options);
   std::vector<std::shared_ptr<transport::connection>> accepted;
+  std::vector<std::shared_ptr<recorder>> server_ends;
   std::function<void()> accept_next = [&] {
     listener->async_accept(io.get_executor(),
                            [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
                              if (ec) return;
-                             c->close();
+                             server_ends.push_back(std::make_shared<recorder>());
+                             c->start(server_ends.back());
                              accepted.push_back(std::move(c));
                              accept_next();
                            });
   };
   accept_next();
+  // A client connected before the attack: it must carry on through it.
+  std::shared_ptr<transport::connection> keeper;
+  REQUIRE_FALSE(honest_connect(io, kPort, {}, &keeper));
+  auto keeper_end = std::make_shared<recorder>();
+  keeper->start(keeper_end);
+  REQUIRE(run_until(io, [&] { return accepted.size() == 1; }));
   const long idle_qps = device_qps();
 
   // Two stalled clients fill the pending handshakes: the server allocated a QP for each.
@@ -119,15 +128,24 @@ TEST_CASE("rdma listener: stalled handshakes are bounded and dropped after hands
   CHECK(c.first_event == RDMA_CM_EVENT_REJECTED);
   CHECK(honest_connect(io, kPort) == transport::errc::handshake_rejected);
   CHECK(device_qps() == idle_qps + 2);
-  CHECK(accepted.empty());
+  CHECK(accepted.size() == 1);
+  // The established connection carries on meanwhile, both ways.
+  const std::vector<std::byte> note{std::byte{1}, std::byte{2}, std::byte{3}};
+  REQUIRE_FALSE(keeper->send_copy(boost::asio::buffer(note)));
+  REQUIRE(run_until(io, [&] { return server_ends[0]->messages.size() == 1; }));
+  REQUIRE_FALSE(accepted[0]->send_copy(boost::asio::buffer(note)));
+  REQUIRE(run_until(io, [&] { return keeper_end->messages.size() == 1; }));
+  CHECK(server_ends[0]->messages[0] == note);
 
   // After handshake_timeout the server frees both pending QPs (the stalled clients are still
   // there: nothing of theirs helped), and an honest client gets in.
   REQUIRE(run_until(
       io, [&] { return device_qps() == idle_qps; }, std::chrono::seconds(20)));
   CHECK_FALSE(honest_connect(io, kPort));
-  REQUIRE(run_until(io, [&] { return accepted.size() == 1; }));
-  CHECK(accepted.size() == 1);
+  REQUIRE(run_until(io, [&] { return accepted.size() == 2; }));
+  CHECK(accepted.size() == 2);
+  CHECK_FALSE(server_ends[0]->closed.has_value());
+  CHECK_FALSE(keeper_end->closed.has_value());
 }
 
 namespace {
@@ -245,12 +263,34 @@ TEST_CASE("rdma: a fragmented message left unfinished ends the connection after 
   raw_peer& peer = *session.peer;
   auto& rec = session.server_end;
 
+  // An honest client of the same listener.
+  std::shared_ptr<transport::connection> honest_server_end;
+  session.listener->async_accept(io.get_executor(),
+                                 [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
+                                   if (!ec) honest_server_end = std::move(c);
+                                 });
+  std::shared_ptr<transport::connection> honest;
+  REQUIRE_FALSE(honest_connect(io, kPort, {}, &honest));
+  honest->start(std::make_shared<recorder>());
+  REQUIRE(run_until(io, [&] { return honest_server_end != nullptr; }));
+  auto honest_rec = std::make_shared<recorder>();
+  honest_server_end->start(honest_rec);
+
   // A first fragment (a whole slot, as the rules want) and then nothing, ever.
   peer.send({0, transport::rdma::wire::fragment::first}, kSlot);
+  // The honest client is served (the hostile connection is not looked at here: whether its
+  // timeout has run out by then depends on the VM's speed).
+  const std::vector<std::byte> note{std::byte{7}, std::byte{8}};
+  REQUIRE_FALSE(honest->send_copy(boost::asio::buffer(note)));
+  REQUIRE(run_until(io, [&] { return honest_rec->messages.size() == 1; }));
   REQUIRE(run_until(
       io, [&] { return rec->closed.has_value(); }, std::chrono::seconds(20)));
   CHECK(*rec->closed == transport::errc::protocol_error);
   CHECK(rec->messages.empty());
+  // And after the hostile connection ended.
+  REQUIRE_FALSE(honest->send_copy(boost::asio::buffer(note)));
+  REQUIRE(run_until(io, [&] { return honest_rec->messages.size() == 2; }));
+  CHECK_FALSE(honest_rec->closed.has_value());
 }
 
 TEST_CASE("rdma: an empty middle fragment is a protocol error at once") {
