@@ -73,6 +73,7 @@ churn_result run_churn(const churn_options& o) {
     // heap are taken after the warm-up, so one-time costs (librdmacm's device fds) stay out.
     wait_until([&] { return count_resources().rdma == idle; }, o.settle);
     result.before = count_resources();
+    if (o.on_measure_start) o.on_measure_start();
 
     const auto start = clock::now();
     const std::size_t step = std::max<std::size_t>(1, o.cycles / 100);
@@ -92,6 +93,7 @@ churn_result run_churn(const churn_options& o) {
           return result.after.growth_since(result.before, o.heap_slack_bytes).empty();
         },
         o.settle);
+    if (o.on_measure_end) o.on_measure_end();
     result.leaked = result.after.growth_since(result.before, o.heap_slack_bytes);
     server.reset();
   }

@@ -28,6 +28,9 @@ struct churn_options {
   // to return everything after the last cycle.
   std::chrono::milliseconds settle{std::chrono::seconds(20)};
   std::function<void(std::size_t cycles_done)> progress;  // called every 1 % (and at the end)
+  // Called right after the first snapshot and right before the last: what runs between them is
+  // what the comparison sees (rdmarpc_churn --mtrace traces the heap there).
+  std::function<void()> on_measure_start, on_measure_end;
 };
 
 struct churn_result {

@@ -1,7 +1,12 @@
 // rdmarpc_churn: the churn soak as a command (tests/soak/churn.sh runs it for 10^4 cycles).
-//   rdmarpc_churn [--target tcp|rdma] [--address ADDR] [--cycles N] [--json FILE]
+//   rdmarpc_churn [--target tcp|rdma] [--address ADDR] [--cycles N] [--json FILE] [--mtrace]
 // Prints a progress line, then a table of the counts before and after; writes the result as JSON
 // when asked. Exit 0 only when every call succeeded and nothing leaked.
+// --mtrace: glibc's malloc trace of the measured cycles, to find what a heap growth is made of:
+//   LD_PRELOAD=libc_malloc_debug.so.0 MALLOC_TRACE=trace.txt rdmarpc_churn ... --mtrace
+//   mtrace rdmarpc_churn trace.txt     (the blocks still allocated, by caller)
+#include <mcheck.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -25,8 +30,12 @@ int main(int argc, char** argv) {
       o.cycles = std::stoul(argv[++i]);
     } else if (arg == "--json" && has_value) {
       json_path = argv[++i];
+    } else if (arg == "--mtrace") {
+      o.on_measure_start = [] { mtrace(); };
+      o.on_measure_end = [] { muntrace(); };
     } else {
-      std::cerr << "usage: rdmarpc_churn [--target tcp|rdma] [--address ADDR] [--cycles N] [--json FILE]\n";
+      std::cerr << "usage: rdmarpc_churn [--target tcp|rdma] [--address ADDR] [--cycles N] [--json FILE] "
+                   "[--mtrace]\n";
       return 2;
     }
   }
