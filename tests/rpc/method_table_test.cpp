@@ -75,7 +75,8 @@ TEST_CASE("method_table: a wrong id or colliding ids are refused and add nothing
   CHECK(table.size() == 1);
 }
 
-TEST_CASE("method_table: a request bound is set by full name - an unknown name is refused", "[method_table]") {
+TEST_CASE("method_table: a request bound is set by full name - an unknown name is refused",
+          "[method_table]") {
   described_service a("pkg.A", {make("/pkg.A/One"), make("/pkg.A/Two")});
   method_table table;
   table.add(a);
