@@ -526,16 +526,8 @@ TEST_CASE(
   }
   const std::size_t grown = peak_resident_bytes() - std::min(before, peak_resident_bytes());
   CAPTURE(grown);
-  // Per stream 256 KiB + a message at the server and 64 KiB at the filler, and 16 MiB of slack; a
-  // sanitizer's shadow and quarantine at most double it (TSan's shadow: 5x).
-#if defined(__SANITIZE_THREAD__)
-  constexpr std::size_t kFactor = 5;
-#elif defined(__SANITIZE_ADDRESS__)
-  constexpr std::size_t kFactor = 2;
-#else
-  constexpr std::size_t kFactor = 1;
-#endif
-  CHECK(grown < kFactor * (kStreams * (512u << 10) + (16u << 20)));
+  // Per stream 256 KiB + a message at the server and 64 KiB at the filler, and 16 MiB of slack.
+  CHECK(grown < kResidentFactor * (kStreams * (512u << 10) + (16u << 20)));
 
   for (auto& w : writers) w->stream->cancel();
   CHECK(poll_until([&] {

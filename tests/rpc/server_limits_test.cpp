@@ -30,6 +30,7 @@
 #include "transport/tcp/tcp_framer.hpp"
 
 using namespace rdmarpc;
+using test::kResidentFactor;
 using test::le_length;
 using test::resident_bytes;
 
@@ -143,16 +144,6 @@ namespace {
 boost::asio::ip::tcp::endpoint tcp_target(const test::e2e_harness& h) {
   return {boost::asio::ip::make_address("127.0.0.1"), transport::parse_endpoint(h.uri())->port};
 }
-
-// Resident memory a sanitizer adds to each byte the program touches: TSan's shadow is four times
-// the memory, ASan's an eighth plus redzones and its quarantine.
-#if defined(__SANITIZE_THREAD__)
-constexpr std::size_t kResidentFactor = 5;
-#elif defined(__SANITIZE_ADDRESS__)
-constexpr std::size_t kResidentFactor = 2;
-#else
-constexpr std::size_t kResidentFactor = 1;
-#endif
 
 }  // namespace
 

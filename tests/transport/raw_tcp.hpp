@@ -27,6 +27,16 @@ inline std::size_t resident_bytes() {
   return resident_pages * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
 }
 
+// Resident memory a sanitizer adds to each byte the program touches: TSan's shadow is four times
+// the memory, ASan's an eighth plus redzones and its quarantine. Bounds on resident memory scale by it.
+#if defined(__SANITIZE_THREAD__)
+inline constexpr std::size_t kResidentFactor = 5;
+#elif defined(__SANITIZE_ADDRESS__)
+inline constexpr std::size_t kResidentFactor = 2;
+#else
+inline constexpr std::size_t kResidentFactor = 1;
+#endif
+
 // Starts a new peak for peak_resident_bytes() (Linux: writing 5 to /proc/self/clear_refs), after
 // giving free heap back to the system so that it cannot absorb what is measured next. Where the
 // reset is not allowed the peak is the process's whole life; ctest runs each case in a process of
