@@ -1,12 +1,13 @@
 #include "verbs/handles.hpp"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <boost/system/system_error.hpp>
 #include <cerrno>
-#include <cstdlib>
 #include <new>
+#include <utility>
 
 namespace rdmarpc::verbs {
 namespace {
@@ -42,17 +43,32 @@ void queue_pair::reset() noexcept {
   id_ = nullptr;
 }
 
-void aligned_deleter::operator()(std::byte* p) const noexcept {
-  std::free(p);
+mapped_pages::mapped_pages(std::size_t bytes) {
+  const long page = ::sysconf(_SC_PAGESIZE);
+  const std::size_t page_bytes = page > 0 ? static_cast<std::size_t>(page) : 4096;
+  const std::size_t rounded = bytes == 0 ? page_bytes : (bytes + page_bytes - 1) / page_bytes * page_bytes;
+  void* p = ::mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  data_ = static_cast<std::byte*>(p);
+  mapped_bytes_ = rounded;
 }
 
-aligned_buffer allocate_aligned(std::size_t bytes) {
-  const long page = ::sysconf(_SC_PAGESIZE);
-  const std::size_t align = page > 0 ? static_cast<std::size_t>(page) : 4096;
-  const std::size_t rounded = (bytes + align - 1) / align * align;
-  void* p = std::aligned_alloc(align, rounded == 0 ? align : rounded);
-  if (p == nullptr) throw std::bad_alloc();
-  return aligned_buffer(static_cast<std::byte*>(p));
+mapped_pages::mapped_pages(mapped_pages&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), mapped_bytes_(std::exchange(other.mapped_bytes_, 0)) {}
+
+mapped_pages& mapped_pages::operator=(mapped_pages&& other) noexcept {
+  if (this != &other) {
+    reset();
+    data_ = std::exchange(other.data_, nullptr);
+    mapped_bytes_ = std::exchange(other.mapped_bytes_, 0);
+  }
+  return *this;
+}
+
+void mapped_pages::reset() noexcept {
+  if (data_ != nullptr) ::munmap(data_, mapped_bytes_);
+  data_ = nullptr;
+  mapped_bytes_ = 0;
 }
 
 void set_nonblocking(int fd) {

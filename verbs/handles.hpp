@@ -1,6 +1,7 @@
 #pragma once
 // RAII owners of the rdma-core objects the rdma transport uses: rdma_cm event channel and cm_id,
-// protection domain, memory region, completion channel, completion queue, queue pair, cm event.
+// protection domain, memory region (and the mapped pages behind it), completion channel, completion
+// queue, queue pair, cm event.
 // Layer: verbs (no Asio, no policy). Threading: plain owners; use each from one thread.
 // Setup functions throw boost::system::system_error (errno, system category). An owner that holds
 // several of these must declare them so they are destroyed as rdma-core's rdma_server.c tears
@@ -65,12 +66,30 @@ class queue_pair {
   rdma_cm_id* id_ = nullptr;
 };
 
-// Page-aligned heap memory, the backing store of a memory region (free it after deregistering).
-struct aligned_deleter {
-  void operator()(std::byte* p) const noexcept;
+// Anonymous pages mapped for a memory region's backing store (unmap them after deregistering).
+// Mapped rather than taken from malloc: registered memory then shares no page with heap objects,
+// and each buffer goes back to the kernel when freed instead of fragmenting the heap (from malloc,
+// MiB-sized rings freed and re-made per connection grew a long-running server's heap).
+class mapped_pages {
+ public:
+  mapped_pages() = default;
+  // Rounds `bytes` up to whole pages (at least one). Throws std::bad_alloc when mmap fails.
+  explicit mapped_pages(std::size_t bytes);
+  mapped_pages(mapped_pages&& other) noexcept;
+  mapped_pages& operator=(mapped_pages&& other) noexcept;
+  mapped_pages(const mapped_pages&) = delete;
+  mapped_pages& operator=(const mapped_pages&) = delete;
+  ~mapped_pages() { reset(); }
+
+  std::byte* get() const noexcept { return data_; }
+  std::size_t mapped_bytes() const noexcept { return mapped_bytes_; }
+  explicit operator bool() const noexcept { return data_ != nullptr; }
+  void reset() noexcept;
+
+ private:
+  std::byte* data_ = nullptr;
+  std::size_t mapped_bytes_ = 0;
 };
-using aligned_buffer = std::unique_ptr<std::byte[], aligned_deleter>;
-aligned_buffer allocate_aligned(std::size_t bytes);
 
 // Event channel whose fd is O_NONBLOCK, so rdma_get_cm_event never blocks (see get_cm_event).
 event_channel make_event_channel();

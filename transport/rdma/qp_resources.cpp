@@ -54,10 +54,10 @@ qp_resources::qp_resources(verbs::event_channel channel, verbs::cm_id id, const 
     pinned_ = std::move(*granted);
   }
   pd_ = verbs::make_protection_domain(ctx);
-  ring_memory_ = verbs::allocate_aligned(ring_bytes);
+  ring_memory_ = verbs::mapped_pages(ring_bytes);
   // Local write only: the peer can send into our ring but never read or write it remotely.
   ring_mr_ = verbs::register_memory(pd_.get(), ring_memory_.get(), ring_bytes, IBV_ACCESS_LOCAL_WRITE);
-  send_memory_ = verbs::allocate_aligned(send_bytes);
+  send_memory_ = verbs::mapped_pages(send_bytes);
   send_mr_ = verbs::register_memory(pd_.get(), send_memory_.get(), send_bytes, 0);
   comp_channel_ = verbs::make_completion_channel(ctx);
   cq_ = verbs::make_completion_queue(ctx, static_cast<int>(ring_depth_ + send_buffers_ + 1),

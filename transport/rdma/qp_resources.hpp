@@ -77,9 +77,9 @@ class qp_resources {
   verbs::cm_id id_;
   verbs::protection_domain pd_;
   memory_budget::lease pinned_;  // the rings' share of options.registered_memory, returned last
-  verbs::aligned_buffer ring_memory_;
+  verbs::mapped_pages ring_memory_;
   verbs::memory_region ring_mr_;
-  verbs::aligned_buffer send_memory_;
+  verbs::mapped_pages send_memory_;
   verbs::memory_region send_mr_;
   verbs::completion_channel comp_channel_;
   verbs::completion_queue cq_;

@@ -249,7 +249,7 @@ send_reservation rdma_connection::reserve_large(std::size_t bytes, boost::system
   // Runs from room_freed() too, inside noexcept paths: failures become an error code.
   std::byte* data = nullptr;
   try {
-    large_buffer buffer{verbs::allocate_aligned(bytes), {}, bytes};
+    large_buffer buffer{verbs::mapped_pages(bytes), {}, bytes};
     buffer.mr = resources_->register_send_memory(buffer.memory.get(), bytes);
     data = buffer.memory.get();
     large_.emplace(a->id, std::move(buffer));

@@ -88,7 +88,7 @@ class rdma_connection final : public connection,
   };
   // The own registered buffer of a message too large for the ring.
   struct large_buffer {
-    verbs::aligned_buffer memory;
+    verbs::mapped_pages memory;
     verbs::memory_region mr;  // declared after memory: deregistered before it is freed
     std::size_t bytes;
   };
