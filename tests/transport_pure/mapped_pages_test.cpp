@@ -1,6 +1,4 @@
 // verbs::mapped_pages: whole pages of their own, writable, given back to the kernel when freed.
-#include "verbs/handles.hpp"
-
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -10,11 +8,15 @@
 #include <utility>
 #include <vector>
 
+#include "verbs/handles.hpp"
+
 using rdmarpc::verbs::mapped_pages;
 
 namespace {
 
-std::size_t page_size() { return static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)); }
+std::size_t page_size() {
+  return static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+}
 
 // mincore fails with ENOMEM exactly when part of the range is not mapped.
 bool is_mapped(const void* p, std::size_t bytes) {
