@@ -6,6 +6,7 @@
 
 #include <boost/system/system_error.hpp>
 #include <cerrno>
+#include <limits>
 #include <new>
 #include <utility>
 
@@ -46,6 +47,8 @@ void queue_pair::reset() noexcept {
 mapped_pages::mapped_pages(std::size_t bytes) {
   const long page = ::sysconf(_SC_PAGESIZE);
   const std::size_t page_bytes = page > 0 ? static_cast<std::size_t>(page) : 4096;
+  if (bytes > std::numeric_limits<std::size_t>::max() - page_bytes)
+    throw std::bad_alloc();  // rounding overflows
   const std::size_t rounded = bytes == 0 ? page_bytes : (bytes + page_bytes - 1) / page_bytes * page_bytes;
   void* p = ::mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) throw std::bad_alloc();

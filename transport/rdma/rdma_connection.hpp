@@ -36,8 +36,9 @@ namespace rdmarpc::transport::rdma {
 // registered for it and deregistered once sent (bounded by send_queue_bytes).
 // close() flushes committed messages for at most options.connect_timeout (a peer that never
 // returns credits cannot keep us open). QP async events (ibv_get_async_event) are not watched: they are
-// per device context, shared by every connection of the process; error completions and rdma_cm
-// events report the same failures.
+// per device context, shared by every connection of the process; error completions (a failed QP
+// flushes its posted receives and sends) and rdma_cm events (cm_event_policy.hpp) report the same
+// failures, and the heartbeat the rest.
 class rdma_connection final : public connection,
                               public received_message::owner,
                               public cq_reactor::handler,
@@ -88,6 +89,7 @@ class rdma_connection final : public connection,
   };
   // The own registered buffer of a message too large for the ring.
   struct large_buffer {
+    // Never assigned over (that would unmap `memory` before deregistering `mr`): only built and moved.
     verbs::mapped_pages memory;
     verbs::memory_region mr;  // declared after memory: deregistered before it is freed
     std::size_t bytes;
