@@ -425,8 +425,10 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     if (!closed_)
       rdmarpc::logger()->debug("rdmarpc channel: connection to {} ended: {}", slot.name(), reason.message());
     // A clean close (the server shut down, or restarts) leaves the endpoint idle: the next call
-    // reconnects at once. Anything else marks it failed, so calls go elsewhere for its backoff.
-    const bool failed = reason != transport::errc::closed_by_peer;
+    // reconnects at once; so does a local address change (the path moved, the peer is fine).
+    // Anything else marks it failed, so calls go elsewhere for its backoff.
+    const bool failed =
+        reason != transport::errc::closed_by_peer && reason != transport::errc::address_changed;
     connection_ended(e, closed_ ? std::string("channel closed") : "connection lost: " + reason.message(),
                      failed);
   }

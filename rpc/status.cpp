@@ -61,7 +61,9 @@ status_code to_status_code(const boost::system::error_code& ec) noexcept {
       case transport::errc::unsupported_scheme: return status_code::invalid_argument;
       case transport::errc::connect_timeout: return status_code::unavailable;
       case transport::errc::protocol_error: return status_code::internal;
-      default: return status_code::unavailable;  // closed, lost, unreachable, rejected, device, not_connected
+      default:
+        return status_code::unavailable;  // closed, lost, unreachable, rejected, device, not_connected,
+                                          // address_changed
     }
   }
   return status_code::unavailable;  // system errors (sockets, verbs) mean the peer is not reachable

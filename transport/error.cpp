@@ -24,6 +24,7 @@ class category final : public boost::system::error_category {
       case errc::unsupported_scheme: return "unsupported URI scheme";
       case errc::not_connected: return "not connected";
       case errc::registered_memory_exhausted: return "registered-memory budget exhausted";
+      case errc::address_changed: return "local address moved to another RDMA port (ADDR_CHANGE)";
     }
     return "unknown transport error " + std::to_string(value);
   }

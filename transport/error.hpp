@@ -26,6 +26,9 @@ enum class errc {
   // A new rdma connection would take the registered-memory budget past its limit
   // (connection_options::registered_memory); nothing was allocated for it.
   registered_memory_exhausted,
+  // The IP stack moved the connection's local address to another port or device (rdma_cm
+  // ADDR_CHANGE, e.g. a bonding failover); the connection was closed so the next one follows it.
+  address_changed,
 };
 
 const boost::system::error_category& transport_category() noexcept;

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "log/log.hpp"
+#include "transport/rdma/cm_event_policy.hpp"
 #include "verbs/error.hpp"
 
 namespace rdmarpc::transport::rdma {
@@ -206,12 +207,17 @@ void rdma_connection::on_cm_event(verbs::cm_event event) {
       if (!in_poll_ && !life_.has_ended()) poll_completions();
       fail(make_error_code(life_.disconnect_reason()));
       break;
-    case RDMA_CM_EVENT_DEVICE_REMOVAL: fail(make_error_code(errc::device_error)); break;
     case RDMA_CM_EVENT_TIMEWAIT_EXIT:
     case RDMA_CM_EVENT_ESTABLISHED: break;
     default:
-      rdmarpc::logger()->debug("rdma {}: ignoring {}", remote_address_,
-                               verbs::make_cm_event_error(type).message());
+      if (const auto reason = established_end_reason(type)) {
+        // The layer above logs the close reason.
+        rdmarpc::logger()->debug("rdma {}: {}: closing the connection", remote_address_,
+                                 rdma_event_str(type));
+        fail(make_error_code(*reason));
+      } else {
+        rdmarpc::logger()->debug("rdma {}: ignoring {}", remote_address_, rdma_event_str(type));
+      }
       break;
   }
 }

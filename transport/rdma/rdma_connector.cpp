@@ -162,6 +162,8 @@ void rdma_connector::on_event(rdma_cm_event& event) {
       finish(make_error_code(errc::unreachable));
       return;
     case RDMA_CM_EVENT_DEVICE_REMOVAL: finish(make_error_code(errc::device_error)); return;
+    // The route being set up no longer matches the IP stack: the channel's next attempt resolves anew.
+    case RDMA_CM_EVENT_ADDR_CHANGE: finish(make_error_code(errc::address_changed)); return;
     default: rdmarpc::logger()->debug("rdma connect: ignoring {}", rdma_event_str(event.event)); return;
   }
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "log/log.hpp"
+#include "transport/rdma/cm_event_policy.hpp"
 #include "transport/rdma/cm_event_pump.hpp"
 #include "transport/rdma/conn_param.hpp"
 #include "transport/rdma/qp_resources.hpp"
@@ -25,6 +26,7 @@ namespace rdmarpc::transport::rdma {
 namespace {
 
 constexpr int kBacklog = 1024;
+constexpr std::chrono::milliseconds kRebindRetry{1000};
 
 [[noreturn]] void throw_errno(const char* what) {
   throw boost::system::system_error(boost::system::error_code(errno, boost::system::system_category()), what);
@@ -35,7 +37,7 @@ constexpr int kBacklog = 1024;
 class rdma_listener::core final : public std::enable_shared_from_this<core>, public cm_event_pump::handler {
  public:
   core(boost::asio::any_io_executor ex, const endpoint& ep, const connection_options& options)
-      : ex_(std::move(ex)), options_(options), local_(ep), handshake_timer_(ex_) {
+      : ex_(std::move(ex)), options_(options), local_(ep), handshake_timer_(ex_), rebind_timer_(ex_) {
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
@@ -57,6 +59,10 @@ class rdma_listener::core final : public std::enable_shared_from_this<core>, pub
       throw_errno("rdma_bind_addr");
     }
     if (rdma_listen(id_.get(), kBacklog) != 0) throw_errno("rdma_listen");
+    // With the port the kernel chose, so listening again (rebind) takes the same one.
+    const sockaddr* bound = rdma_get_local_addr(id_.get());
+    std::memcpy(&bound_address_, bound,
+                bound->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in));
     local_.scheme = scheme::rdma;
     local_.port = ntohs(rdma_get_src_port(id_.get()));
     events_.emplace(ex_, channel_.get());
@@ -107,6 +113,7 @@ class rdma_listener::core final : public std::enable_shared_from_this<core>, pub
 
   void shutdown() noexcept {
     handshake_timer_.cancel();
+    rebind_timer_.cancel();
     if (events_) events_->stop();
     ready_.clear();
     pending_.clear();
@@ -136,6 +143,10 @@ class rdma_listener::core final : public std::enable_shared_from_this<core>, pub
       return;
     }
     event.reset();
+    if (id == id_.get()) {
+      on_listening_id_event(type);
+      return;
+    }
     auto it = pending_.find(id);
     switch (type) {
       case RDMA_CM_EVENT_ESTABLISHED:
@@ -148,20 +159,53 @@ class rdma_listener::core final : public std::enable_shared_from_this<core>, pub
         }
         pending_.erase(it);
         return;
-      case RDMA_CM_EVENT_REJECTED:
-      case RDMA_CM_EVENT_CONNECT_ERROR:
-      case RDMA_CM_EVENT_UNREACHABLE:
-      case RDMA_CM_EVENT_DISCONNECTED:
-        // The client gave up between our accept and ESTABLISHED.
-        if (it != pending_.end()) pending_.erase(it);
-        return;
-      case RDMA_CM_EVENT_DEVICE_REMOVAL:
-        rdmarpc::logger()->error("rdma listener {}: device removed", local_.to_uri());
-        close();
-        return;
       default:
+        if (drops_pending_handshake(type)) {
+          if (it != pending_.end()) pending_.erase(it);  // destroys its QP, rings and cm_id
+        } else {
+          rdmarpc::logger()->debug("rdma listener {}: ignoring {}", local_.to_uri(), rdma_event_str(type));
+        }
+        return;
+    }
+  }
+
+  void on_listening_id_event(rdma_cm_event_type type) {
+    switch (listening_id_action(type)) {
+      case listener_action::rebind:
+        rdmarpc::logger()->warn("rdma listener {}: {}: listening again", local_.to_uri(),
+                                rdma_event_str(type));
+        rebind_failures_ = 0;
+        rebind();
+        return;
+      case listener_action::ignore:
         rdmarpc::logger()->debug("rdma listener {}: ignoring {}", local_.to_uri(), rdma_event_str(type));
         return;
+    }
+  }
+
+  // A new listening id on the same address and port. The old one goes first (it holds the port).
+  // Retried every second while it fails (the device or address is not back yet), until it works
+  // or the listener closes; the first failure is logged at error, the rest at debug.
+  void rebind() {
+    if (closed_) return;
+    id_.reset();  // its events were acknowledged, which destroying it waits for
+    try {
+      auto id = verbs::make_cm_id(channel_.get());
+      if (rdma_bind_addr(id.get(), reinterpret_cast<sockaddr*>(&bound_address_)) != 0)
+        throw_errno("rdma_bind_addr");
+      if (rdma_listen(id.get(), kBacklog) != 0) throw_errno("rdma_listen");
+      id_ = std::move(id);
+      if (rebind_failures_ > 0)
+        rdmarpc::logger()->warn("rdma listener {}: listening again after {} failed tries", local_.to_uri(),
+                                rebind_failures_);
+    } catch (const std::exception& e) {
+      rdmarpc::logger()->log(rebind_failures_++ == 0 ? spdlog::level::err : spdlog::level::debug,
+                             "rdma listener {}: cannot listen again ({}); retrying every {} ms",
+                             local_.to_uri(), e.what(), kRebindRetry.count());
+      rebind_timer_.expires_after(kRebindRetry);
+      rebind_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+        if (!ec) self->rebind();
+      });
     }
   }
 
@@ -275,6 +319,9 @@ class rdma_listener::core final : public std::enable_shared_from_this<core>, pub
   std::deque<pending> ready_;               // established, waiting for async_accept
   std::deque<waiter> waiters_;
   boost::asio::steady_timer handshake_timer_;  // for pending_'s earliest deadline
+  boost::asio::steady_timer rebind_timer_;     // the next try to listen again after a failed one
+  sockaddr_storage bound_address_{};           // what id_ listens on, port included
+  int rebind_failures_ = 0;                    // in a row, since the event that asked for a rebind
   bool timer_armed_ = false;
   bool limit_logged_ = false;  // a handshake limit was hit (logged at warning once)
   bool closed_ = false;
