@@ -1,3 +1,6 @@
-// Catch2's main, compiled once for every host test binary.
-#define CATCH_CONFIG_MAIN
-#include <catch2/catch.hpp>
+// main() for the host test binaries (Catch2's implementation is catch_impl.cpp).
+#include "tests/catch_session.hpp"
+
+int main(int argc, char* argv[]) {
+  return rdmarpc::test::run_catch_session(argc, argv);
+}
