@@ -11,7 +11,8 @@ int run_catch_session(int argc, char* argv[], int (*precheck)()) {
   Catch::Session session;
   if (const int rc = session.applyCommandLine(argc, argv); rc != 0) return rc;
   const auto& config = session.configData();
-  const bool listing = config.listTestNamesOnly || config.listTests || config.listTags || config.listReporters;
+  const bool listing =
+      config.listTestNamesOnly || config.listTests || config.listTags || config.listReporters;
   if (precheck != nullptr && !listing) {
     if (const int rc = precheck(); rc != 0) return rc;
   }

@@ -1,7 +1,8 @@
 // The server's connection limits over the loopback transport (every loopback client's address is
 // "loopback://a", so they all count as one peer): a connection beyond max_connections or
 // max_connections_per_peer is closed at once and its calls fail UNAVAILABLE, the others carry on,
-// and a slot freed by a closed connection serves the next one. And over tcp, what hostile
+// and a slot freed by a closed connection serves the next one (over tcp too, with two peer
+// addresses: 127.0.0.2 floods, 127.0.0.1 is served). And over tcp, what hostile
 // connections announcing the largest message cost the server while an honest client is served.
 #include <unistd.h>
 
@@ -143,6 +144,19 @@ namespace {
 
 boost::asio::ip::tcp::endpoint tcp_target(const test::e2e_harness& h) {
   return {boost::asio::ip::make_address("127.0.0.1"), transport::parse_endpoint(h.uri())->port};
+}
+
+// Of these sockets, how many the server has closed (EOF or reset), without blocking.
+std::size_t count_closed_by_server(std::vector<boost::asio::ip::tcp::socket>& sockets) {
+  std::size_t closed = 0;
+  for (auto& s : sockets) {
+    s.non_blocking(true);
+    std::array<char, 1> byte{};
+    boost::system::error_code ec;
+    s.read_some(boost::asio::buffer(byte), ec);
+    if (ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset) ++closed;
+  }
+  return closed;
 }
 
 }  // namespace
@@ -356,18 +370,44 @@ TEST_CASE(
   for (int i = 0; i < 5; ++i)
     CHECK_FALSE(test::call(*honest, test::test_service::echo, test::make_request("during")).ec);
   // Each refused socket sees the server's close; the served ones stay open.
-  for (auto& s : flood) s.non_blocking(true);
-  const auto closed_by_server = [&] {
-    std::size_t closed = 0;
-    for (auto& s : flood) {
-      std::array<char, 1> byte{};
-      boost::system::error_code ec;
-      s.read_some(boost::asio::buffer(byte), ec);
-      if (ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset) ++closed;
-    }
-    return closed;
-  };
+  const auto closed_by_server = [&] { return count_closed_by_server(flood); };
   CHECK(test::run_until(
       raw_io, [&] { return closed_by_server() >= 2 * kCap + 1; }, std::chrono::seconds(20)));
   CHECK(closed_by_server() == 2 * kCap + 1);
+}
+
+TEST_CASE(
+    "server: tcp connections from one address beyond max_connections_per_peer are closed - another "
+    "address is served",
+    "[server][limits]") {
+  constexpr std::size_t kPerPeer = 2;
+  constexpr std::size_t kFlood = 6;
+  server_options options;
+  options.max_connections_per_peer = kPerPeer;
+  options.heartbeat_interval = std::chrono::milliseconds(0);  // the raw sockets answer no pings
+  test::e2e_harness h("tcp", options);
+  // The hostile peer connects from 127.0.0.2 (all of 127/8 is loopback on Linux).
+  boost::asio::io_context raw_io;
+  std::vector<boost::asio::ip::tcp::socket> flood;
+  for (std::size_t i = 0; i < kFlood; ++i) {
+    auto& s = flood.emplace_back(raw_io);
+    s.open(boost::asio::ip::tcp::v4());
+    s.bind({boost::asio::ip::make_address("127.0.0.2"), 0});
+    s.connect(tcp_target(h));
+  }
+  REQUIRE(
+      test::run_until(raw_io, [&] { return h.server().stats().connections_refused == kFlood - kPerPeer; }));
+  CHECK(h.server().stats().connections == kPerPeer);
+  // Clients from 127.0.0.1 are another peer: as many of them as the bound are served meanwhile.
+  auto honest = h.make_channel();
+  auto other = h.make_channel();
+  CHECK_FALSE(test::call(*honest, test::test_service::echo, test::make_request("one")).ec);
+  CHECK_FALSE(test::call(*other, test::test_service::echo, test::make_request("two")).ec);
+  CHECK(h.server().stats().connections == 2 * kPerPeer);
+  CHECK(h.server().stats().connections_refused == kFlood - kPerPeer);
+  // The refused sockets of the hostile peer see the server's close.
+  const auto closed_by_server = [&] { return count_closed_by_server(flood); };
+  CHECK(test::run_until(
+      raw_io, [&] { return closed_by_server() >= kFlood - kPerPeer; }, std::chrono::seconds(20)));
+  CHECK(closed_by_server() == kFlood - kPerPeer);
 }

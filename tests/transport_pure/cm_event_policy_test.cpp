@@ -26,7 +26,8 @@ TEST_CASE("cm_event_policy: a bound listener listens again after an address chan
           "[cm_event_policy]") {
   CHECK(listening_id_action(RDMA_CM_EVENT_ADDR_CHANGE) == listener_action::rebind);
   CHECK(listening_id_action(RDMA_CM_EVENT_DEVICE_REMOVAL) == listener_action::rebind);
-  for (const auto type : {RDMA_CM_EVENT_TIMEWAIT_EXIT, RDMA_CM_EVENT_DISCONNECTED, RDMA_CM_EVENT_ESTABLISHED}) {
+  for (const auto type :
+       {RDMA_CM_EVENT_TIMEWAIT_EXIT, RDMA_CM_EVENT_DISCONNECTED, RDMA_CM_EVENT_ESTABLISHED}) {
     CAPTURE(rdma_event_str(type));
     CHECK(listening_id_action(type) == listener_action::ignore);
   }
@@ -34,8 +35,9 @@ TEST_CASE("cm_event_policy: a bound listener listens again after an address chan
 
 TEST_CASE("cm_event_policy: a handshake in progress is dropped when its client or its path goes",
           "[cm_event_policy]") {
-  for (const auto type : {RDMA_CM_EVENT_REJECTED, RDMA_CM_EVENT_CONNECT_ERROR, RDMA_CM_EVENT_UNREACHABLE,
-                          RDMA_CM_EVENT_DISCONNECTED, RDMA_CM_EVENT_DEVICE_REMOVAL, RDMA_CM_EVENT_ADDR_CHANGE}) {
+  for (const auto type :
+       {RDMA_CM_EVENT_REJECTED, RDMA_CM_EVENT_CONNECT_ERROR, RDMA_CM_EVENT_UNREACHABLE,
+        RDMA_CM_EVENT_DISCONNECTED, RDMA_CM_EVENT_DEVICE_REMOVAL, RDMA_CM_EVENT_ADDR_CHANGE}) {
     CAPTURE(rdma_event_str(type));
     CHECK(drops_pending_handshake(type));
   }
