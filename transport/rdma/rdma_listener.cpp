@@ -11,6 +11,7 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -32,6 +33,14 @@ constexpr std::chrono::milliseconds kRebindRetry{1000};
   throw boost::system::system_error(boost::system::error_code(errno, boost::system::system_category()), what);
 }
 
+// A new id on CHANNEL, bound to ADDRESS and listening; throws with the failing call's errno.
+verbs::cm_id listen_on(rdma_event_channel* channel, sockaddr* address) {
+  auto id = verbs::make_cm_id(channel);
+  if (rdma_bind_addr(id.get(), address) != 0) throw_errno("rdma_bind_addr");
+  if (rdma_listen(id.get(), kBacklog) != 0) throw_errno("rdma_listen");
+  return id;
+}
+
 }  // namespace
 
 class rdma_listener::core final : public std::enable_shared_from_this<core>, public cm_event_pump::handler {
@@ -49,16 +58,9 @@ class rdma_listener::core final : public std::enable_shared_from_this<core>, pub
       throw boost::system::system_error(make_error_code(errc::unreachable),
                                         std::string("getaddrinfo: ") + gai_strerror(rc));
     }
+    const std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> owned(found, &::freeaddrinfo);
     channel_ = verbs::make_event_channel();
-    id_ = verbs::make_cm_id(channel_.get());
-    const int rc = rdma_bind_addr(id_.get(), found->ai_addr);
-    const int err = errno;
-    ::freeaddrinfo(found);
-    if (rc != 0) {
-      errno = err;
-      throw_errno("rdma_bind_addr");
-    }
-    if (rdma_listen(id_.get(), kBacklog) != 0) throw_errno("rdma_listen");
+    id_ = listen_on(channel_.get(), found->ai_addr);
     // With the port the kernel chose, so listening again (rebind) takes the same one.
     const sockaddr* bound = rdma_get_local_addr(id_.get());
     std::memcpy(&bound_address_, bound,
@@ -190,11 +192,7 @@ class rdma_listener::core final : public std::enable_shared_from_this<core>, pub
     if (closed_) return;
     id_.reset();  // its events were acknowledged, which destroying it waits for
     try {
-      auto id = verbs::make_cm_id(channel_.get());
-      if (rdma_bind_addr(id.get(), reinterpret_cast<sockaddr*>(&bound_address_)) != 0)
-        throw_errno("rdma_bind_addr");
-      if (rdma_listen(id.get(), kBacklog) != 0) throw_errno("rdma_listen");
-      id_ = std::move(id);
+      id_ = listen_on(channel_.get(), reinterpret_cast<sockaddr*>(&bound_address_));
       if (rebind_failures_ > 0)
         rdmarpc::logger()->warn("rdma listener {}: listening again after {} failed tries", local_.to_uri(),
                                 rebind_failures_);
