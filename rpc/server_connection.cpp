@@ -600,19 +600,22 @@ class connection_impl final : public server_connection,
       if (!ec) f.write(std::move(r));
       return forget(id);
     }
+    const std::size_t size = f.size();
+    if (!may_wait(size)) return forget(id);
     c.reply_wait = std::make_shared<boost::asio::cancellation_signal>();
     conn_->async_reserve(
-        f.size(), boost::asio::bind_cancellation_slot(
-                      c.reply_wait->slot(), [self = shared_from_this(), id, wait = c.reply_wait](
-                                                boost::system::error_code ec, transport::send_reservation r) {
-                        auto it = self->calls_.find(id);
-                        if (it == self->calls_.end() || it->second->reply_wait != wait) return;  // cancelled
-                        if (!ec && !self->closed_) {
-                          const auto f = self->response_for(id, *it->second);
-                          if (f.size() <= r.size()) f.write(std::move(r));
-                        }
-                        self->forget(id);
-                      }));
+        size, boost::asio::bind_cancellation_slot(
+                  c.reply_wait->slot(), [self = shared_from_this(), id, size, wait = c.reply_wait](
+                                            boost::system::error_code ec, transport::send_reservation r) {
+                    self->waiting_response_bytes_ -= size;
+                    auto it = self->calls_.find(id);
+                    if (it == self->calls_.end() || it->second->reply_wait != wait) return;  // cancelled
+                    if (!ec && !self->closed_) {
+                      const auto f = self->response_for(id, *it->second);
+                      if (f.size() <= r.size()) f.write(std::move(r));
+                    }
+                    self->forget(id);
+                  }));
   }
 
   // The response to finished call `c`: its reply, or its status (also when the reply cannot go),
@@ -778,6 +781,18 @@ class connection_impl final : public server_connection,
            " accepts (" + std::to_string(m.max_request_bytes) + ")";
   }
 
+  // Whether a response of `bytes` may wait for send room: within max_waiting_response_bytes with
+  // the others waiting, or alone. Otherwise the peer does not read its responses and is cut off.
+  bool may_wait(std::size_t bytes) {
+    if (waiting_response_bytes_ != 0 &&
+        waiting_response_bytes_ + bytes > server_->options().max_waiting_response_bytes) {
+      violation("peer does not read its responses");
+      return false;
+    }
+    waiting_response_bytes_ += bytes;
+    return true;
+  }
+
   // A refusal (no call record behind it). Without room now it waits its turn like a reply; a peer
   // that lets max_in_flight_per_connection refusals wait on top of its replies does not read its
   // responses, and is cut off.
@@ -787,12 +802,14 @@ class connection_impl final : public server_connection,
     if (refusals_waiting_ >= server_->options().max_in_flight_per_connection) {
       return violation("peer does not read its responses");
     }
-    ++refusals_waiting_;
     response_frame f(id, code, message, nullptr, nullptr, kind);
     const std::size_t size = f.size();
-    conn_->async_reserve(size, [self = shared_from_this(), f = std::move(f)](boost::system::error_code ec,
-                                                                             transport::send_reservation r) {
+    if (!may_wait(size)) return;
+    ++refusals_waiting_;
+    conn_->async_reserve(size, [self = shared_from_this(), size, f = std::move(f)](
+                                   boost::system::error_code ec, transport::send_reservation r) {
       --self->refusals_waiting_;
+      self->waiting_response_bytes_ -= size;
       if (!ec && !self->closed_ && f.size() <= r.size()) f.write(std::move(r));
     });
   }
@@ -804,10 +821,11 @@ class connection_impl final : public server_connection,
   std::shared_ptr<const std::string> peer_;              // shared with every call's server_context
   peer_info peer_info_;                                  // views into *peer_, for check_call
   bool closed_ = false;
-  bool going_away_sent_ = false;      // go_away(): the client was told to send nothing new
-  bool client_gone_away_ = false;     // and answered: nothing new follows; close once drained
-  std::size_t refusals_waiting_ = 0;  // refusals waiting for send room
-  std::uint32_t serial_ = 0;          // last call's serial
+  bool going_away_sent_ = false;            // go_away(): the client was told to send nothing new
+  bool client_gone_away_ = false;           // and answered: nothing new follows; close once drained
+  std::size_t refusals_waiting_ = 0;        // refusals waiting for send room
+  std::size_t waiting_response_bytes_ = 0;  // replies' and refusals' bytes waiting for send room
+  std::uint32_t serial_ = 0;                // last call's serial
   // The call whose start() is on the stack (null outside), its key, and whether its completion
   // was dropped while an exception unwound.
   server_call* starting_call_ = nullptr;

@@ -44,6 +44,8 @@ struct connection_options {
   // is queued, so any message up to max_message_size can be sent. Beyond it try_reserve answers
   // would_block and async_reserve waits.
   std::size_t send_queue_bytes = 4u << 20;
+  // Connection setup, and close()'s flush of what is queued: a peer that never reads (tcp) or
+  // never returns credits (rdma) is cut off this long after close(), and the rest dropped.
   std::chrono::milliseconds connect_timeout{5000};
 
   // rdma only -----------------------------------------------------------------------------

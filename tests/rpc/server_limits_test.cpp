@@ -16,6 +16,7 @@
 #include <fstream>
 #include <future>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "e2e_harness.hpp"
@@ -159,6 +160,36 @@ std::size_t count_closed_by_server(std::vector<boost::asio::ip::tcp::socket>& so
   return closed;
 }
 
+// Echo requests with call ids FIRST..LAST asking for REPLY_BYTES-byte replies, as tcp frames.
+std::string echo_requests(std::uint32_t first, std::uint32_t last, std::uint32_t reply_bytes) {
+  std::string out;
+  for (std::uint32_t id = first; id <= last; ++id) {
+    test::EchoRequest req;
+    req.set_reply_size(reply_bytes);
+    frame::header header;
+    header.kind = frame::kind::request;
+    header.call_id = id;
+    header.method_id = test::test_service::echo.id;
+    const std::string bytes = test::encode_frame(header, {}, req.SerializeAsString());
+    const auto length = le_length(static_cast<std::uint32_t>(bytes.size()));
+    out.append(reinterpret_cast<const char*>(length.data()), length.size());
+    out += bytes;
+  }
+  return out;
+}
+
+// Reads whatever SOCKET has without blocking; true once the server closed it.
+bool drained_to_close(boost::asio::ip::tcp::socket& socket) {
+  socket.non_blocking(true);
+  std::vector<char> chunk(1 << 20);
+  for (;;) {
+    boost::system::error_code ec;
+    socket.read_some(boost::asio::buffer(chunk), ec);
+    if (ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset) return true;
+    if (ec) return false;  // would_block: open, nothing more now
+  }
+}
+
 }  // namespace
 
 // Issue 12's measurement: 200 connections each sending a 4-byte length announcing 16 MiB, then
@@ -284,20 +315,7 @@ TEST_CASE(
   const auto accepted_before = h.server().stats().connections_accepted;
 
   const auto requests = [](std::uint32_t first, std::uint32_t last) {
-    std::string out;
-    for (std::uint32_t id = first; id <= last; ++id) {
-      test::EchoRequest req;
-      req.set_reply_size(kReplyBytes);
-      frame::header header;
-      header.kind = frame::kind::request;
-      header.call_id = id;
-      header.method_id = test::test_service::echo.id;
-      const std::string bytes = test::encode_frame(header, {}, req.SerializeAsString());
-      const auto length = le_length(static_cast<std::uint32_t>(bytes.size()));
-      out.append(reinterpret_cast<const char*>(length.data()), length.size());
-      out += bytes;
-    }
-    return out;
+    return echo_requests(first, last, kReplyBytes);
   };
   boost::asio::io_context raw_io;
   boost::asio::ip::tcp::socket hostile(raw_io);
@@ -335,6 +353,45 @@ TEST_CASE(
   const std::size_t bound = 2 * kInFlight * kReplyBytes + options.transport.send_queue_bytes + (16u << 20);
   CHECK(grown < kResidentFactor * bound);
   CHECK_FALSE(test::call(*honest, test::test_service::echo, test::make_request("after")).ec);
+}
+
+// The same client under max_waiting_response_bytes: replies that find no send room wait, and the
+// one that would take the waiting bytes past the bound cuts the client off ("peer does not read its
+// responses"), so it costs the server at most the bound beyond its send queue, whatever its
+// in-flight allowance. The first waiting reply may be larger than the bound: it waits alone.
+TEST_CASE(
+    "server: a tcp client that never reads its replies is cut off once max_waiting_response_bytes "
+    "of them wait - an honest client is served meanwhile",
+    "[server][limits]") {
+  constexpr std::uint32_t kReplyBytes = 1u << 20;
+  constexpr std::uint32_t kRequests = 64;  // 64 MiB of replies: more than the socket buffers take
+  server_options options;
+  options.max_in_flight_per_connection = kRequests;
+  options.max_waiting_response_bytes = kReplyBytes / 2;  // below one reply: only one may wait
+  options.transport.send_queue_bytes = 1u << 20;
+  // What close() still has queued for a reader that never reads is dropped after this.
+  options.transport.connect_timeout = std::chrono::milliseconds(500);
+  options.heartbeat_interval = std::chrono::milliseconds(0);  // so silence is not why it ends
+  test::e2e_harness h("tcp", options);
+  auto honest = h.make_channel();
+  REQUIRE_FALSE(test::call(*honest, test::test_service::echo, test::make_request("before")).ec);
+  const auto accepted_before = h.server().stats().connections_accepted;
+
+  boost::asio::io_context raw_io;
+  boost::asio::ip::tcp::socket hostile(raw_io);
+  hostile.connect(tcp_target(h));
+  REQUIRE(test::run_until(raw_io,
+                          [&] { return h.server().stats().connections_accepted == accepted_before + 1; }));
+  boost::asio::write(hostile, boost::asio::buffer(echo_requests(1, kRequests, kReplyBytes)));
+  // The server closes it: all that remains for the reader is what was sent before, then the end.
+  CHECK(test::run_until(raw_io, [&] { return h.server().stats().connections == 1; }));
+  CHECK(drained_to_close(hostile));
+  for (int i = 0; i < 5; ++i) {
+    const auto r = test::call(*honest, test::test_service::echo, test::make_request("after"));
+    REQUIRE_FALSE(r.ec);
+    CHECK(r.reply.data() == "after");
+  }
+  CHECK(h.server().stats().heartbeat_timeouts == 0);
 }
 
 // Connection caps over tcp: a connection beyond max_connections is closed as soon as it is

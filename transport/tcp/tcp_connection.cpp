@@ -111,6 +111,11 @@ void tcp_connection::close() {
       end_reservations(errc::closed_locally);
       // The goodbye goes last, behind everything queued; once it is written, on_written shuts down.
       send_queue_.emplace_back(kHeaderSize, std::byte{0xff});
+      // Bound the flush, as rdma does: a peer that never reads must not keep us open for ever.
+      drain_timer_.expires_after(options_.connect_timeout);
+      drain_timer_.async_wait([self = self()](boost::system::error_code ec) {
+        if (!ec && self->state_ == state::closing) self->finish(errc::closed_locally, true);
+      });
       flush();
       return;
     case state::closing:
