@@ -1,0 +1,95 @@
+// cm_event_pump's error path, on the host: rdma_get_cm_event fails on an event channel whose fd is
+// a pipe (without a device librdmacm cannot start; with one the pipe refuses its command). That is
+// what the rdma listener meets when a read fails. The handler decides: keep pumping (the listener:
+// one failed read must not end every future accept) or stop.
+#include <unistd.h>
+
+#include <array>
+#include <boost/asio/io_context.hpp>
+#include <catch2/catch.hpp>
+#include <memory>
+#include <optional>
+
+#include "tests/transport/connection_contract.hpp"  // run_until
+#include "transport/rdma/cm_event_pump.hpp"
+
+using namespace rdmarpc;
+using transport::rdma::cm_event_pump;
+
+namespace {
+
+struct pipe_fds {
+  std::array<int, 2> fd{-1, -1};
+  pipe_fds() { REQUIRE(::pipe(fd.data()) == 0); }
+  ~pipe_fds() {
+    ::close(fd[0]);
+    ::close(fd[1]);
+  }
+  // A new edge on the read end: the pump's next readiness.
+  void make_readable() const { REQUIRE(::write(fd[1], "x", 1) == 1); }
+};
+
+class counting_handler final : public cm_event_pump::handler {
+ public:
+  counting_handler(boost::asio::io_context& io, rdma_event_channel* channel) : pump(io.get_executor(), channel) {}
+  void on_cm_event(verbs::cm_event) override { ++events; }
+  bool on_cm_error(const boost::system::error_code& ec) override {
+    ++errors;
+    last_error = ec;
+    return keep_pumping;
+  }
+
+  cm_event_pump pump;  // owned by its handler, as in the listener
+  bool keep_pumping = true;
+  int errors = 0;
+  int events = 0;
+  boost::system::error_code last_error;
+};
+
+// Runs what is ready now and what that posts, without waiting for the fd.
+void settle(boost::asio::io_context& io) {
+  io.restart();
+  io.poll();
+}
+
+}  // namespace
+
+TEST_CASE("cm_event_pump: a failed read is retried, then read again at the fd's next readiness",
+          "[transport][rdma][cm]") {
+  boost::asio::io_context io;
+  pipe_fds pipe;
+  rdma_event_channel channel{pipe.fd[0]};
+  auto h = std::make_shared<counting_handler>(io, &channel);
+  h->pump.start(h);
+  settle(io);
+  // The first read and its three quick retries, then a wait for readiness.
+  CHECK(h->errors == 4);
+  CHECK(h->last_error.failed());
+  CHECK(h->events == 0);
+  CHECK(h->pump.pumping());
+
+  pipe.make_readable();
+  REQUIRE(test::run_until(io, [&] { return h->errors > 4; }));
+  CHECK(h->pump.pumping());
+
+  // A handler that says stop: the pump lets go of the fd and reads no more.
+  h->keep_pumping = false;
+  const int before = h->errors;
+  pipe.make_readable();
+  REQUIRE(test::run_until(io, [&] { return !h->pump.pumping(); }));
+  settle(io);
+  CHECK(h->errors == before + 1);
+}
+
+TEST_CASE("cm_event_pump: a handler that stops at the first failed read ends the pump at once",
+          "[transport][rdma][cm]") {
+  boost::asio::io_context io;
+  pipe_fds pipe;
+  rdma_event_channel channel{pipe.fd[0]};
+  auto h = std::make_shared<counting_handler>(io, &channel);
+  h->keep_pumping = false;
+  h->pump.start(h);
+  settle(io);
+  CHECK(h->errors == 1);
+  CHECK_FALSE(h->pump.pumping());
+}
