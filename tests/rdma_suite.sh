@@ -5,10 +5,12 @@
 # RTT next to perftest's ib_send_lat on the same rxe0 in the same boot (lines "RTT-COMPARE: ...";
 # never asserted: TCG timings are noise-prone). Exits with ctest's status.
 # Environment: RDMA_SUITE_JUNIT (default /out/rdma.xml); RDMA_SUITE_RTT=0 skips the RTT report
-# (the sanitizer run: its timings would mean nothing).
+# (the sanitizer run: its timings would mean nothing); RDMA_SUITE_JOBS (default: the guest's
+# vCPUs) tests at a time. No test asserts a time, and the ones that count the device's QPs and MRs
+# are RUN_SERIAL (rdmarpc_add_test's SERIAL).
 set -u
 cd "$(dirname "$0")"
-ctest -L rdma --output-on-failure --output-junit "${RDMA_SUITE_JUNIT:-/out/rdma.xml}"
+ctest -L rdma -j "${RDMA_SUITE_JOBS:-$(nproc)}" --output-on-failure --output-junit "${RDMA_SUITE_JUNIT:-/out/rdma.xml}"
 rc=$?
 [[ ${RDMA_SUITE_RTT:-1} == 1 ]] || exit $rc
 
