@@ -2,6 +2,8 @@
 // a pipe (without a device librdmacm cannot start; with one the pipe refuses its command). That is
 // what the rdma listener meets when a read fails. The handler decides: keep pumping (the listener:
 // one failed read must not end every future accept) or stop.
+#include "transport/rdma/cm_event_pump.hpp"
+
 #include <unistd.h>
 
 #include <array>
@@ -11,7 +13,6 @@
 #include <optional>
 
 #include "tests/transport/connection_contract.hpp"  // run_until
-#include "transport/rdma/cm_event_pump.hpp"
 
 using namespace rdmarpc;
 using transport::rdma::cm_event_pump;
@@ -31,7 +32,8 @@ struct pipe_fds {
 
 class counting_handler final : public cm_event_pump::handler {
  public:
-  counting_handler(boost::asio::io_context& io, rdma_event_channel* channel) : pump(io.get_executor(), channel) {}
+  counting_handler(boost::asio::io_context& io, rdma_event_channel* channel)
+      : pump(io.get_executor(), channel) {}
   void on_cm_event(verbs::cm_event) override { ++events; }
   bool on_cm_error(const boost::system::error_code& ec) override {
     ++errors;
