@@ -32,12 +32,12 @@ struct server_options {
   // refused with RESOURCE_EXHAUSTED; refusals wait for send room like replies, and a peer that
   // lets this many refusals wait too (it does not read its responses) is disconnected.
   std::size_t max_in_flight_per_connection = 1024;
-  // Responses (replies and refusals) waiting for send room on one connection, in serialized bytes:
-  // what a peer that does not read its responses makes the server hold beyond the transport's
-  // send_queue_bytes. A response that would take the waiting bytes past it closes the connection
-  // as a protocol violation ("peer does not read its responses"; its calls fail UNAVAILABLE). One
-  // response larger than the bound may still wait alone.
-  std::size_t max_waiting_response_bytes = std::size_t{64} << 20;
+  // Replies waiting for send room on one connection, in serialized bytes: what a peer that does
+  // not read its responses (or reads them slower than its calls finish) makes the server hold
+  // beyond the transport's send_queue_bytes. A reply that finds no room and would take the waiting
+  // bytes past it gives way: the call is answered RESOURCE_EXHAUSTED (a refusal, as above) and its
+  // memory let go. One reply larger than the bound may wait alone.
+  std::size_t max_waiting_reply_bytes = std::size_t{64} << 20;
   // A request's metadata (client_context::add_metadata): at most this many entries and this many
   // bytes on the wire, checked before anything is parsed or allocated. Beyond either the call is
   // refused with RESOURCE_EXHAUSTED (the connection carries on); logged once per connection.

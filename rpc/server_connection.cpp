@@ -584,30 +584,43 @@ class connection_impl final : public server_connection,
   }
 
   // Sends call `id`'s reply when there is send room; else the call (still counted against
-  // max_in_flight_per_connection) waits for room with the connection's async_reserve.
+  // max_in_flight_per_connection) waits for room with the connection's async_reserve, within
+  // max_waiting_reply_bytes of waiting replies (or alone). A reply beyond that gives way: the call
+  // is answered RESOURCE_EXHAUSTED (a refusal, which holds no reply) and its memory let go.
   void reply(std::uint32_t id, active_call& c) {
     auto f = response_for(id, c);
-    if (c.intercepted != 0) {
-      end_interception(std::exchange(c.intercepted, 0), c.started, c.method, c.ctx->client_metadata(), false,
-                       f.h.status,
-                       f.h.status == c.ctx->status() ? c.ctx->status_message() : std::string_view(),
-                       c.request_bytes, f.reply_size);
-    }
-    if (closed_) return forget(id);
     boost::system::error_code ec;
-    auto r = conn_->try_reserve(f.size(), ec);
-    if (ec != boost::asio::error::would_block) {
-      if (!ec) f.write(std::move(r));
+    transport::send_reservation r;
+    if (!closed_) r = conn_->try_reserve(f.size(), ec);
+    const bool waits = !closed_ && ec == boost::asio::error::would_block;
+    const bool gives_way = waits && waiting_reply_bytes_ != 0 &&
+                           waiting_reply_bytes_ + f.size() > server_->options().max_waiting_reply_bytes;
+    if (c.intercepted != 0) {
+      const status_code sent = gives_way ? status_code::resource_exhausted : f.h.status;
+      end_interception(std::exchange(c.intercepted, 0), c.started, c.method, c.ctx->client_metadata(), false,
+                       sent, sent == c.ctx->status() ? c.ctx->status_message() : std::string_view(),
+                       c.request_bytes, gives_way ? 0 : f.reply_size);
+    }
+    if (!waits) {
+      if (!closed_ && !ec) f.write(std::move(r));
       return forget(id);
     }
+    if (gives_way) {
+      const std::size_t reply_bytes = f.size();
+      forget(id);
+      return refuse(id, status_code::resource_exhausted,
+                    "reply of " + std::to_string(reply_bytes) +
+                        " bytes cannot wait for send room: " + std::to_string(waiting_reply_bytes_) +
+                        " bytes of replies wait already (server_options::max_waiting_reply_bytes)");
+    }
     const std::size_t size = f.size();
-    if (!may_wait(size)) return forget(id);
+    waiting_reply_bytes_ += size;
     c.reply_wait = std::make_shared<boost::asio::cancellation_signal>();
     conn_->async_reserve(
         size, boost::asio::bind_cancellation_slot(
                   c.reply_wait->slot(), [self = shared_from_this(), id, size, wait = c.reply_wait](
                                             boost::system::error_code ec, transport::send_reservation r) {
-                    self->waiting_response_bytes_ -= size;
+                    self->waiting_reply_bytes_ -= size;
                     auto it = self->calls_.find(id);
                     if (it == self->calls_.end() || it->second->reply_wait != wait) return;  // cancelled
                     if (!ec && !self->closed_) {
@@ -781,18 +794,6 @@ class connection_impl final : public server_connection,
            " accepts (" + std::to_string(m.max_request_bytes) + ")";
   }
 
-  // Whether a response of `bytes` may wait for send room: within max_waiting_response_bytes with
-  // the others waiting, or alone. Otherwise the peer does not read its responses and is cut off.
-  bool may_wait(std::size_t bytes) {
-    if (waiting_response_bytes_ != 0 &&
-        waiting_response_bytes_ + bytes > server_->options().max_waiting_response_bytes) {
-      violation("peer does not read its responses");
-      return false;
-    }
-    waiting_response_bytes_ += bytes;
-    return true;
-  }
-
   // A refusal (no call record behind it). Without room now it waits its turn like a reply; a peer
   // that lets max_in_flight_per_connection refusals wait on top of its replies does not read its
   // responses, and is cut off.
@@ -802,14 +803,12 @@ class connection_impl final : public server_connection,
     if (refusals_waiting_ >= server_->options().max_in_flight_per_connection) {
       return violation("peer does not read its responses");
     }
+    ++refusals_waiting_;
     response_frame f(id, code, message, nullptr, nullptr, kind);
     const std::size_t size = f.size();
-    if (!may_wait(size)) return;
-    ++refusals_waiting_;
-    conn_->async_reserve(size, [self = shared_from_this(), size, f = std::move(f)](
-                                   boost::system::error_code ec, transport::send_reservation r) {
+    conn_->async_reserve(size, [self = shared_from_this(), f = std::move(f)](boost::system::error_code ec,
+                                                                             transport::send_reservation r) {
       --self->refusals_waiting_;
-      self->waiting_response_bytes_ -= size;
       if (!ec && !self->closed_ && f.size() <= r.size()) f.write(std::move(r));
     });
   }
@@ -821,11 +820,11 @@ class connection_impl final : public server_connection,
   std::shared_ptr<const std::string> peer_;              // shared with every call's server_context
   peer_info peer_info_;                                  // views into *peer_, for check_call
   bool closed_ = false;
-  bool going_away_sent_ = false;            // go_away(): the client was told to send nothing new
-  bool client_gone_away_ = false;           // and answered: nothing new follows; close once drained
-  std::size_t refusals_waiting_ = 0;        // refusals waiting for send room
-  std::size_t waiting_response_bytes_ = 0;  // replies' and refusals' bytes waiting for send room
-  std::uint32_t serial_ = 0;                // last call's serial
+  bool going_away_sent_ = false;         // go_away(): the client was told to send nothing new
+  bool client_gone_away_ = false;        // and answered: nothing new follows; close once drained
+  std::size_t refusals_waiting_ = 0;     // refusals waiting for send room
+  std::size_t waiting_reply_bytes_ = 0;  // replies' bytes waiting for send room
+  std::uint32_t serial_ = 0;             // last call's serial
   // The call whose start() is on the stack (null outside), its key, and whether its completion
   // was dropped while an exception unwound.
   server_call* starting_call_ = nullptr;

@@ -4,6 +4,7 @@
 // and a slot freed by a closed connection serves the next one (over tcp too, with two peer
 // addresses: 127.0.0.2 floods, 127.0.0.1 is served). And over tcp, what hostile
 // connections announcing the largest message cost the server while an honest client is served.
+#include <poll.h>
 #include <unistd.h>
 
 #include <array>
@@ -12,6 +13,7 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstddef>
 #include <fstream>
 #include <future>
@@ -178,16 +180,35 @@ std::string echo_requests(std::uint32_t first, std::uint32_t last, std::uint32_t
   return out;
 }
 
-// Reads whatever SOCKET has without blocking; true once the server closed it.
-bool drained_to_close(boost::asio::ip::tcp::socket& socket) {
+// Reads tcp frames from SOCKET until COUNT have arrived (or 60 s passed): their headers.
+std::vector<frame::header> read_frames(boost::asio::ip::tcp::socket& socket, std::size_t count) {
+  std::vector<frame::header> headers;
+  std::vector<std::byte> pending;
+  std::vector<std::byte> chunk(1 << 20);
   socket.non_blocking(true);
-  std::vector<char> chunk(1 << 20);
-  for (;;) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (headers.size() < count && std::chrono::steady_clock::now() < deadline) {
     boost::system::error_code ec;
-    socket.read_some(boost::asio::buffer(chunk), ec);
-    if (ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset) return true;
-    if (ec) return false;  // would_block: open, nothing more now
+    const std::size_t n = socket.read_some(boost::asio::buffer(chunk), ec);
+    if (ec == boost::asio::error::would_block) {
+      pollfd readable{socket.native_handle(), POLLIN, 0};
+      ::poll(&readable, 1, 100);
+      continue;
+    }
+    if (ec) break;
+    pending.insert(pending.end(), chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(n));
+    while (pending.size() >= 4) {
+      std::uint32_t length = 0;
+      for (int b = 3; b >= 0; --b) length = (length << 8) | std::to_integer<std::uint32_t>(pending[b]);
+      if (pending.size() < 4 + std::size_t{length}) break;
+      frame::decode_error err{};
+      const auto v = frame::decode(std::span<const std::byte>(pending.data() + 4, length), err);
+      REQUIRE(err == frame::decode_error::none);
+      headers.push_back(v.header);
+      pending.erase(pending.begin(), pending.begin() + 4 + static_cast<std::ptrdiff_t>(length));
+    }
   }
+  return headers;
 }
 
 }  // namespace
@@ -355,43 +376,82 @@ TEST_CASE(
   CHECK_FALSE(test::call(*honest, test::test_service::echo, test::make_request("after")).ec);
 }
 
-// The same client under max_waiting_response_bytes: replies that find no send room wait, and the
-// one that would take the waiting bytes past the bound cuts the client off ("peer does not read its
-// responses"), so it costs the server at most the bound beyond its send queue, whatever its
-// in-flight allowance. The first waiting reply may be larger than the bound: it waits alone.
+// A client that reads its replies slower than its calls finish: replies that find no send room
+// wait, up to max_waiting_reply_bytes of them; each reply beyond gives way (RESOURCE_EXHAUSTED,
+// its memory let go). The reader gets an answer for every call and the connection carries on.
+// Without the bound the server held every reply: 32 MiB here.
 TEST_CASE(
-    "server: a tcp client that never reads its replies is cut off once max_waiting_response_bytes "
-    "of them wait - an honest client is served meanwhile",
+    "server: replies beyond max_waiting_reply_bytes give way to RESOURCE_EXHAUSTED - a slow reader gets "
+    "an answer for every call, the connection carries on",
     "[server][limits]") {
   constexpr std::uint32_t kReplyBytes = 1u << 20;
-  constexpr std::uint32_t kRequests = 64;  // 64 MiB of replies: more than the socket buffers take
+  constexpr std::uint32_t kRequests = 32;
   server_options options;
   options.max_in_flight_per_connection = kRequests;
-  options.max_waiting_response_bytes = kReplyBytes / 2;  // below one reply: only one may wait
-  options.transport.send_queue_bytes = 1u << 20;
-  // What close() still has queued for a reader that never reads is dropped after this.
-  options.transport.connect_timeout = std::chrono::milliseconds(500);
-  options.heartbeat_interval = std::chrono::milliseconds(0);  // so silence is not why it ends
+  options.max_waiting_reply_bytes = 2 * kReplyBytes;
+  options.transport.send_queue_bytes = kReplyBytes;
+  options.transport.tcp_socket_buffer_bytes = 64u << 10;      // so room runs out after a reply or two
+  options.heartbeat_interval = std::chrono::milliseconds(0);  // the raw socket answers no pings
   test::e2e_harness h("tcp", options);
   auto honest = h.make_channel();
   REQUIRE_FALSE(test::call(*honest, test::test_service::echo, test::make_request("before")).ec);
+  test::reset_peak_resident();
+  const std::size_t before = resident_bytes();
   const auto accepted_before = h.server().stats().connections_accepted;
 
   boost::asio::io_context raw_io;
-  boost::asio::ip::tcp::socket hostile(raw_io);
-  hostile.connect(tcp_target(h));
+  boost::asio::ip::tcp::socket reader(raw_io);
+  reader.open(boost::asio::ip::tcp::v4());
+  reader.set_option(boost::asio::socket_base::receive_buffer_size(64 << 10));
+  reader.connect(tcp_target(h));
   REQUIRE(test::run_until(raw_io,
                           [&] { return h.server().stats().connections_accepted == accepted_before + 1; }));
-  boost::asio::write(hostile, boost::asio::buffer(echo_requests(1, kRequests, kReplyBytes)));
-  // The server closes it: all that remains for the reader is what was sent before, then the end.
-  CHECK(test::run_until(raw_io, [&] { return h.server().stats().connections == 1; }));
-  CHECK(drained_to_close(hostile));
-  for (int i = 0; i < 5; ++i) {
-    const auto r = test::call(*honest, test::test_service::echo, test::make_request("after"));
-    REQUIRE_FALSE(r.ec);
-    CHECK(r.reply.data() == "after");
+  boost::asio::write(reader, boost::asio::buffer(echo_requests(1, kRequests, kReplyBytes)));
+  // Every call has finished: its reply went out, waits (at most two: the bound) or gave way.
+  const auto all_finished = [&] {
+    std::promise<std::vector<connection_figures>> figures;
+    auto got = figures.get_future();
+    h.server().async_connection_figures(
+        [&figures](std::vector<connection_figures> all) { figures.set_value(std::move(all)); });
+    for (const auto& c : got.get())
+      if (c.calls_started == kRequests) return c.calls_in_flight <= 2;
+    return false;
+  };
+  REQUIRE(test::run_until(raw_io, all_finished));
+  const std::size_t grown = test::peak_resident_bytes() - std::min(before, test::peak_resident_bytes());
+  CAPTURE(grown);
+  // The waiting replies, the send queue, the calls kept for reuse (4 a method) and slack.
+  CHECK(grown <
+        kResidentFactor * (options.max_waiting_reply_bytes + kReplyBytes + 4 * kReplyBytes + (16u << 20)));
+  CHECK_FALSE(test::call(*honest, test::test_service::echo, test::make_request("during")).ec);
+
+  const auto answers = read_frames(reader, kRequests);
+  REQUIRE(answers.size() == kRequests);
+  std::vector<bool> answered(kRequests + 1, false);
+  std::size_t ok = 0, gave_way = 0;
+  for (const auto& a : answers) {
+    REQUIRE(a.kind == frame::kind::response);
+    REQUIRE((a.call_id >= 1 && a.call_id <= kRequests));
+    CHECK_FALSE(answered[a.call_id]);
+    answered[a.call_id] = true;
+    if (a.status == status_code::ok) {
+      ++ok;
+      CHECK(a.payload_length > kReplyBytes);
+    } else {
+      CHECK(a.status == status_code::resource_exhausted);
+      ++gave_way;
+    }
   }
-  CHECK(h.server().stats().heartbeat_timeouts == 0);
+  CHECK(ok >= 1);
+  CHECK(gave_way > 0);
+  CAPTURE(ok, gave_way);
+  // The connection carries on: the next call is answered in full.
+  boost::asio::write(reader, boost::asio::buffer(echo_requests(kRequests + 1, kRequests + 1, kReplyBytes)));
+  const auto next = read_frames(reader, 1);
+  REQUIRE(next.size() == 1);
+  CHECK(next[0].call_id == kRequests + 1);
+  CHECK(next[0].status == status_code::ok);
+  CHECK(h.server().stats().connections == 2);
 }
 
 // Connection caps over tcp: a connection beyond max_connections is closed as soon as it is
