@@ -4,6 +4,7 @@
 // one failed read must not end every future accept) or stop.
 #include "transport/rdma/cm_event_pump.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <array>
@@ -21,13 +22,19 @@ namespace {
 
 struct pipe_fds {
   std::array<int, 2> fd{-1, -1};
-  pipe_fds() { REQUIRE(::pipe(fd.data()) == 0); }
+  pipe_fds() { REQUIRE(::pipe2(fd.data(), O_NONBLOCK) == 0); }
   ~pipe_fds() {
     ::close(fd[0]);
     ::close(fd[1]);
   }
-  // A new edge on the read end: the pump's next readiness.
-  void make_readable() const { REQUIRE(::write(fd[1], "x", 1) == 1); }
+  // A new edge on the read end, the pump's next readiness: from empty to one byte (the pump never
+  // reads the pipe; a write to a pipe that holds data need not wake an edge-triggered wait).
+  void make_readable() const {
+    char drained[16];
+    while (::read(fd[0], drained, sizeof drained) > 0) {
+    }
+    REQUIRE(::write(fd[1], "x", 1) == 1);
+  }
 };
 
 class counting_handler final : public cm_event_pump::handler {
@@ -72,6 +79,8 @@ TEST_CASE("cm_event_pump: a failed read is retried, then read again at the fd's 
 
   pipe.make_readable();
   REQUIRE(test::run_until(io, [&] { return h->errors > 4; }));
+  settle(io);
+  CHECK(h->errors == 5);  // failures in a row: one read per readiness, no new burst of retries
   CHECK(h->pump.pumping());
 
   // A handler that says stop: the pump lets go of the fd and reads no more.
@@ -79,6 +88,9 @@ TEST_CASE("cm_event_pump: a failed read is retried, then read again at the fd's 
   const int before = h->errors;
   pipe.make_readable();
   REQUIRE(test::run_until(io, [&] { return !h->pump.pumping(); }));
+  settle(io);
+  CHECK(h->errors == before + 1);
+  pipe.make_readable();
   settle(io);
   CHECK(h->errors == before + 1);
 }
