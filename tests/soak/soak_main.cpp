@@ -10,6 +10,8 @@
 //     completed past its deadline + margin or got a wrong reply, no server died unasked, every
 //     server shut down cleanly at the end, some calls succeeded and at least --min-kills kills
 //     happened. tests/soak/README.md says more.
+//     In the multi-host bed (--agent): servers on host 2 too, started by its agent, in the same
+//     channels, and every --cut-every'th fault cuts host 2's link for --cut-ms.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <spdlog/spdlog.h>
@@ -33,9 +35,11 @@
 
 #include "mixed_load.hpp"
 #include "resource_counts.hpp"
+#include "rpc/channel.hpp"
 #include "rpc/server.hpp"
 #include "server_fleet.hpp"
 #include "test_service.hpp"
+#include "testbed/agent.rdmarpc.pb.h"
 
 namespace {
 
@@ -109,6 +113,13 @@ struct run_options {
   bool kill_first = false;  // by default server 0 is never killed: its memory shows the whole run
   double sample_interval = 5;
   unsigned min_kills = 0;
+  // The multi-host bed: host 2's agent (tcp://10.0.0.2:7400), the servers it runs in the load too,
+  // and how often a fault is a cut of host 2's link instead (every Nth; needs the agent).
+  std::string agent;
+  std::vector<std::string> remote_servers;
+  unsigned cut_every = 0;
+  milliseconds cut_time{1500};
+  bool cut_silent = false;  // tc netem loss 100% (silence) instead of ip link down
   std::string json_path;
   std::string log_dir = "rdmarpc-soak-logs";
   std::string log_level = "err";
@@ -140,6 +151,11 @@ void usage() {
   --kill-first             kill server 0 too (by default it only gets stopped, so its memory spans the run)
   --sample-interval S      RSS samples and progress lines every S seconds (5)
   --min-kills N            fail unless at least N kills happened (0)
+  --agent URI              the multi-host bed's agent on host 2 (tcp://10.0.0.2:7400)
+  --remote-servers LIST    servers the agent starts on host 2, in the load too (rdma://10.0.0.2:7471,...)
+  --cut-every N            every Nth fault cuts host 2's link instead (needs --agent); 0: never (0)
+  --cut-ms MS              how long a cut lasts (1500)
+  --cut-silent             cut with tc netem loss 100% (no link event) instead of ip link down
   --seed N                 load's random seed (1)
   --json FILE              write the result as JSON
   --log-dir DIR            servers' logs, server-<i>.log (rdmarpc-soak-logs)
@@ -155,6 +171,8 @@ bool parse_run(int argc, char** argv, run_options& o) {
     auto ms = [&] { return milliseconds(std::stol(argv[++i])); };
     if (arg == "--kill-first") {
       o.kill_first = true;
+    } else if (arg == "--cut-silent") {
+      o.cut_silent = true;
     } else if (!has_value) {
       return false;
     } else if (arg == "--target") {
@@ -199,6 +217,16 @@ bool parse_run(int argc, char** argv, run_options& o) {
       o.sample_interval = std::stod(next());
     } else if (arg == "--min-kills") {
       o.min_kills = static_cast<unsigned>(std::stoul(next()));
+    } else if (arg == "--agent") {
+      o.agent = next();
+    } else if (arg == "--remote-servers") {
+      std::stringstream list(next());
+      for (std::string uri; std::getline(list, uri, ',');)
+        if (!uri.empty()) o.remote_servers.push_back(uri);
+    } else if (arg == "--cut-every") {
+      o.cut_every = static_cast<unsigned>(std::stoul(next()));
+    } else if (arg == "--cut-ms") {
+      o.cut_time = ms();
     } else if (arg == "--seed") {
       o.load.seed = std::stoull(next());
     } else if (arg == "--json") {
@@ -213,8 +241,79 @@ bool parse_run(int argc, char** argv, run_options& o) {
   }
   if (o.target != "tcp" && o.target != "rdma") return false;
   if (o.address.empty()) o.address = o.target == "rdma" ? "10.0.0.1" : "127.0.0.1";
+  if ((o.cut_every > 0 || !o.remote_servers.empty()) && o.agent.empty()) return false;
   return o.servers > 0 && o.seconds > 0 && o.sample_interval > 0;
 }
+
+// Host 2's agent in the multi-host bed (tests/multihost): calls that block the fault loop's thread
+// until it answers (wait_for_ready: it may be booting, or its link coming back from a cut).
+class remote_agent {
+ public:
+  explicit remote_agent(const std::string& uri)
+      : channel_(rdmarpc::channel::create(io_.get_executor(), uri, options())), agent_(channel_) {}
+  ~remote_agent() {
+    channel_->close();
+    io_.restart();
+    io_.run_for(std::chrono::seconds(2));
+  }
+  remote_agent(const remote_agent&) = delete;
+  remote_agent& operator=(const remote_agent&) = delete;
+
+  void start_server(const std::string& uri) {
+    call("StartServer " + uri,
+         [&](auto& ctx, auto done) { agent_.async_start_server(ctx, ref(uri), std::move(done)); });
+  }
+  // A graceful shutdown; throws unless the server exited 0.
+  void terminate_server(const std::string& uri) {
+    call("TerminateServer " + uri,
+         [&](auto& ctx, auto done) { agent_.async_terminate_server(ctx, ref(uri), std::move(done)); });
+  }
+  // Answers, then cuts 200 ms later for `how_long`.
+  void cut_link(milliseconds how_long, bool silent) {
+    rdmarpc::testbed::LinkCut cut;
+    cut.set_milliseconds(static_cast<std::uint32_t>(how_long.count()));
+    cut.set_silent(silent);
+    call("CutLink", [&](auto& ctx, auto done) { agent_.async_cut_link(ctx, cut, std::move(done)); });
+  }
+
+ private:
+  // The agent answers from one thread that blocks while a server starts or stops (seconds under
+  // TCG): slow heartbeats, so its channel does not take that for a dead host.
+  static rdmarpc::channel_options options() {
+    rdmarpc::channel_options o;
+    o.heartbeat_interval = std::chrono::seconds(10);
+    o.heartbeat_timeout = std::chrono::seconds(10);
+    return o;
+  }
+  static rdmarpc::testbed::ServerRef ref(const std::string& uri) {
+    rdmarpc::testbed::ServerRef r;
+    r.set_uri(uri);
+    return r;
+  }
+  template <typename Start>
+  void call(const std::string& what, Start start) {
+    rdmarpc::client_context ctx;
+    ctx.set_wait_for_ready(true);
+    ctx.set_timeout(std::chrono::seconds(60));
+    std::optional<boost::system::error_code> result;
+    std::string detail;
+    start(ctx, [&](boost::system::error_code ec, rdmarpc::testbed::Ack) {
+      result = ec;
+      detail = ctx.status_message();
+    });
+    io_.restart();
+    while (!result && io_.run_one() > 0) {
+    }
+    if (!result || *result) {
+      throw std::runtime_error("agent " + what + ": " + (result ? result->message() : "no answer") +
+                               (detail.empty() ? "" : " (" + detail + ")"));
+    }
+  }
+
+  boost::asio::io_context io_{1};
+  std::shared_ptr<rdmarpc::channel> channel_;
+  rdmarpc::testbed::Agent::Stub agent_;
+};
 
 // K ports free on `address` now, below the ephemeral range: while a server is down no client
 // connection may take its port as a local one (its restart would fail EADDRINUSE, or a connect to
@@ -279,7 +378,7 @@ struct sample {
 };
 
 struct fault_counts {
-  unsigned kills = 0, restarts = 0, stops = 0;
+  unsigned kills = 0, restarts = 0, stops = 0, link_cuts = 0;
 };
 
 std::string failed_by_status(const load_counts& c) {
@@ -290,12 +389,13 @@ std::string failed_by_status(const load_counts& c) {
 
 void print_progress(const sample& s, const load_counts& c, const fault_counts& f) {
   std::printf(
-      "[%6.0fs] calls %llu ok %llu failed %llu (%s) wrong %llu late %llu hung %llu | kills %u stops %u | RSS "
-      "MiB",
+      "[%6.0fs] calls %llu ok %llu failed %llu (%s) wrong %llu late %llu hung %llu | kills %u stops %u cuts "
+      "%u "
+      "| RSS MiB",
       s.t, static_cast<unsigned long long>(c.started), static_cast<unsigned long long>(c.ok),
       static_cast<unsigned long long>(c.failed_total()), failed_by_status(c).c_str(),
       static_cast<unsigned long long>(c.wrong), static_cast<unsigned long long>(c.late),
-      static_cast<unsigned long long>(c.hung), f.kills, f.stops);
+      static_cast<unsigned long long>(c.hung), f.kills, f.stops, f.link_cuts);
   for (std::size_t i = 0; i < s.servers.size(); ++i)
     std::printf(" s%zu %s%s", i, s.servers[i].pid ? mib(s.servers[i].rss).c_str() : "down",
                 s.servers[i].stopped ? "(stopped)" : "");
@@ -337,7 +437,7 @@ std::string to_json(const run_options& o, double seconds, const load_counts& c, 
     << ", \"connect_failures\": " << ch.connect_failures << ", \"disconnects\": " << ch.disconnects
     << ", \"heartbeat_timeouts\": " << ch.heartbeat_timeouts << ", \"going_aways\": " << ch.going_aways
     << "},\n \"faults\": {\"kills\": " << f.kills << ", \"restarts\": " << f.restarts
-    << ", \"stops\": " << f.stops << "},\n \"problems\": [";
+    << ", \"stops\": " << f.stops << ", \"link_cuts\": " << f.link_cuts << "},\n \"problems\": [";
   for (std::size_t i = 0; i < c.first_problems.size(); ++i)
     j << (i ? ", " : "") << json_string(c.first_problems[i]);
   j << "],\n \"server_problems\": [";
@@ -383,8 +483,12 @@ void print_table(const run_options& o, double seconds, const load_counts& c, con
               u(c.in_flight));
   if (c.max_overrun_ms)
     std::printf("latest completion relative to its deadline: %+.0f ms\n", *c.max_overrun_ms);
-  std::printf("faults: %u kills, %u restarts, %u stops (SIGSTOP %lld ms, then SIGCONT)\n", f.kills,
-              f.restarts, f.stops, static_cast<long long>(o.stop_time.count()));
+  std::printf(
+      "faults: %u kills, %u restarts, %u stops (SIGSTOP %lld ms, then SIGCONT), %u link cuts (%lld ms, %s)\n",
+      f.kills, f.restarts, f.stops, static_cast<long long>(o.stop_time.count()), f.link_cuts,
+      static_cast<long long>(o.cut_time.count()), o.cut_silent ? "silent" : "link down");
+  if (!o.remote_servers.empty())
+    std::printf("servers on host 2 (in the load, not sampled): %zu\n", o.remote_servers.size());
   std::printf(
       "channels: %llu connects, %llu failed connects, %llu disconnects, %llu heartbeat timeouts, %llu "
       "going_aways\n",
@@ -450,6 +554,14 @@ int run(const run_options& o) {
   }
   server_fleet fleet(self_exe(), uris, {"--threads", std::to_string(o.server_threads)}, o.log_dir);
   for (std::size_t i = 0; i < fleet.size(); ++i) fleet.start(i);
+  std::optional<remote_agent> agent;
+  if (!o.agent.empty()) {
+    agent.emplace(o.agent);
+    for (const auto& uri : o.remote_servers) {
+      agent->start_server(uri);
+      uri_list += "," + uri;
+    }
+  }
   std::printf(
       "soak over %s for %.0f s: servers %s (logs in %s), %zu channels x %zu calls, a fault every %.1f s\n",
       o.target.c_str(), o.seconds, uri_list.c_str(), o.log_dir.c_str(), o.load.channels,
@@ -466,8 +578,9 @@ int run(const run_options& o) {
   const auto sample_period =
       std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(o.sample_interval));
 
-  // One fault at a time: `victim` is down (killed, restart at `recover_at`) or stopped (resumed then).
-  enum class fault_state { none, killed, stopped } state = fault_state::none;
+  // One fault at a time: `victim` is down (killed, restart at `recover_at`) or stopped (resumed
+  // then), or host 2's link is cut (back by `recover_at`).
+  enum class fault_state { none, killed, stopped, link_cut } state = fault_state::none;
   std::size_t victim = 0;
   clock::time_point recover_at{};
   unsigned fault_number = 0;
@@ -520,23 +633,33 @@ int run(const run_options& o) {
       while (next_fault <= now) next_fault += fault_period;
       if (state == fault_state::none) {
         ++fault_number;
-        const bool stop = o.stop_every > 0 && fault_number % o.stop_every == 0;
-        if (stop) {
-          victim = next_stop++ % fleet.size();
+        const bool cut = o.cut_every > 0 && fault_number % o.cut_every == 0;
+        const bool stop = !cut && o.stop_every > 0 && fault_number % o.stop_every == 0;
+        if (cut) {
+          try {
+            agent->cut_link(o.cut_time, o.cut_silent);
+            ++faults.link_cuts;
+            state = fault_state::link_cut;
+            // The agent cuts 200 ms after answering; then the link takes a moment to come back.
+            recover_at = clock::now() + milliseconds(200) + o.cut_time + milliseconds(1000);
+          } catch (const std::exception& e) {
+            server_problems.push_back(std::string("link cut failed: ") + e.what());
+          }
         } else {
-          victim = first_killable + next_kill++ % (fleet.size() - first_killable);
-        }
-        if (fleet.running(victim)) {
-          if (stop) {
-            fleet.stop(victim);
-            ++faults.stops;
-            state = fault_state::stopped;
-            recover_at = now + o.stop_time;
-          } else {
-            fleet.kill(victim);
-            ++faults.kills;
-            state = fault_state::killed;
-            recover_at = now + o.restart_delay;
+          victim = stop ? next_stop++ % fleet.size()
+                        : first_killable + next_kill++ % (fleet.size() - first_killable);
+          if (fleet.running(victim)) {
+            if (stop) {
+              fleet.stop(victim);
+              ++faults.stops;
+              state = fault_state::stopped;
+              recover_at = now + o.stop_time;
+            } else {
+              fleet.kill(victim);
+              ++faults.kills;
+              state = fault_state::killed;
+              recover_at = now + o.restart_delay;
+            }
           }
         }
       }
@@ -551,6 +674,7 @@ int run(const run_options& o) {
 
   // The end: no new calls; the faulty server back, so nothing waits for it; every call in flight
   // gets its deadline + margin (and the heartbeats' detection) to finish.
+  if (state == fault_state::link_cut) std::this_thread::sleep_until(recover_at);
   recover();
   const bool drained = load->stop(load->longest_call() + milliseconds(2000));
   const auto counts = load->counts();
@@ -562,6 +686,13 @@ int run(const run_options& o) {
     load.reset();  // closes the channels: the servers then shut down without clients
   }
   for (auto& p : fleet.shutdown(milliseconds(10000))) server_problems.push_back("shutdown: " + p);
+  for (const auto& uri : o.remote_servers) {
+    try {
+      agent->terminate_server(uri);
+    } catch (const std::exception& e) {
+      server_problems.push_back(std::string("shutdown on host 2: ") + e.what());
+    }
+  }
 
   std::vector<std::string> failures;
   if (counts.hung > 0 || !drained) failures.push_back(std::to_string(counts.hung) + " calls hung");
