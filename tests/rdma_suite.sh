@@ -47,7 +47,7 @@ fi
 # verbs contexts an earlier case opened (librdmacm caches them per process; see the fork note in
 # transport/rdma/rdma_transport.hpp).
 for mode in "event mode" "busy poll" "adaptive"; do
-  tests/transport_rdma/transport_rdma_tests "rdma 64 B ping-pong RTT between two processes ($mode)" 2>&1 |
+  tests/transport_rdma/transport_rdma_rtt_tests "rdma 64 B ping-pong RTT between two processes ($mode)" 2>&1 |
     sed -n 's/^rdmarpc 64 B ping-pong RTT/rdmarpc transport 64 B ping-pong RTT/p' |
     while IFS= read -r line; do compare "$line"; done
 done
