@@ -1,5 +1,6 @@
 #include "transport/rdma/cm_event_pump.hpp"
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 
 namespace rdmarpc::transport::rdma {
@@ -15,9 +16,15 @@ void cm_event_pump::read_events(const std::shared_ptr<handler>& h) {
         boost::asio::post(ex_, [this, h] { read_events(h); });
         return;
       }
-      break;  // then only when the fd is next readable
+      retry_timer_.expires_after(pause_);
+      pause_ = std::min(pause_ * 2, kLongestPause);
+      retry_timer_.async_wait([this, h](const boost::system::error_code& waited) {
+        if (!waited && watch_.watching()) read_events(h);
+      });
+      return;
     }
     errors_in_a_row_ = 0;
+    pause_ = kFirstPause;
     h->on_cm_event(std::move(event));
   }
   if (!watch_.watching()) return;
