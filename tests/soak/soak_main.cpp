@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iostream>
 #include <optional>
 #include <random>
@@ -33,6 +34,7 @@
 #include <thread>
 #include <vector>
 
+#include "io_thread.hpp"
 #include "mixed_load.hpp"
 #include "resource_counts.hpp"
 #include "rpc/channel.hpp"
@@ -246,16 +248,13 @@ bool parse_run(int argc, char** argv, run_options& o) {
 }
 
 // Host 2's agent in the multi-host bed (tests/multihost): calls that block the fault loop's thread
-// until it answers (wait_for_ready: it may be booting, or its link coming back from a cut).
+// until it answers (wait_for_ready: it may be booting, or its link coming back from a cut). Its
+// channel lives on a thread of its own, which answers the agent's heartbeats between calls.
 class remote_agent {
  public:
   explicit remote_agent(const std::string& uri)
-      : channel_(rdmarpc::channel::create(io_.get_executor(), uri, options())), agent_(channel_) {}
-  ~remote_agent() {
-    channel_->close();
-    io_.restart();
-    io_.run_for(std::chrono::seconds(2));
-  }
+      : channel_(rdmarpc::channel::create(io_.executor(), uri, options())), agent_(channel_) {}
+  ~remote_agent() { channel_->close(); }
   remote_agent(const remote_agent&) = delete;
   remote_agent& operator=(const remote_agent&) = delete;
 
@@ -292,25 +291,21 @@ class remote_agent {
   }
   template <typename Start>
   void call(const std::string& what, Start start) {
-    rdmarpc::client_context ctx;
-    ctx.set_wait_for_ready(true);
-    ctx.set_timeout(std::chrono::seconds(60));
-    std::optional<boost::system::error_code> result;
-    std::string detail;
-    start(ctx, [&](boost::system::error_code ec, rdmarpc::testbed::Ack) {
-      result = ec;
-      detail = ctx.status_message();
-    });
-    io_.restart();
-    while (!result && io_.run_one() > 0) {
-    }
-    if (!result || *result) {
-      throw std::runtime_error("agent " + what + ": " + (result ? result->message() : "no answer") +
-                               (detail.empty() ? "" : " (" + detail + ")"));
+    auto ctx = std::make_shared<rdmarpc::client_context>();
+    ctx->set_wait_for_ready(true);
+    ctx->set_timeout(std::chrono::seconds(60));
+    std::promise<boost::system::error_code> answered;
+    auto result = answered.get_future();
+    start(*ctx,
+          [ctx, &answered](boost::system::error_code ec, rdmarpc::testbed::Ack) { answered.set_value(ec); });
+    const auto ec = result.get();  // the deadline above bounds the wait
+    if (ec) {
+      throw std::runtime_error("agent " + what + ": " + ec.message() +
+                               (ctx->status_message().empty() ? "" : " (" + ctx->status_message() + ")"));
     }
   }
 
-  boost::asio::io_context io_{1};
+  io_thread io_;  // destroyed last: the channel's teardown runs there
   std::shared_ptr<rdmarpc::channel> channel_;
   rdmarpc::testbed::Agent::Stub agent_;
 };
