@@ -81,6 +81,8 @@ class server::impl final : public server_connection::owner,
     if (options_.max_in_flight_per_connection == 0) options_.max_in_flight_per_connection = 1;
     if (!options_.transport.registered_memory && options_.max_registered_memory != 0)
       options_.transport.registered_memory = transport::memory_budget::create(options_.max_registered_memory);
+    if (!options_.transport.device_events && options_.watch_device_events)
+      options_.transport.device_events = transport::make_device_event_monitor(ex_);
     for (std::size_t i = 0; i < options_.threads; ++i) {
       contexts_.push_back(std::make_shared<boost::asio::io_context>(1));
       guards_.emplace_back(contexts_.back()->get_executor());

@@ -65,6 +65,12 @@ struct server_options {
   // logged like the connection limits. Used when transport.registered_memory is not set (set that
   // to share one budget with other servers and channels: one bound per process); 0: no bound.
   std::size_t max_registered_memory = std::size_t{8} << 30;
+  // rdma: read the devices' async events (transport/rdma/device_event_monitor.hpp) on the server's
+  // executor, so a failed QP, a port going down or a failed device ends the connections it concerns
+  // at once. Used when transport.device_events is not set; set that to share one monitor with the
+  // process's other servers and channels (one per process: a second one on the same io_context
+  // reads nothing and says so at warning level; on another it takes part of the events).
+  bool watch_device_events = true;
   // Admission: sees each new connection's peer (address, transport, host) before the limits above
   // and may refuse it (false). A refused connection is closed as soon as it is accepted, as one
   // beyond max_connections: the client's calls fail UNAVAILABLE (closed_by_peer) and a channel

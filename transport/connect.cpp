@@ -5,6 +5,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/system/system_error.hpp>
 
+#include "transport/rdma/device_event_monitor.hpp"
 #include "transport/rdma/rdma_transport.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 
@@ -28,6 +29,10 @@ std::unique_ptr<listener> make_listener(boost::asio::any_io_executor ex, const e
     case scheme::tcp: return tcp::make_listener(std::move(ex), ep, options);
   }
   throw boost::system::system_error(make_error_code(errc::unsupported_scheme), "make_listener");
+}
+
+std::shared_ptr<rdma::device_event_monitor> make_device_event_monitor(boost::asio::any_io_executor ex) {
+  return rdma::device_event_monitor::create(std::move(ex));
 }
 
 }  // namespace rdmarpc::transport

@@ -37,4 +37,8 @@ auto async_connect(boost::asio::any_io_executor ex, const endpoint& ep, const co
 std::unique_ptr<listener> make_listener(boost::asio::any_io_executor ex, const endpoint& ep,
                                         const connection_options& options);
 
+// A monitor of the RDMA devices' async events, read on `ex` (connection_options::device_events;
+// transport/rdma/device_event_monitor.hpp). One per process.
+std::shared_ptr<rdma::device_event_monitor> make_device_event_monitor(boost::asio::any_io_executor ex);
+
 }  // namespace rdmarpc::transport

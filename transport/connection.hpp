@@ -27,6 +27,10 @@
 
 namespace rdmarpc::transport {
 
+namespace rdma {
+class device_event_monitor;  // transport/rdma/device_event_monitor.hpp
+}
+
 // How an rdma connection waits for completions.
 enum class cq_polling {
   event,     // arm the CQ and sleep on the completion channel fd: ~0 CPU idle, a wake-up per event
@@ -85,6 +89,13 @@ struct connection_options {
   // among every server and channel for one bound per process. Large-message send buffers are not
   // leased: send_queue_bytes bounds them per connection.
   std::shared_ptr<memory_budget> registered_memory;
+  // Reads the devices' async events and ends the connections a QP error, a CQ overrun, a port going
+  // down or a device failing concerns (errc::queue_pair_error, port_down, device_error), at once.
+  // One per process, shared by every server and channel: rdma_cm shares each device's event queue
+  // among all of a process's connections. Null: not watched (a failed QP still ends its connection
+  // when its receives come back flushed; port and device events go unseen until heartbeats or
+  // retransmits fail). A server makes one when none is given (server_options::watch_device_events).
+  std::shared_ptr<rdma::device_event_monitor> device_events;
   std::size_t max_pending_handshakes = 128;
   std::chrono::milliseconds handshake_timeout{5000};
   // A message larger than a slot arrives as fragments, each a whole slot but the last; it must be

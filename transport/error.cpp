@@ -25,6 +25,8 @@ class category final : public boost::system::error_category {
       case errc::not_connected: return "not connected";
       case errc::registered_memory_exhausted: return "registered-memory budget exhausted";
       case errc::address_changed: return "local address moved to another RDMA port (ADDR_CHANGE)";
+      case errc::queue_pair_error: return "the RDMA device reported the queue pair in error";
+      case errc::port_down: return "the RDMA port went down (link lost)";
     }
     return "unknown transport error " + std::to_string(value);
   }

@@ -29,6 +29,12 @@ enum class errc {
   // The IP stack moved the connection's local address to another port or device (rdma_cm
   // ADDR_CHANGE, e.g. a bonding failover); the connection was closed so the next one follows it.
   address_changed,
+  // The device reported the connection's QP in error (QP_FATAL, QP_REQ_ERR, QP_ACCESS_ERR) or its
+  // CQ overrun (CQ_ERR) on its async event fd (connection_options::device_events).
+  queue_pair_error,
+  // The RDMA port the connection runs on went down (PORT_ERR: its link is lost); ended at once
+  // instead of when retransmits or heartbeats run out (connection_options::device_events).
+  port_down,
 };
 
 const boost::system::error_category& transport_category() noexcept;

@@ -57,8 +57,8 @@ bool run_until(boost::asio::io_context& io, Pred done,
   return true;
 }
 
-inline transport::endpoint rdma_endpoint(std::uint16_t port) {
-  return transport::endpoint{transport::scheme::rdma, kRdmaHost, port};
+inline transport::endpoint rdma_endpoint(std::uint16_t port, const char* host = kRdmaHost) {
+  return transport::endpoint{transport::scheme::rdma, host, port};
 }
 
 struct connected_pair {
@@ -69,12 +69,13 @@ struct connected_pair {
   std::shared_ptr<recorder> server_rec = std::make_shared<recorder>();
 };
 
-// Listens on `port`, connects one client and accepts it. Does not start() either side.
+// Listens on `host`:`port`, connects one client and accepts it. Does not start() either side.
 inline connected_pair connect_pair(boost::asio::io_context& io, std::uint16_t port,
                                    const transport::connection_options& client_options = {},
-                                   const transport::connection_options& server_options = {}) {
+                                   const transport::connection_options& server_options = {},
+                                   const char* host = kRdmaHost) {
   connected_pair p;
-  p.listener = transport::rdma::make_listener(io.get_executor(), rdma_endpoint(port), server_options);
+  p.listener = transport::rdma::make_listener(io.get_executor(), rdma_endpoint(port, host), server_options);
   boost::system::error_code accept_ec, connect_ec;
   bool accepted = false, connected = false;
   p.listener->async_accept(io.get_executor(),
@@ -83,7 +84,7 @@ inline connected_pair connect_pair(boost::asio::io_context& io, std::uint16_t po
                              p.server = std::move(c);
                              accepted = true;
                            });
-  transport::rdma::async_connect(io.get_executor(), rdma_endpoint(port), client_options,
+  transport::rdma::async_connect(io.get_executor(), rdma_endpoint(port, host), client_options,
                                  [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
                                    connect_ec = ec;
                                    p.client = std::move(c);

@@ -85,6 +85,21 @@ void rdma_connection::start(std::shared_ptr<connection_handler> handler) {
   // an rdma_cm event (the peer's disconnect): both are read soon, never inside start().
   reactor_.start(self());
   boost::asio::post(ex_, [self = self()] { self->cm_pump_.start(self); });
+  watch_device_events();
+}
+
+void rdma_connection::watch_device_events() {
+  if (!options_.device_events) return;
+  const rdma_cm_id* id = resources_->id();
+  const device_event_target target{id->verbs, resources_->qp(), resources_->cq(), id->port_num};
+  std::weak_ptr<rdma_connection> weak = self();
+  device_events_ = options_.device_events->subscribe(target, [weak, ex = ex_](errc reason) {
+    boost::asio::post(ex, [weak, reason] {
+      const auto self = weak.lock();
+      if (!self || self->life_.is_shut_down()) return;
+      self->fail(make_error_code(reason));  // the layer above logs the close reason
+    });
+  });
 }
 
 // --- completions ---------------------------------------------------------------------------------
@@ -571,6 +586,7 @@ void rdma_connection::shutdown_resources() noexcept {
   // The fds belong to the verbs objects: let go of them (cancelling waits), never close them.
   reactor_.stop();
   cm_pump_.stop();
+  device_events_.reset();  // its QP and CQ pointers may be reused once they are destroyed
   if (resources_) resources_->destroy_queue_pair();
 }
 

@@ -22,6 +22,7 @@
 #include "transport/rdma/connection_lifecycle.hpp"
 #include "transport/rdma/cq_reactor.hpp"
 #include "transport/rdma/credit_window.hpp"
+#include "transport/rdma/device_event_monitor.hpp"
 #include "transport/rdma/qp_resources.hpp"
 #include "transport/rdma/receive_ring.hpp"
 #include "transport/rdma/send_ring.hpp"
@@ -35,10 +36,10 @@ namespace rdmarpc::transport::rdma {
 // the send completes. A message larger than a quarter of the ring gets a buffer of its own,
 // registered for it and deregistered once sent (bounded by send_queue_bytes).
 // close() flushes committed messages for at most options.connect_timeout (a peer that never
-// returns credits cannot keep us open). QP async events (ibv_get_async_event) are not watched: they are
-// per device context, shared by every connection of the process; error completions (a failed QP
-// flushes its posted receives and sends) and rdma_cm events (cm_event_policy.hpp) report the same
-// failures, and the heartbeat the rest.
+// returns credits cannot keep us open). Device async events (a QP error, the port going down) reach
+// it through options.device_events, when set (device_event_monitor.hpp); error completions (a
+// failed QP flushes its posted receives and sends), rdma_cm events (cm_event_policy.hpp) and the
+// heartbeat (rpc layer) report the rest.
 class rdma_connection final : public connection,
                               public received_message::owner,
                               public cq_reactor::handler,
@@ -106,6 +107,7 @@ class rdma_connection final : public connection,
   void after_completions();
   void on_cm_event(verbs::cm_event event) override;
   bool on_cm_error(const boost::system::error_code& ec) override;
+  void watch_device_events();  // subscribes to options_.device_events, if any
 
   // Send path.
   bool sq_has_room() const noexcept { return posted_seq_ - completed_seq_ < resources_->send_buffers(); }
@@ -143,6 +145,7 @@ class rdma_connection final : public connection,
   // Both watch fds owned by resources_ (released, never closed, before it tears down).
   cq_reactor reactor_;
   cm_event_pump cm_pump_;
+  device_event_monitor::subscription device_events_;  // reset before the QP is destroyed
   boost::asio::steady_timer drain_timer_;
   boost::asio::steady_timer reassembly_timer_;  // watch_reassembly()
   std::uint64_t fragmented_messages_ = 0;       // started; tells the timer's message apart
