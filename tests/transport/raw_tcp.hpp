@@ -1,6 +1,7 @@
 #pragma once
 // For tests that play a raw tcp peer: the tcp transport's 4-byte little-endian length prefix, and
-// this process's resident memory and its peak, and its open fds (what a hostile peer costs).
+// this process's resident memory and its peak, its heap in use and its open fds (what a hostile
+// peer costs).
 
 #include <malloc.h>
 #include <unistd.h>
@@ -12,6 +13,11 @@
 #include <fstream>
 #include <limits>
 #include <string>
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+// The sanitizer runtime's count of heap bytes in use (GCC 12 ships no header declaring it).
+extern "C" std::size_t __sanitizer_get_current_allocated_bytes();
+#endif
 
 namespace rdmarpc::test {
 
@@ -59,6 +65,17 @@ inline std::size_t peak_resident_bytes() {
     status.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
   }
   return kib * 1024;
+}
+
+// Heap bytes allocated and not freed now, whatever the allocator keeps cached: malloc's arenas and
+// its own mappings for large blocks (the sanitizer's count under ASan or TSan).
+inline std::size_t heap_bytes_in_use() {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  return __sanitizer_get_current_allocated_bytes();
+#else
+  const struct mallinfo2 m = ::mallinfo2();
+  return m.uordblks + m.hblkhd;
+#endif
 }
 
 // Open file descriptors of this process (/proc/self/fd).
