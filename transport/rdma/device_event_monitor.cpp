@@ -3,10 +3,11 @@
 #include <fcntl.h>
 
 #include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
 #include <cerrno>
 #include <cstring>
+#include <string>
 #include <utility>
-#include <vector>
 
 #include "log/log.hpp"
 #include "transport/rdma/fd_watch.hpp"
@@ -14,11 +15,26 @@
 namespace rdmarpc::transport::rdma {
 
 struct device_event_monitor::device_reader {
-  device_reader(const boost::asio::any_io_executor& ex, ibv_context* c)
-      : context(c), watch(ex, c->async_fd) {}
-  ibv_context* context;
+  device_reader(const boost::asio::any_io_executor& ex, ibv_context* context)
+      : watch(ex, context->async_fd) {}
   fd_watch watch;
 };
+
+namespace {
+
+const char* device_name(ibv_context* context) noexcept {
+  const char* name = ibv_get_device_name(context->device);
+  return name != nullptr ? name : "?";
+}
+
+// A PORT_ERR may have waited in the queue while the link came back (a flap before anyone read it).
+bool port_active(ibv_context* context, int port) noexcept {
+  ibv_port_attr attr{};
+  return ibv_query_port(context, static_cast<std::uint8_t>(port), &attr) == 0 &&
+         attr.state == IBV_PORT_ACTIVE;
+}
+
+}  // namespace
 
 device_event_monitor::subscription& device_event_monitor::subscription::operator=(
     subscription&& other) noexcept {
@@ -38,31 +54,45 @@ void device_event_monitor::subscription::reset() noexcept {
 }
 
 std::shared_ptr<device_event_monitor> device_event_monitor::create(boost::asio::any_io_executor ex) {
-  return std::shared_ptr<device_event_monitor>(new device_event_monitor(std::move(ex)));
+  return std::shared_ptr<device_event_monitor>(new device_event_monitor(ex));
 }
 
-device_event_monitor::device_event_monitor(boost::asio::any_io_executor ex) : ex_(std::move(ex)) {}
+// A strand: the executor may be run by several threads (a server's own executor), and the
+// readers are touched on it only.
+device_event_monitor::device_event_monitor(const boost::asio::any_io_executor& ex)
+    : ex_(boost::asio::make_strand(ex)) {}
 
-// Nothing of ours runs on ex_ now (every handler holds us while it runs): letting go of the fds
-// here cancels their waits, whose handlers then find no monitor.
+// No handler of ours runs now (each holds the monitor while it runs). Destroying the readers lets
+// go of their fds, cancelling the waits; the reactor's own locking makes that safe from whichever
+// thread drops the last reference.
 device_event_monitor::~device_event_monitor() = default;
 
 device_event_monitor::subscription device_event_monitor::subscribe(const device_event_target& target,
                                                                    end_callback on_end) {
   std::uint64_t id = 0;
-  bool new_device = false;
   {
     std::lock_guard lock(mutex_);
     id = next_id_++;
     subscribers_.emplace(id, subscriber{target, std::move(on_end)});
+  }
+  subscription s(weak_from_this(), id);  // from here a throw unsubscribes
+  bool new_device = false;
+  {
+    std::lock_guard lock(mutex_);
     new_device = devices_.insert(target.context).second;
   }
   if (new_device) {
-    boost::asio::post(ex_, [weak = weak_from_this(), context = target.context] {
-      if (auto self = weak.lock()) self->start_reading(context);
-    });
+    try {
+      boost::asio::post(ex_, [weak = weak_from_this(), context = target.context] {
+        if (auto self = weak.lock()) self->start_reading(context);
+      });
+    } catch (...) {
+      std::lock_guard lock(mutex_);
+      devices_.erase(target.context);  // the next subscription asks again
+      throw;
+    }
   }
-  return subscription(weak_from_this(), id);
+  return s;
 }
 
 void device_event_monitor::unsubscribe(std::uint64_t id) noexcept {
@@ -78,78 +108,109 @@ device_event_monitor::figures device_event_monitor::stats() const {
 }
 
 void device_event_monitor::start_reading(ibv_context* context) {
+  std::string failure;
   // Non-blocking, so reading until EAGAIN empties the queue (the reactor's wait is edge-triggered).
   const int flags = ::fcntl(context->async_fd, F_GETFL);
   if (flags < 0 || ::fcntl(context->async_fd, F_SETFL, flags | O_NONBLOCK) < 0) {
-    rdmarpc::logger()->warn("rdma device {}: async events not watched: fcntl: {}",
-                            ibv_get_device_name(context->device), std::strerror(errno));
-    return;
+    failure = std::string("fcntl: ") + std::strerror(errno);
+  } else {
+    try {
+      readers_.emplace(context, std::make_unique<device_reader>(ex_, context));
+    } catch (const std::exception& e) {
+      // EEXIST: another monitor watches this fd on the same io_context.
+      failure = e.what();
+    }
   }
-  std::unique_ptr<device_reader> reader;
-  try {
-    reader = std::make_unique<device_reader>(ex_, context);
-  } catch (const std::exception& e) {
-    // EEXIST: another monitor reads this device on the same io_context (there should be one).
-    rdmarpc::logger()->warn(
-        "rdma device {}: async events not watched ({}); share one device_event_monitor "
-        "among every server and channel of the process",
-        ibv_get_device_name(context->device), e.what());
-    return;
-  }
-  auto& r = *readers_.emplace(context, std::move(reader)).first->second;
   {
     std::lock_guard lock(mutex_);
-    ++figures_.devices;
+    if (failure.empty()) {
+      ++figures_.devices;
+    } else {
+      devices_.erase(context);  // the next subscription tries again
+      if (!std::exchange(warned_unwatched_, true)) {
+        rdmarpc::logger()->warn(
+            "rdma device {}: its async events are not watched ({}); one device_event_monitor per process, "
+            "shared by every server and channel, reads them (connection_options::device_events)",
+            device_name(context), failure);
+      }
+    }
   }
-  read_events(r);
+  if (failure.empty()) read_events(context);
 }
 
-void device_event_monitor::read_events(device_reader& reader) {
+void device_event_monitor::read_events(ibv_context* context) {
+  const auto reader = readers_.find(context);
+  if (reader == readers_.end()) return;
   for (;;) {
     ibv_async_event event{};
-    if (ibv_get_async_event(reader.context, &event) != 0) {
+    if (ibv_get_async_event(context, &event) != 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
       // The device is gone (rdma_cm's DEVICE_REMOVAL ends its connections); a readable fd that
-      // keeps failing would spin, so stop here.
-      rdmarpc::logger()->warn(
-          "rdma device {}: ibv_get_async_event: {}; its async events are no longer watched",
-          ibv_get_device_name(reader.context->device), std::strerror(errno));
-      reader.watch.release();
+      // keeps failing would spin.
+      rdmarpc::logger()->warn("rdma device {}: ibv_get_async_event: {}; no longer watching its async events",
+                              device_name(context), std::strerror(errno));
+      stop_reading(context);
       return;
     }
-    const device_event_info info = describe(event);
-    ibv_ack_async_event(&event);  // ibv_destroy_qp and ibv_destroy_cq wait for their events' acks
-    dispatch(reader.context, info);
+    const bool device_failed = event.event_type == IBV_EVENT_DEVICE_FATAL;
+    dispatch(context, event);
+    if (device_failed) {
+      // The kernel's last event for the device; librdmacm closes the context once its ids are gone.
+      stop_reading(context);
+      return;
+    }
   }
-  reader.watch.async_wait_readable([weak = weak_from_this(), &reader](const boost::system::error_code& ec) {
-    auto self = weak.lock();
-    if (ec || !self) return;  // released: `reader` may be gone
-    self->read_events(reader);
-  });
+  reader->second->watch.async_wait_readable(
+      [weak = weak_from_this(), context](const boost::system::error_code& ec) {
+        const auto self = weak.lock();
+        if (ec || !self) return;
+        self->read_events(context);  // a reader stopped meanwhile is not found there
+      });
 }
 
-void device_event_monitor::dispatch(ibv_context* context, const device_event_info& event) {
-  std::vector<std::pair<end_callback, errc>> told;
+void device_event_monitor::stop_reading(ibv_context* context) noexcept {
+  if (readers_.erase(context) == 0) return;  // its fd_watch lets go of the fd
+  std::lock_guard lock(mutex_);
+  devices_.erase(context);
+  --figures_.devices;
+}
+
+void device_event_monitor::dispatch(ibv_context* context, ibv_async_event& raw) {
+  const device_event_info event = describe(raw);
+  const bool stale = event.type == IBV_EVENT_PORT_ERR && port_active(context, event.port);
+  std::size_t ended = 0;
   {
+    // Matched, told and acknowledged under the lock: a subscription reset() meanwhile waits, so a
+    // callback never runs after it, and a QP or CQ destroyed after its reset() cannot have its
+    // address matched by this event in a new connection.
     std::lock_guard lock(mutex_);
     ++figures_.events_read;
-    for (const auto& [id, s] : subscribers_) {
-      if (s.target.context != context) continue;
-      if (const auto reason = device_event_end_reason(event, s.target)) told.emplace_back(s.on_end, *reason);
+    if (stale) {
+      ++figures_.stale_port_errors;
+    } else {
+      for (const auto& [id, s] : subscribers_) {
+        if (s.target.context != context) continue;
+        if (const auto reason = device_event_end_reason(event, s.target)) {
+          s.on_end(*reason);
+          ++ended;
+        }
+      }
+      figures_.connections_ended += ended;
     }
-    figures_.connections_ended += told.size();
+    ibv_ack_async_event(&raw);  // ibv_destroy_qp and ibv_destroy_cq wait for their events' acks
   }
-  // Connection-wide events are logged by the connection's owner (its close reason); what concerns a
-  // whole port or device once here.
-  const char* device = ibv_get_device_name(context->device);
-  if (event.type == IBV_EVENT_PORT_ERR || event.type == IBV_EVENT_DEVICE_FATAL) {
-    rdmarpc::logger()->warn("rdma device {} port {}: {}: ending its {} connections", device, event.port,
-                            ibv_event_type_str(event.type), told.size());
+  // A connection's end is logged by its owner (its close reason); a port's or device's once here.
+  if (event.type == IBV_EVENT_PORT_ERR) {
+    rdmarpc::logger()->warn("rdma device {} port {}: {}{}: {} connections ended", device_name(context),
+                            event.port, ibv_event_type_str(event.type),
+                            stale ? " (the port is active again)" : "", ended);
+  } else if (event.type == IBV_EVENT_DEVICE_FATAL) {
+    rdmarpc::logger()->warn("rdma device {}: {}: {} connections ended", device_name(context),
+                            ibv_event_type_str(event.type), ended);
   } else {
-    rdmarpc::logger()->debug("rdma device {}: {} ({} connections end)", device,
-                             ibv_event_type_str(event.type), told.size());
+    rdmarpc::logger()->debug("rdma device {}: {}: {} connections ended", device_name(context),
+                             ibv_event_type_str(event.type), ended);
   }
-  for (auto& [on_end, reason] : told) on_end(reason);
 }
 
 }  // namespace rdmarpc::transport::rdma

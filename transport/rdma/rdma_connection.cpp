@@ -90,16 +90,24 @@ void rdma_connection::start(std::shared_ptr<connection_handler> handler) {
 
 void rdma_connection::watch_device_events() {
   if (!options_.device_events) return;
+  // Only the subscription stays: the connection must not keep the monitor (and its executor's
+  // reader) alive, its owner (a server, a channel, main()) does.
+  const auto monitor = std::move(options_.device_events);
   const rdma_cm_id* id = resources_->id();
   const device_event_target target{id->verbs, resources_->qp(), resources_->cq(), id->port_num};
   std::weak_ptr<rdma_connection> weak = self();
-  device_events_ = options_.device_events->subscribe(target, [weak, ex = ex_](errc reason) {
-    boost::asio::post(ex, [weak, reason] {
-      const auto self = weak.lock();
-      if (!self || self->life_.is_shut_down()) return;
-      self->fail(make_error_code(reason));  // the layer above logs the close reason
+  try {
+    device_events_ = monitor->subscribe(target, [weak, ex = ex_](errc reason) {
+      boost::asio::post(ex, [weak, reason] {
+        const auto self = weak.lock();
+        if (!self || self->life_.is_shut_down()) return;
+        self->fail(make_error_code(reason));  // the layer above logs the close reason
+      });
     });
-  });
+  } catch (const std::exception& e) {
+    // Unwatched, the connection still ends on flushed completions and heartbeats.
+    rdmarpc::logger()->warn("rdma {}: device events not watched: {}", remote_address_, e.what());
+  }
 }
 
 // --- completions ---------------------------------------------------------------------------------
