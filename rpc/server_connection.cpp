@@ -332,8 +332,10 @@ class connection_impl final : public server_connection,
       end_interception(icpt.asked, icpt.started, m, md, true, code, why, 0, 0);
     };
     if (client_gone_away_) return refuse_admitted(status_code::unavailable, "server shutting down");
-    if (calls_.size() + streams_.size() >= opts.max_in_flight_per_connection)
-      return refuse_admitted(status_code::resource_exhausted, "too many calls in flight on this connection");
+    if (calls_.size() + streams_.size() >= opts.max_in_flight_per_connection) {
+      log_limit_once(in_flight_limit, in_flight_refusal);
+      return refuse_admitted(status_code::resource_exhausted, in_flight_refusal);
+    }
     if (m == nullptr)
       return refuse_admitted(status_code::unimplemented,
                              "unknown method id " + std::to_string(v.header.method_id));
@@ -469,8 +471,10 @@ class connection_impl final : public server_connection,
       end_interception(icpt.asked, icpt.started, m, md, false, code, why, request_bytes, 0);
     };
     if (client_gone_away_) return refuse_admitted(status_code::unavailable, "server shutting down");
-    if (calls_.size() + streams_.size() >= server_->options().max_in_flight_per_connection)
-      return refuse_admitted(status_code::resource_exhausted, "too many calls in flight on this connection");
+    if (calls_.size() + streams_.size() >= server_->options().max_in_flight_per_connection) {
+      log_limit_once(in_flight_limit, in_flight_refusal);
+      return refuse_admitted(status_code::resource_exhausted, in_flight_refusal);
+    }
     if (m == nullptr)
       return refuse_admitted(status_code::unimplemented,
                              "unknown method id " + std::to_string(v.header.method_id));
@@ -608,10 +612,11 @@ class connection_impl final : public server_connection,
     if (gives_way) {
       const std::size_t reply_bytes = f.size();
       forget(id);
-      return refuse(id, status_code::resource_exhausted,
-                    "reply of " + std::to_string(reply_bytes) +
-                        " bytes cannot wait for send room: " + std::to_string(waiting_reply_bytes_) +
-                        " bytes of replies wait already (server_options::max_waiting_reply_bytes)");
+      const std::string why = "reply of " + std::to_string(reply_bytes) +
+                              " bytes cannot wait for send room: " + std::to_string(waiting_reply_bytes_) +
+                              " bytes of replies wait already (server_options::max_waiting_reply_bytes)";
+      log_limit_once(waiting_reply_limit, why);
+      return refuse(id, status_code::resource_exhausted, why);
     }
     const std::size_t size = f.size();
     waiting_reply_bytes_ += size;
@@ -773,7 +778,12 @@ class connection_impl final : public server_connection,
   }
 
   // The limits a request can hit, each logged once per connection.
-  enum limit : std::uint8_t { metadata_limit = 1, request_size_limit = 2 };
+  enum limit : std::uint8_t {
+    metadata_limit = 1,
+    request_size_limit = 2,
+    in_flight_limit = 4,
+    waiting_reply_limit = 8,
+  };
 
   // A request beyond a configured limit: refused RESOURCE_EXHAUSTED; logged once per connection.
   void refuse_over_limit(std::uint32_t id, const std::string& why, frame::kind kind = frame::kind::response) {
@@ -788,6 +798,9 @@ class connection_impl final : public server_connection,
         "rdmarpc server: {}: {} (refused RESOURCE_EXHAUSTED; logged once per connection and limit)", *peer_,
         why);
   }
+
+  static constexpr const char* in_flight_refusal =
+      "too many calls in flight on this connection (server_options::max_in_flight_per_connection)";
 
   static std::string too_large(const method_entry& m, std::size_t bytes) {
     return "message of " + std::to_string(bytes) + " bytes larger than " + std::string(m.full_name) +

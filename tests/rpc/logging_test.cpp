@@ -167,3 +167,31 @@ TEST_CASE("without a registered logger, rdmarpc's lines go to spdlog's default l
   spdlog::set_default_logger(previous_default);
   spdlog::set_level(previous_level);
 }
+
+TEST_CASE("a limit a connection hits is logged once for that connection, not once per refused call") {
+  captured_logger captured;
+  server_options so;
+  so.max_in_flight_per_connection = 1;
+  e2e_harness h("tcp", so);
+  const std::string needle = "max_in_flight_per_connection";
+  // Each connection holds its one slot with a sleeping call; its further calls are refused.
+  const auto refuse_three = [&](channel& ch, int sleeps_before) {
+    auto slow = start_call(ch, test_service::sleep, make_request("hold", 2000));
+    REQUIRE(h.service().wait_for([&] { return h.service().sleeps_started.load() == sleeps_before + 1; }));
+    for (int i = 0; i < 3; ++i)
+      CHECK(to_status_code(call(ch, test_service::echo, make_request("over")).ec) ==
+            status_code::resource_exhausted);
+    REQUIRE(slow.wait_for(30s) == std::future_status::ready);
+    CHECK_FALSE(slow.get().ec);
+  };
+  auto first = h.make_channel();
+  refuse_three(*first, 0);
+  INFO("rdmarpc lines:\n" << captured.sink->dump());
+  CHECK(captured.sink->count_containing(needle) == 1);
+  auto second = h.make_channel();
+  refuse_three(*second, 1);
+  CHECK(captured.sink->count_containing(needle) == 2);  // once per connection
+  for (const auto& l : captured.sink->lines()) {
+    if (l.text.find(needle) != std::string::npos) CHECK(l.level == spdlog::level::warn);
+  }
+}
