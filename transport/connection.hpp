@@ -84,7 +84,7 @@ struct connection_options {
   // Registered (pinned) memory: each connection's receive ring and send ring (recv_ring_depth and
   // send_buffers times slot_size, 2 MiB by default) are leased from this budget before anything is
   // allocated; a connection that would take it past its limit is not made (a listener rejects it:
-  // the client sees handshake_rejected; a connect fails registered_memory_exhausted). Null: no
+  // its client's connect fails registered_memory_exhausted, as a connect here does). Null: no
   // bound here. A server fills it in from server_options::max_registered_memory; share one budget
   // among every server and channel for one bound per process. Large-message send buffers are not
   // leased: send_queue_bytes bounds them per connection.

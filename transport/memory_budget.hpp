@@ -41,6 +41,9 @@ class memory_budget : public std::enable_shared_from_this<memory_budget> {
   // A lease of `bytes`, or nothing when that would take the budget past its limit.
   std::optional<lease> try_acquire(std::size_t bytes) noexcept;
 
+  // Whether a lease of `bytes` would be granted now (another thread may take it first).
+  bool would_fit(std::size_t bytes) const noexcept { return bytes <= limit_ && in_use() <= limit_ - bytes; }
+
   std::size_t limit() const noexcept { return limit_; }
   std::size_t in_use() const noexcept { return in_use_.load(std::memory_order_relaxed); }
 

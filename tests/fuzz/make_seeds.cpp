@@ -142,6 +142,8 @@ void handshake_seeds() {
   const auto small =
       wire::encode_handshake({wire::kProtocolVersion, wire::kMinRingDepth, wire::kMinSlotSize, 64});
   write("handshake", "smallest", std::string(reinterpret_cast<const char*>(small.data()), small.size()));
+  const auto reject = wire::encode_reject(wire::reject_reason::registered_memory_exhausted);
+  write("handshake", "reject", std::string(reinterpret_cast<const char*>(reject.data()), reject.size()));
 }
 
 void tcp_framer_seeds() {

@@ -113,6 +113,7 @@ TEST_CASE(
   options.max_request_bytes_by_method = {{std::string(test::test_service::echo.full_name), 100}};
   limited_server s(options);
   auto ch = s.connect();
+  auto other = s.connect();  // another client, served between the refusals
   const auto echo = [&](std::size_t data_bytes, const method_descriptor& method = test::test_service::echo) {
     std::optional<boost::system::error_code> out;
     test::EchoRequest req;
@@ -125,7 +126,9 @@ TEST_CASE(
   // A string field of n < 128 bytes serializes to n + 2.
   CHECK(echo(98) == status_code::ok);  // 100 bytes: at the bound
   CHECK(echo(99) == status_code::resource_exhausted);
+  CHECK(s.echo(*other) == status_code::ok);
   CHECK(echo(4000) == status_code::resource_exhausted);
+  CHECK(s.echo(*other) == status_code::ok);
   // The same connection carries on, and a method without a bound takes more.
   CHECK(echo(10) == status_code::ok);
   CHECK(echo(4000, test::test_service::meta) == status_code::ok);

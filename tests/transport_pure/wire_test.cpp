@@ -5,6 +5,8 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <numeric>
+#include <span>
+#include <vector>
 
 #include "transport/error.hpp"
 
@@ -330,5 +332,39 @@ TEST_CASE("reassembler: short or empty fragments / expect protocol_error", "[wir
     wire::reassembler r(1024, slot);
     REQUIRE(r.feed(fragment::first, pattern(slot)) == outcome::need_more);
     CHECK(r.feed(fragment::last, pattern(slot + 1)) == outcome::protocol_error);
+  }
+}
+
+// --- reject --------------------------------------------------------------------------------------
+
+TEST_CASE("reject: a listener's reason round-trips, and only registered memory maps to its own error",
+          "[wire][reject]") {
+  for (const auto reason :
+       {wire::reject_reason::malformed_handshake, wire::reject_reason::too_many_handshakes,
+        wire::reject_reason::registered_memory_exhausted, wire::reject_reason::no_resources}) {
+    CAPTURE(static_cast<int>(reason));
+    const auto bytes = wire::encode_reject(reason);
+    CHECK(wire::decode_reject(bytes) == reason);
+    // rdma_cm pads private data: trailing bytes are ignored.
+    std::vector<std::byte> padded(bytes.begin(), bytes.end());
+    padded.resize(148, std::byte{0});
+    CHECK(wire::decode_reject(padded) == reason);
+    CHECK(wire::reject_error(reason) == (reason == wire::reject_reason::registered_memory_exhausted
+                                             ? errc::registered_memory_exhausted
+                                             : errc::handshake_rejected));
+  }
+}
+
+TEST_CASE("reject: what is not a reject of ours decodes to nothing", "[wire][reject]") {
+  auto bytes = wire::encode_reject(wire::reject_reason::no_resources);
+  CHECK_FALSE(wire::decode_reject(std::span<const std::byte>(bytes.data(), bytes.size() - 1)));  // short
+  CHECK_FALSE(wire::decode_reject({}));  // the kernel's own rejects carry no private data
+  auto wrong_magic = bytes;
+  wrong_magic[3] = std::byte{'C'};  // a handshake's magic
+  CHECK_FALSE(wire::decode_reject(wrong_magic));
+  for (const int value : {0, 5, 255}) {
+    auto unknown = bytes;
+    unknown[4] = static_cast<std::byte>(value);
+    CHECK_FALSE(wire::decode_reject(unknown));
   }
 }

@@ -13,6 +13,7 @@
 #include <deque>
 
 #include "tests/transport_rdma/rdma_test_support.hpp"
+#include "transport/connect.hpp"
 
 using namespace rdmarpc;
 using namespace rdmarpc::rdma_test;
@@ -323,4 +324,34 @@ TEST_CASE("rdma listener serves 100 concurrent connections") {
   }));
   for (const auto& r : server_recs) CHECK(*r->closed == errc::closed_by_peer);
   listener->close();
+}
+
+// rdma_cm takes addresses only: transport::async_connect resolves a host name first, without
+// blocking the executor ("rxe-vm" is 10.0.0.1 in the VM's /etc/hosts), and connects to it.
+TEST_CASE("rdma connect by host name resolves it, then connects") {
+  boost::asio::io_context io;
+  constexpr std::uint16_t kPort = 7507;
+  auto listener = transport::rdma::make_listener(io.get_executor(), rdma_endpoint(kPort), {});
+  std::shared_ptr<transport::connection> server;
+  listener->async_accept(io.get_executor(),
+                         [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
+                           if (!ec) server = std::move(c);
+                         });
+  std::optional<boost::system::error_code> result;
+  std::shared_ptr<transport::connection> client;
+  transport::async_connect(io.get_executor(), transport::endpoint{transport::scheme::rdma, "rxe-vm", kPort},
+                           {}, [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
+                             result = ec;
+                             client = std::move(c);
+                           });
+  REQUIRE(run_until(io, [&] { return result.has_value() && server != nullptr; }));
+  REQUIRE_FALSE(*result);
+  CHECK(client->remote_address().rfind("rdma://10.0.0.1:", 0) == 0);
+  // A name that does not resolve fails unreachable.
+  result.reset();
+  transport::async_connect(
+      io.get_executor(), transport::endpoint{transport::scheme::rdma, "no-such-host.invalid", kPort}, {},
+      [&](boost::system::error_code ec, std::shared_ptr<transport::connection>) { result = ec; });
+  REQUIRE(run_until(io, [&] { return result.has_value(); }));
+  CHECK(*result == errc::unreachable);
 }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "resource_counts.hpp"
+#include "tests/transport/raw_tcp.hpp"
 #include "tests/transport_rdma/rdma_test_support.hpp"
 #include "transport/error.hpp"
 #include "transport/rdma/wire.hpp"
@@ -293,6 +294,36 @@ TEST_CASE("rdma: a fragmented message left unfinished ends the connection after 
   CHECK_FALSE(honest_rec->closed.has_value());
 }
 
+// What a partial message costs while it waits: the fragments received so far (up to
+// max_message_size), for at most reassembly_timeout; then they are freed with the connection.
+TEST_CASE("rdma: a partial message holds its fragments' bytes until reassembly_timeout, then nothing") {
+  boost::asio::io_context io;
+  constexpr std::uint16_t kPort = 7535;
+  constexpr std::uint32_t kSlot = 4096;
+  constexpr std::size_t kFragments = 64;  // fewer than the server's ring: no credits needed
+  transport::connection_options server_options;
+  server_options.reassembly_timeout = std::chrono::milliseconds(3000);
+  raw_peer_session session(io, kPort, kSlot, server_options);
+  raw_peer& peer = *session.peer;
+  auto& rec = session.server_end;
+  const std::size_t before = test::heap_bytes_in_use();
+  peer.send({0, transport::rdma::wire::fragment::first}, kSlot);
+  for (std::size_t i = 1; i < kFragments; ++i) peer.send({0, transport::rdma::wire::fragment::middle}, kSlot);
+  constexpr std::size_t kHeld = kFragments * kSlot;  // 256 KiB
+  const auto grown = [&] { return test::heap_bytes_in_use() - std::min(before, test::heap_bytes_in_use()); };
+  // Held while it waits: the bytes so far, in a buffer grown by doubling (and slack).
+  REQUIRE(run_until(io, [&] { return grown() >= kHeld || rec->closed.has_value(); }));
+  CAPTURE(grown());
+  CHECK(grown() <= 2 * kHeld + (1u << 20));
+  REQUIRE(run_until(
+      io, [&] { return rec->closed.has_value(); }, std::chrono::seconds(30)));
+  CHECK(*rec->closed == transport::errc::protocol_error);
+  CHECK(rec->messages.empty());
+  // Freed with the connection (once its teardown handlers have run).
+  session.server.reset();
+  CHECK(run_until(io, [&] { return grown() < kHeld / 2; }));
+}
+
 TEST_CASE("rdma: an empty middle fragment is a protocol error at once") {
   boost::asio::io_context io;
   constexpr std::uint16_t kPort = 7533;
@@ -344,8 +375,9 @@ TEST_CASE("rdma listener: a connection beyond the registered-memory budget is re
   CHECK(budget->in_use() == 32 * 1024);
   CHECK(device_qps() == idle_qps + 2);  // the client's and the server's
 
-  // The second does not fit: rejected, and the server allocated nothing for it.
-  CHECK(honest_connect(io, kPort, small) == transport::errc::handshake_rejected);
+  // The second does not fit: rejected, and the server allocated nothing for it. The reject says
+  // why: the client's connect fails registered_memory_exhausted, not a bare handshake_rejected.
+  CHECK(honest_connect(io, kPort, small) == transport::errc::registered_memory_exhausted);
   CHECK(budget->in_use() == 32 * 1024);
   CHECK(device_qps() == idle_qps + 2);
   CHECK(accepted.size() == 1);

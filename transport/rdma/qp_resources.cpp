@@ -43,7 +43,7 @@ qp_resources::qp_resources(verbs::event_channel channel, verbs::cm_id id, const 
   const std::size_t ring_bytes = std::size_t{ring_depth_} * slot_size_;
   const std::size_t send_bytes = std::size_t{send_buffers_} * slot_size_;
   if (options.registered_memory) {
-    auto granted = options.registered_memory->try_acquire(ring_bytes + send_bytes);
+    auto granted = options.registered_memory->try_acquire(registered_bytes(options));
     if (!granted) {
       throw boost::system::system_error(
           make_error_code(errc::registered_memory_exhausted),

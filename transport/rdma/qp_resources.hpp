@@ -23,6 +23,11 @@ class qp_resources {
   // (errc::registered_memory_exhausted when options.registered_memory cannot lease the rings,
   // before anything is allocated) or invalid_argument (options outside the limits).
   qp_resources(verbs::event_channel channel, verbs::cm_id id, const connection_options& options);
+  // The registered memory the rings of a connection with `options` take (leased from
+  // options.registered_memory).
+  static std::size_t registered_bytes(const connection_options& options) noexcept {
+    return (std::size_t{options.recv_ring_depth} + options.send_buffers) * options.slot_size;
+  }
   qp_resources(const qp_resources&) = delete;
   qp_resources& operator=(const qp_resources&) = delete;
   ~qp_resources();

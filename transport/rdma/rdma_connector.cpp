@@ -40,7 +40,8 @@ void rdma_connector::begin(const endpoint& ep) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV;
+  hints.ai_flags = AI_NUMERICSERV | AI_NUMERICHOST;  // never a name lookup here: transport/connect.cpp
+                                                     // resolves names without blocking
   addrinfo* found = nullptr;
   const std::string port = std::to_string(ep.port);
   if (const int rc = ::getaddrinfo(ep.host.c_str(), port.c_str(), &hints, &found);
@@ -149,11 +150,21 @@ void rdma_connector::on_event(rdma_cm_event& event) {
       finish({}, std::move(conn));
       return;
     }
-    case RDMA_CM_EVENT_REJECTED:
-      rdmarpc::logger()->debug("rdma connect: rejected (status {})", event.status);
-      finish(make_error_code(event.status == kRejectInvalidServiceId ? errc::unreachable
-                                                                     : errc::handshake_rejected));
+    case RDMA_CM_EVENT_REJECTED: {
+      // The listener says why in the private data; the kernel's own rejects carry none.
+      const auto* data = static_cast<const std::byte*>(event.param.conn.private_data);
+      const auto why = wire::decode_reject(
+          std::span<const std::byte>(data, data != nullptr ? event.param.conn.private_data_len : 0));
+      rdmarpc::logger()->debug("rdma connect: rejected (status {}, reason {})", event.status,
+                               why ? static_cast<int>(*why) : 0);
+      if (why) {
+        finish(make_error_code(wire::reject_error(*why)));
+      } else {
+        finish(make_error_code(event.status == kRejectInvalidServiceId ? errc::unreachable
+                                                                       : errc::handshake_rejected));
+      }
       return;
+    }
     case RDMA_CM_EVENT_ADDR_ERROR:
     case RDMA_CM_EVENT_ROUTE_ERROR:
     case RDMA_CM_EVENT_UNREACHABLE:

@@ -123,8 +123,8 @@ class rdma_listener::core final : public std::enable_shared_from_this<core>, pub
     channel_.reset();
   }
 
-  // A failed read leaves the listener listening: it reads again when the channel is next readable
-  // (one bad event must not stop every future accept).
+  // A failed read leaves the listener listening: the pump reads again at once a few times, then
+  // after a pause that doubles up to a second (one bad event must not stop every future accept).
   bool on_cm_error(const boost::system::error_code& ec) override {
     rdmarpc::logger()->error("rdma listener {}: rdma_get_cm_event: {}", local_.to_uri(), ec.message());
     return !closed_;
@@ -213,7 +213,7 @@ class rdma_listener::core final : public std::enable_shared_from_this<core>, pub
     if (!peer) {
       rdmarpc::logger()->warn("rdma listener {}: rejecting a connection: malformed handshake ({} bytes): {}",
                               local_.to_uri(), private_data.size(), peer.error().message());
-      rdma_reject(id.get(), nullptr, 0);
+      reject(id.get(), wire::reject_reason::malformed_handshake);
       return;  // `id` is destroyed here
     }
     // Before anything is allocated for it: a flood of requests that never complete costs at most
@@ -221,7 +221,19 @@ class rdma_listener::core final : public std::enable_shared_from_this<core>, pub
     if (pending_.size() >= options_.max_pending_handshakes) {
       log_limit("rejecting a connection: max_pending_handshakes ({}) reached",
                 options_.max_pending_handshakes);
-      rdma_reject(id.get(), nullptr, 0);
+      reject(id.get(), wire::reject_reason::too_many_handshakes);
+      return;
+    }
+    // Checked here too, not only when the rings are leased: a failed lease in qp_resources has
+    // taken the id with it, and the client would not learn why.
+    if (options_.registered_memory &&
+        !options_.registered_memory->would_fit(qp_resources::registered_bytes(options_))) {
+      log_limit(
+          "rejecting a connection: its rings ({} bytes) would take the registered memory past {} bytes "
+          "({} in use)",
+          qp_resources::registered_bytes(options_), options_.registered_memory->limit(),
+          options_.registered_memory->in_use());
+      reject(id.get(), wire::reject_reason::registered_memory_exhausted);
       return;
     }
     if (!set_ack_timeout(id.get(), options_))
@@ -239,17 +251,26 @@ class rdma_listener::core final : public std::enable_shared_from_this<core>, pub
       pending_[key] = pending{std::move(resources), *peer, clock::now() + options_.handshake_timeout};
       arm_handshake_timer();
     } catch (const boost::system::system_error& e) {
-      if (e.code() == errc::registered_memory_exhausted) {
+      const bool over_budget = e.code() == errc::registered_memory_exhausted;
+      if (over_budget) {
         log_limit("rejecting a connection: {}", e.what());  // a limit: logged once at warning level
       } else {
         rdmarpc::logger()->warn("rdma listener {}: cannot accept a connection: {}", local_.to_uri(),
                                 e.what());
       }
-      if (id) rdma_reject(id.get(), nullptr, 0);
+      if (id)
+        reject(id.get(), over_budget ? wire::reject_reason::registered_memory_exhausted
+                                     : wire::reject_reason::no_resources);
     } catch (const std::exception& e) {
       rdmarpc::logger()->warn("rdma listener {}: cannot accept a connection: {}", local_.to_uri(), e.what());
-      if (id) rdma_reject(id.get(), nullptr, 0);
+      if (id) reject(id.get(), wire::reject_reason::no_resources);
     }
+  }
+
+  // Refuses a connection request, telling the client why (wire::encode_reject).
+  static void reject(rdma_cm_id* id, wire::reject_reason reason) noexcept {
+    const auto why = wire::encode_reject(reason);
+    rdma_reject(id, why.data(), static_cast<std::uint8_t>(why.size()));
   }
 
   // The handshake timer runs while handshakes are pending, set for the earliest deadline.

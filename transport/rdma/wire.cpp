@@ -130,4 +130,31 @@ boost::system::result<handshake> decode_handshake(std::span<const std::byte> byt
   return h;
 }
 
+// --- reject ------------------------------------------------------------------------------------
+namespace {
+constexpr std::array<std::byte, 4> kRejectMagic{std::byte{'R'}, std::byte{'R'}, std::byte{'P'},
+                                                std::byte{'J'}};
+constexpr std::size_t kReasonAt = 4;
+}  // namespace
+
+std::array<std::byte, kRejectSize> encode_reject(reject_reason reason) noexcept {
+  std::array<std::byte, kRejectSize> out{};
+  std::memcpy(out.data(), kRejectMagic.data(), kRejectMagic.size());
+  out[kReasonAt] = static_cast<std::byte>(reason);
+  return out;
+}
+
+std::optional<reject_reason> decode_reject(std::span<const std::byte> bytes) noexcept {
+  if (bytes.size() < kRejectSize) return std::nullopt;
+  if (std::memcmp(bytes.data(), kRejectMagic.data(), kRejectMagic.size()) != 0) return std::nullopt;
+  const auto value = static_cast<std::uint8_t>(bytes[kReasonAt]);
+  if (value < 1 || value > static_cast<std::uint8_t>(reject_reason::no_resources)) return std::nullopt;
+  return static_cast<reject_reason>(value);
+}
+
+errc reject_error(reject_reason reason) noexcept {
+  return reason == reject_reason::registered_memory_exhausted ? errc::registered_memory_exhausted
+                                                              : errc::handshake_rejected;
+}
+
 }  // namespace rdmarpc::transport::rdma::wire

@@ -5,15 +5,19 @@
 //    a single-fragment message has zero header bytes and a whole slot is usable for payload (and
 //    is read in place by the receiver);
 //  * messages larger than a slot are split into fragments, one slot (= one credit) each;
-//  * the rdma_cm connect/accept private data carries the handshake.
+//  * the rdma_cm connect/accept private data carries the handshake, and a listener's reject says
+//    why it refused.
 // Layer: transport. Threading: stateless functions; a reassembler belongs to one connection.
 
 #include <array>
 #include <boost/system/result.hpp>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
+
+#include "transport/error.hpp"
 
 namespace rdmarpc::transport::rdma::wire {
 
@@ -96,5 +100,24 @@ std::array<std::byte, kHandshakeSize> encode_handshake(const handshake& h) noexc
 // Accepts trailing bytes (rdma_cm may pad private data). errc::handshake_rejected for a short
 // buffer, wrong magic, unknown version, nonzero flags, or a field outside the limits above.
 boost::system::result<handshake> decode_handshake(std::span<const std::byte> bytes) noexcept;
+
+// --- reject (rdma_reject private data) -----------------------------------------------------------
+// Why a listener refused a connection request, so the client can say so.
+enum class reject_reason : std::uint8_t {
+  malformed_handshake = 1,
+  too_many_handshakes = 2,          // connection_options::max_pending_handshakes
+  registered_memory_exhausted = 3,  // connection_options::registered_memory
+  no_resources = 4,                 // the QP or its rings could not be made
+};
+
+// magic "RRPJ", the reason, three zero bytes.
+inline constexpr std::size_t kRejectSize = 8;
+std::array<std::byte, kRejectSize> encode_reject(reject_reason reason) noexcept;
+// The reason, or nullopt when `bytes` is not a reject we send (the kernel's own rejects carry no
+// private data; rdma_cm may pad ours).
+std::optional<reject_reason> decode_reject(std::span<const std::byte> bytes) noexcept;
+// What the client's connect fails with: registered_memory_exhausted for that reason,
+// handshake_rejected for the others.
+errc reject_error(reject_reason reason) noexcept;
 
 }  // namespace rdmarpc::transport::rdma::wire
