@@ -332,10 +332,7 @@ class connection_impl final : public server_connection,
       end_interception(icpt.asked, icpt.started, m, md, true, code, why, 0, 0);
     };
     if (client_gone_away_) return refuse_admitted(status_code::unavailable, "server shutting down");
-    if (calls_.size() + streams_.size() >= opts.max_in_flight_per_connection) {
-      log_limit_once(in_flight_limit, in_flight_refusal);
-      return refuse_admitted(status_code::resource_exhausted, in_flight_refusal);
-    }
+    if (at_in_flight_limit()) return refuse_admitted(status_code::resource_exhausted, in_flight_refusal);
     if (m == nullptr)
       return refuse_admitted(status_code::unimplemented,
                              "unknown method id " + std::to_string(v.header.method_id));
@@ -471,10 +468,7 @@ class connection_impl final : public server_connection,
       end_interception(icpt.asked, icpt.started, m, md, false, code, why, request_bytes, 0);
     };
     if (client_gone_away_) return refuse_admitted(status_code::unavailable, "server shutting down");
-    if (calls_.size() + streams_.size() >= server_->options().max_in_flight_per_connection) {
-      log_limit_once(in_flight_limit, in_flight_refusal);
-      return refuse_admitted(status_code::resource_exhausted, in_flight_refusal);
-    }
+    if (at_in_flight_limit()) return refuse_admitted(status_code::resource_exhausted, in_flight_refusal);
     if (m == nullptr)
       return refuse_admitted(status_code::unimplemented,
                              "unknown method id " + std::to_string(v.header.method_id));
@@ -797,6 +791,13 @@ class connection_impl final : public server_connection,
     rdmarpc::logger()->warn(
         "rdmarpc server: {}: {} (refused RESOURCE_EXHAUSTED; logged once per connection and limit)", *peer_,
         why);
+  }
+
+  // Calls and streams at max_in_flight_per_connection: the next is refused (logged once).
+  bool at_in_flight_limit() {
+    if (calls_.size() + streams_.size() < server_->options().max_in_flight_per_connection) return false;
+    log_limit_once(in_flight_limit, in_flight_refusal);
+    return true;
   }
 
   static constexpr const char* in_flight_refusal =

@@ -1,8 +1,6 @@
 // Scheme dispatch for async_connect / make_listener (declared in transport/connect.hpp).
 #include "transport/connect.hpp"
 
-#include <arpa/inet.h>
-
 #include <boost/asio/append.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/system/system_error.hpp>
@@ -14,12 +12,6 @@
 
 namespace rdmarpc::transport {
 namespace {
-
-bool is_numeric_host(const std::string& host) noexcept {
-  in_addr v4{};
-  in6_addr v6{};
-  return ::inet_pton(AF_INET, host.c_str(), &v4) == 1 || ::inet_pton(AF_INET6, host.c_str(), &v6) == 1;
-}
 
 // rdma_cm takes addresses only, and a blocking getaddrinfo would stall the executor: a name is
 // resolved first (transport/resolve.hpp), then the first address is connected to.

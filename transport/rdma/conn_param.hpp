@@ -9,6 +9,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "transport/connection.hpp"
 #include "transport/rdma/wire.hpp"
@@ -31,6 +32,14 @@ inline rdma_conn_param make_conn_param(const std::array<std::byte, wire::kHandsh
   param.retry_count = std::min<std::uint8_t>(options.retry_count, 7);
   param.rnr_retry_count = 0;  // a credit bug must show up at once as RNR_RETRY_EXC_ERR
   return param;
+}
+
+// The private data an rdma_cm event carries (the peer's handshake, or a listener's reject); empty
+// when it has none.
+inline std::span<const std::byte> private_data(const rdma_cm_event& event) noexcept {
+  const auto* data = static_cast<const std::byte*>(event.param.conn.private_data);
+  return data != nullptr ? std::span<const std::byte>(data, event.param.conn.private_data_len)
+                         : std::span<const std::byte>();
 }
 
 // The QP's local ACK timeout (connection_options::ack_timeout_exponent), applied by rdma_cm when

@@ -129,9 +129,7 @@ void rdma_connector::on_event(rdma_cm_event& event) {
         finish(make_error_code(errc::unreachable));
       return;
     case RDMA_CM_EVENT_ESTABLISHED: {
-      const auto* data = static_cast<const std::byte*>(event.param.conn.private_data);
-      const auto peer = wire::decode_handshake(
-          std::span<const std::byte>(data, data != nullptr ? event.param.conn.private_data_len : 0));
+      const auto peer = wire::decode_handshake(private_data(event));
       if (!peer) {
         rdmarpc::logger()->warn("rdma connect: server sent a malformed handshake: {}",
                                 peer.error().message());
@@ -152,9 +150,7 @@ void rdma_connector::on_event(rdma_cm_event& event) {
     }
     case RDMA_CM_EVENT_REJECTED: {
       // The listener says why in the private data; the kernel's own rejects carry none.
-      const auto* data = static_cast<const std::byte*>(event.param.conn.private_data);
-      const auto why = wire::decode_reject(
-          std::span<const std::byte>(data, data != nullptr ? event.param.conn.private_data_len : 0));
+      const auto why = wire::decode_reject(private_data(event));
       rdmarpc::logger()->debug("rdma connect: rejected (status {}, reason {})", event.status,
                                why ? static_cast<int>(*why) : 0);
       if (why) {

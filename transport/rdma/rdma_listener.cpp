@@ -136,12 +136,11 @@ class rdma_listener::core final : public std::enable_shared_from_this<core>, pub
     rdma_cm_id* id = event->id;
     const rdma_cm_event_type type = event->event;
     if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {
-      const auto* data = static_cast<const std::byte*>(event->param.conn.private_data);
-      std::vector<std::byte> private_data(data,
-                                          data + (data != nullptr ? event->param.conn.private_data_len : 0));
+      const auto bytes = private_data(*event);
+      std::vector<std::byte> hello(bytes.begin(), bytes.end());
       // Acknowledge first: destroying the new id (on any failure below) waits for it.
       event.reset();
-      on_connect_request(id, private_data);
+      on_connect_request(id, hello);
       return;
     }
     event.reset();
