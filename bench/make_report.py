@@ -11,6 +11,9 @@ RAW_DIR holds what bench/compare collected:
                                  "rpc": "server_stream") and idle probes (one JSON object per line)
   vm/ucx/<test>.txt              ucx_perftest client output (tag_lat, tag_bw over rc_verbs on rxe0)
   vm/ucx/status.jsonl            how each UCX run went (settings, exit status)
+  vm/liveness.jsonl              dead-peer detection and failover runs (rdmarpc_failover_bench) and
+                                 heartbeat CPU probes (rdmarpc_echo_bench heartbeats); absent when the
+                                 VM's liveness part did not run
   callgrind.jsonl                instructions, stages and allocations per call (host, callgrind)
 OUT_DIR gets results.md (tables with ratios and one line per target), results.json (every number)
 and latency.dat + latency.gp, from which bench/compare draws latency.png with gnuplot.
@@ -53,6 +56,14 @@ def ratio(a, b):
 
 def fmt_ratio(r):
     return "n/a" if r is None else f"{r:.2f}×"
+
+
+def median(values):
+    v = sorted(values)
+    if not v:
+        return None
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
 
 
 # ---------------------------------------------------------------------------------------- parsing
@@ -288,6 +299,13 @@ class results:
         self.stream = [r for r in points if r.get("rpc") == "server_stream"]
         self.clock = next((r for r in records if r.get("kind") == "clock"), None)
         self.idle = [r for r in records if r.get("kind") == "idle"]
+        # Liveness (issue 11), the VM's "liveness" part: one record per detection or failover run
+        # and one per heartbeat probe. Older raw directories and --only without it have none.
+        lv = load_jsonl(os.path.join(raw, "vm", "liveness.jsonl"))
+        self.detect = [r for r in lv if r.get("kind") == "detect"]
+        self.failover = [r for r in lv if r.get("kind") == "failover"]
+        self.heartbeats = [r for r in lv if r.get("kind") == "heartbeats"]
+        self.liveness = liveness_summary(self)
         cg = load_jsonl(os.path.join(raw, "callgrind.jsonl"))
         self.callgrind = [r for r in cg if r.get("rpc", "unary") == "unary"]
         self.callgrind_stream = [r for r in cg if r.get("rpc") == "server_stream"]
@@ -368,10 +386,16 @@ class results:
 
 # ---------------------------------------------------------------------------------------- targets
 def targets(res):
-    """One entry per target (issues #5 and #9): value, limit, met, and how far from the limit."""
+    """One entry per target (issues #5, #9 and #11): value, limit, met, and how far from the limit."""
     out = []
 
-    def add(name, value, limit, lower_is_better, value_text, limit_text, note=""):
+    def add(name, value, limit, lower_is_better, value_text, limit_text, note="", fail=None):
+        # fail: why the target is missed whatever the value says (lost calls, a run that never
+        # recovered); the value is then shown as measured.
+        if fail and (value is None or limit is None):
+            out.append({"target": name, "value": value, "limit": limit, "met": False,
+                        "line": f"**MISSED** — {name}: {fail}{note}"})
+            return
         if value is None or limit is None:
             out.append({"target": name, "value": value, "limit": limit, "met": None,
                         "line": f"**not measured** — {name}: {note or 'a number is missing (see the raw logs)'}"})
@@ -385,6 +409,10 @@ def targets(res):
         how = "under" if lower_is_better else "over"
         if not met:
             how = "over" if lower_is_better else "under"
+        if fail:
+            out.append({"target": name, "value": value, "limit": limit, "met": False, "margin_percent": by,
+                        "line": f"**MISSED** — {name}: {value_text} vs limit {limit_text}; {fail}{note}"})
+            return
         out.append({"target": name, "value": value, "limit": limit, "met": met, "margin_percent": by,
                     "line": f"**{word}** — {name}: {value_text} vs limit {limit_text} ({by:.0f} % {how} the limit){note}"})
 
@@ -468,7 +496,113 @@ def targets(res):
     add("idle connected client+server over rdma (event mode): CPU near zero (≤ 1 % of one core)", v, 1.0, True,
         "n/a" if v is None else f"{v:.3f} % ({idle['cpu_seconds'] * 1e3:.1f} ms CPU in {idle['seconds']:.1f} s)",
         "1 %")
+    liveness_targets(res, add)
     return out
+
+
+LIVENESS_ABSENT = "the VM's liveness part did not run (an older run, or --only without liveness)"
+# The heartbeat probe each transport's target is judged on: the library's default polling.
+HEARTBEAT_TARGET_POLLING = {"rdma": "adaptive", "tcp": "event"}
+
+
+def liveness_targets(res, add):
+    """Issue 11's targets, per transport: detection ≤ 1 s (worst run, idle or busy); failover of
+    wait_for_ready calls ≤ 1.5 s (worst run, either policy) with no lost call; heartbeats of 100
+    idle connections ≤ 0.2 % of one core (client + server sides, minus the same without heartbeats)."""
+    lv = res.liveness
+    for t in ("rdma", "tcp"):
+        rows = [d for d in lv["detect"] if d["transport"] == t]
+        runs = sum(d["runs"] for d in rows)
+        missed = sum(d["not_detected"] for d in rows)
+        worst = max((d["max_ms"] for d in rows if d["max_ms"] is not None), default=None)
+        parts = [f"{d['load_text']}: median {fmt(d['median_ms'], 0)} ms, max {fmt(d['max_ms'], 0)} ms" for d in rows]
+        add(f"liveness, {t}: a hung server detected within 1 s (idle and with 8 calls in flight, worst run)",
+            worst, 1000, True, f"{fmt(worst, 0)} ms (worst of {runs} runs)", "1,000 ms",
+            f"; {'; '.join(parts)}" if parts else (LIVENESS_ABSENT if not res.detect else ""),
+            fail=f"{missed} of {runs} runs not detected within 10 s" if missed else None)
+    for t in ("rdma", "tcp"):
+        rows = [f for f in lv["failover"] if f["transport"] == t]
+        runs = sum(f["runs"] for f in rows)
+        lost = sum(f["lost"] for f in rows)
+        stuck = sum(f["not_recovered"] for f in rows)
+        worst = max((f["failover_max_ms"] for f in rows if f["failover_max_ms"] is not None), default=None)
+        why = [x for x in (f"{lost} lost calls" if lost else "",
+                           f"{stuck} of {runs} runs did not recover within 10 s" if stuck else "") if x]
+        parts = [f"{f['policy']}: median {fmt(f['failover_median_ms'], 0)} ms" for f in rows
+                 if f["failover_median_ms"] is not None]
+        add(f"liveness, {t}: wait_for_ready calls fail over to a second server within 1.5 s, no call lost "
+            "(worst run)", worst, 1500, True, f"{fmt(worst, 0)} ms (worst of {runs} runs), {lost} lost",
+            "1,500 ms, 0 lost",
+            f"; {'; '.join(parts)}" if parts else (LIVENESS_ABSENT if not res.failover else ""),
+            fail="; ".join(why) or None)
+    for t in ("rdma", "tcp"):
+        polling = HEARTBEAT_TARGET_POLLING[t]
+        h = next((h for h in lv["heartbeats"] if h["transport"] == t and h["polling"] == polling), None)
+        v = None if h is None else h["cost_percent"]
+        note = LIVENESS_ABSENT if not res.heartbeats else ""
+        if v is not None:
+            note = (f"; with heartbeats {h['cpu_percent']:.3f} % (client side {h['client_cpu_percent']:.3f} %, "
+                    f"server side {h['server_cpu_percent']:.3f} %), without {h['baseline_cpu_percent']:.3f} %")
+        add(f"liveness, {t} ({polling} polling): heartbeats of 100 idle connections ≤ 0.2 % of one core "
+            "(client + server sides, minus the same connections without heartbeats)", v, 0.2, True,
+            "n/a" if v is None else f"{v:.3f} %", "0.2 %", note,
+            fail=None if h is None or not h.get("heartbeat_timeouts") else
+            f"{h['heartbeat_timeouts']} heartbeat timeouts on idle connections")
+
+
+def liveness_summary(res):
+    """The liveness tables' rows (results.json's liveness.summary): detection per transport and
+    load, failover per transport and policy, heartbeat cost per transport and polling mode."""
+    detect, failover, heartbeats = [], [], []
+    for t in ("rdma", "tcp"):
+        for load, text in (("idle", "idle"), ("busy", "8 in flight")):
+            runs = [r for r in res.detect if r.get("transport") == t and r.get("load") == load]
+            if not runs:
+                continue
+            # A run that gave up counts with the time it waited (10 s): it is the worst case.
+            ms = [r["detected_ms"] for r in runs]
+            detect.append({"transport": t, "load": load, "load_text": text, "runs": len(runs),
+                           "not_detected": sum(1 for r in runs if not r.get("detected")),
+                           "median_ms": median(ms), "max_ms": max(ms), "runs_ms": ms})
+        for policy in ("round_robin", "pick_first"):
+            runs = [r for r in res.failover if r.get("transport") == t and r.get("policy") == policy]
+            if not runs:
+                continue
+            ok = [r for r in runs if r.get("recovered")]
+            fo = [r["failover_ms"] for r in ok]
+            de = [r["detect_ms"] for r in runs if r.get("detect_ms", -1) >= 0]
+            failover.append({"transport": t, "policy": policy, "runs": len(runs),
+                             "not_recovered": len(runs) - len(ok),
+                             "detect_median_ms": median(de), "detect_max_ms": max(de, default=None),
+                             "failover_median_ms": median(fo), "failover_max_ms": max(fo, default=None),
+                             "runs_ms": fo, "answered_median": median([r["ok"] for r in runs]),
+                             "failed": [r["failed"] for r in runs], "lost": sum(r.get("hung", 0) for r in runs)})
+        for polling in ("adaptive", "event"):
+            on = next((r for r in res.heartbeats if r.get("transport") == t and r.get("polling") == polling
+                       and r.get("heartbeats") and "cpu_percent" in r), None)
+            off = next((r for r in res.heartbeats if r.get("transport") == t and r.get("polling") == polling
+                        and r.get("heartbeats") is False and "cpu_percent" in r), None)
+            if on is None:
+                continue
+            row = {"transport": t, "polling": polling, "connections": on.get("connections", 100),
+                   "seconds": on["seconds"], "cpu_percent": on["cpu_percent"],
+                   "client_cpu_percent": on.get("client_cpu_percent"),
+                   "server_cpu_percent": on.get("server_cpu_percent"), "pings": on.get("pings"),
+                   "heartbeat_timeouts": on.get("heartbeat_timeouts"), "connects": on.get("connects"),
+                   "baseline_cpu_percent": None, "baseline_client_cpu_percent": None,
+                   "baseline_server_cpu_percent": None, "cost_percent": None}
+            if off is not None:
+                row.update(baseline_cpu_percent=off["cpu_percent"],
+                           baseline_client_cpu_percent=off.get("client_cpu_percent"),
+                           baseline_server_cpu_percent=off.get("server_cpu_percent"),
+                           cost_percent=on["cpu_percent"] - off["cpu_percent"])
+            if row["pings"] is not None and on["seconds"]:
+                row["pings_per_connection_s"] = row["pings"] / row["connections"] / on["seconds"]
+            heartbeats.append(row)
+    failed = [r for r in res.heartbeats if "cpu_percent" not in r]
+    return {"detect": detect, "failover": failover, "heartbeats": heartbeats,
+            "heartbeat_probes_failed": [{k: r.get(k) for k in ("transport", "polling", "heartbeats", "rc")}
+                                        for r in failed]}
 
 
 # ---------------------------------------------------------------------------------------- markdown
@@ -499,7 +633,7 @@ def markdown(res, meta, tgts):
         w(f"**WARNING: the guest clock was `{res.clock.get('clocksource')}`, not `tsc`** (available: "
           f"{res.clock.get('available')}): latencies are quantized to its resolution; rerun.")
         w("")
-    w("## Targets (issues #5 and #9, and the server-streaming benchmark's)")
+    w("## Targets (issues #5, #9 and #11, and the server-streaming benchmark's)")
     w("")
     for t in tgts:
         w(f"- {t['line']}")
@@ -714,6 +848,10 @@ def markdown(res, meta, tgts):
           f"{r['cpu_percent']:.3f} |")
     w("")
 
+    # --- liveness
+    if res.detect or res.failover or res.heartbeats:
+        liveness_section(res, tgts, w)
+
     # --- cross comparison, reported not targeted
     w("## For reference only: rdmarpc over rxe vs gRPC over TCP (not a target)")
     w("")
@@ -751,6 +889,81 @@ def markdown(res, meta, tgts):
     w("![latency percentiles](latency.png)")
     w("")
     return "\n".join(L)
+
+
+def liveness_section(res, tgts, w):
+    """Dead-peer detection, failover and heartbeat CPU (issue 11), over rdma and tcp in the VM."""
+    lv = res.liveness
+    w("## Liveness: detecting a hung server, failover, heartbeat CPU (issue 11)")
+    w("")
+    w("`rdmarpc_failover_bench` and `rdmarpc_echo_bench heartbeats` in the same VM boot, client and")
+    w("server(s) in one process, library defaults (heartbeat interval 300 ms, timeout 300 ms; reconnect")
+    w("backoff 100 ms × 1.6; rdma polling adaptive). A hung host is played by blocking the server's only")
+    w("io thread: its kernel (tcp) or rxe (rdma) still acknowledges, so only heartbeats can tell.")
+    w("")
+    if lv["detect"]:
+        w("**Detection**: one server, one channel; from the hang to the channel ending the connection")
+        w("(heartbeat timeout), idle or with 8 calls in flight (no deadline). Target ≤ 1,000 ms.")
+        w("")
+        w("| transport | load | runs | median ms | max ms | each run (ms) | not detected in 10 s |")
+        w("|---|---|---:|---:|---:|---|---:|")
+        for d in lv["detect"]:
+            w(f"| {d['transport']} | {d['load_text']} | {d['runs']} | {fmt(d['median_ms'], 0)} | "
+              f"{fmt(d['max_ms'], 0)} | {', '.join(fmt(x, 0) for x in d['runs_ms'])} | {d['not_detected']} |")
+        w("")
+    if lv["failover"]:
+        w("**Failover**: two servers, one channel over both, 16 `wait_for_ready` calls kept in flight; the")
+        w("server they are on hangs. Detected: the calls sent to it fail; failover: the first call answered")
+        w("after that. Those calls fail UNAVAILABLE (they reached the server, so they are never sent again);")
+        w("calls not yet sent move to the other server. *Lost*: calls that never completed at all (still")
+        w("pending 10 s after the hung server was released). Target ≤ 1,500 ms with none lost.")
+        w("")
+        w("| transport | policy | runs | detected median / max ms | failover median / max ms | each run (ms) | "
+          "answered per run | failed UNAVAILABLE per run | lost calls | not recovered in 10 s |")
+        w("|---|---|---:|---:|---:|---|---:|---|---:|---:|")
+        for f in lv["failover"]:
+            failed = sorted(set(f["failed"]))
+            w(f"| {f['transport']} | {f['policy']} | {f['runs']} | {fmt(f['detect_median_ms'], 0)} / "
+              f"{fmt(f['detect_max_ms'], 0)} | {fmt(f['failover_median_ms'], 0)} / {fmt(f['failover_max_ms'], 0)} | "
+              f"{', '.join(fmt(x, 0) for x in f['runs_ms']) or 'n/a'} | {fmt_count(f['answered_median'])} | "
+              f"{', '.join(str(x) for x in failed)} | {f['lost']} | {f['not_recovered']} |")
+        w("")
+    if lv["heartbeats"] or lv["heartbeat_probes_failed"]:
+        n = lv["heartbeats"][0]["connections"] if lv["heartbeats"] else 100
+        secs = lv["heartbeats"][0]["seconds"] if lv["heartbeats"] else None
+        w(f"**Heartbeat CPU**: {n} idle connections (one channel each) to one server for "
+          f"{'n/a' if secs is None else format(secs, '.0f')} s; the")
+        w("process's CPU (getrusage) as a share of one core, split by thread (client: the channels' io")
+        w("thread; server: its io thread).")
+        w("The baseline is the same connections without heartbeats; their difference is what heartbeats")
+        w("cost. Target ≤ 0.2 % of one core for both sides together, judged on the default polling mode")
+        w("(rdma: adaptive). Under TCG every CPU figure is inflated by the emulation.")
+        w("")
+        w("| transport | polling | with heartbeats % (client + server) | without (baseline) % (client + server) | "
+          "heartbeats' cost % | pings per connection per s | heartbeat timeouts |")
+        w("|---|---|---:|---:|---:|---:|---:|")
+        split = lambda a, c, s: (f"{a:.3f} ({'n/a' if c is None else format(c, '.3f')} + "
+                                 f"{'n/a' if s is None else format(s, '.3f')})")
+        for h in lv["heartbeats"]:
+            base = ("n/a" if h["baseline_cpu_percent"] is None else
+                    split(h["baseline_cpu_percent"], h["baseline_client_cpu_percent"], h["baseline_server_cpu_percent"]))
+            pps = h.get("pings_per_connection_s")
+            w(f"| {h['transport']} | {h['polling']} | {split(h['cpu_percent'], h['client_cpu_percent'], h['server_cpu_percent'])} | "
+              f"{base} | {'n/a' if h['cost_percent'] is None else format(h['cost_percent'], '.3f')} | "
+              f"{'n/a' if pps is None else format(pps, '.2f')} | {fmt_count(h['heartbeat_timeouts'])} |")
+        w("")
+        for p in lv["heartbeat_probes_failed"]:
+            w(f"- the {p['transport']} ({p['polling']}) probe {'with' if p['heartbeats'] else 'without'} heartbeats "
+              f"gave no result (exit status {p['rc']}; see raw/vm/log/).")
+        if lv["heartbeat_probes_failed"]:
+            w("")
+    lines = [t for t in tgts if t["target"].startswith("liveness, ")]
+    if lines:
+        w("Targets (also in the list at the top):")
+        w("")
+        for t in lines:
+            w(f"- {t['line']}")
+        w("")
 
 
 def stream_section(res, w):
@@ -895,6 +1108,8 @@ def main(argv):
         "callgrind": res.callgrind,
         "callgrind_stream": res.callgrind_stream,
         "ucx": res.ucx,
+        "liveness": {"summary": res.liveness, "detect": res.detect, "failover": res.failover,
+                     "heartbeats": res.heartbeats},
     }
     with open(os.path.join(out_dir, "results.json"), "w") as f:
         json.dump(doc, f, indent=1, ensure_ascii=False)

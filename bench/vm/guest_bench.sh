@@ -2,10 +2,12 @@
 # bench/vm/guest_bench.sh: runs INSIDE the Soft-RoCE VM (started by bench/compare through
 # tools/rxe-vm/run-in-vm.sh). Runs the raw-verbs baselines (perftest over rdma_cm), rdmarpc over
 # rdma:// and tcp://, the gRPC baseline over TCP, server streaming (rdmarpc over rdma:// and
-# tcp://, gRPC over TCP), and the idle-cost probes, all on one rxe0 in one VM boot, and leaves raw
-# results in /out for bench/make_report.py:
+# tcp://, gRPC over TCP), the idle-cost probes and liveness (dead-peer detection, failover and
+# heartbeat CPU over rdma:// and tcp://), all on one rxe0 in one VM boot, and leaves raw results in
+# /out for bench/make_report.py:
 #   /out/perftest/<test>-<size>.txt   perftest client output (ib_send_lat[_e], ib_send_bw)
 #   /out/echo.jsonl                   one JSON object per rdmarpc / gRPC point and idle probe
+#   /out/liveness.jsonl               one JSON object per detection / failover run and heartbeat probe
 #   /out/log/*.log                    server logs, for post-mortems
 # Servers run on vCPU 0, clients on vCPU 1: rxe peers sharing a vCPU wait for a timer tick.
 set -uo pipefail
@@ -19,7 +21,9 @@ WARMUP=${BENCH_WARMUP:-0.3}
 IDLE_SECONDS=${BENCH_IDLE_SECONDS:-5}
 PERFTEST_DELAY=${BENCH_PERFTEST_DELAY:-2}
 STREAM_CONC=${BENCH_STREAM_CONCURRENCY:-1,8}
-PARTS=" ${BENCH_PARTS:-perftest ucx rdma busy adaptive tcp grpc capnp stream idle} "  # a subset, for debugging one part
+LIVENESS_RUNS=${BENCH_LIVENESS_RUNS:-3}
+HEARTBEAT_SECONDS=${BENCH_HEARTBEAT_SECONDS:-4}
+PARTS=" ${BENCH_PARTS:-perftest ucx rdma busy adaptive tcp grpc capnp stream idle liveness} "  # a subset, for debugging one part
 part() { [[ $PARTS == *" $1 "* ]]; }
 OUT=/out
 mkdir -p $OUT/perftest $OUT/ucx $OUT/log
@@ -201,16 +205,73 @@ if part stream && [ -x "$BIN/grpc_echo_bench" ]; then
     "$BIN/grpc_echo_bench" client --target $IP:7479 "${stream_common[@]}"
 fi
 
-part idle || { step "done"; exit 0; }
-step "idle cost: a connected client+server doing nothing for ${IDLE_SECONDS}s"
-timeout 60 "$BIN/rdmarpc_echo_bench" idle --listen rdma://$IP:0 --seconds $IDLE_SECONDS --json $OUT/echo.jsonl 2>&1 | cat
-timeout 60 "$BIN/rdmarpc_echo_bench" idle --adaptive --listen rdma://$IP:0 --seconds $IDLE_SECONDS --json $OUT/echo.jsonl 2>&1 | cat
-timeout 60 "$BIN/rdmarpc_echo_bench" idle --listen tcp://$IP:0 --seconds $IDLE_SECONDS --json $OUT/echo.jsonl 2>&1 | cat
-if [ -x "$BIN/grpc_echo_bench" ]; then
-  timeout 60 "$BIN/grpc_echo_bench" idle --seconds $IDLE_SECONDS --json $OUT/echo.jsonl 2>&1 | cat
+if part idle; then
+  step "idle cost: a connected client+server doing nothing for ${IDLE_SECONDS}s"
+  timeout 60 "$BIN/rdmarpc_echo_bench" idle --listen rdma://$IP:0 --seconds $IDLE_SECONDS --json $OUT/echo.jsonl 2>&1 | cat
+  timeout 60 "$BIN/rdmarpc_echo_bench" idle --adaptive --listen rdma://$IP:0 --seconds $IDLE_SECONDS --json $OUT/echo.jsonl 2>&1 | cat
+  timeout 60 "$BIN/rdmarpc_echo_bench" idle --listen tcp://$IP:0 --seconds $IDLE_SECONDS --json $OUT/echo.jsonl 2>&1 | cat
+  if [ -x "$BIN/grpc_echo_bench" ]; then
+    timeout 60 "$BIN/grpc_echo_bench" idle --seconds $IDLE_SECONDS --json $OUT/echo.jsonl 2>&1 | cat
+  fi
+  if [ -x "$BIN/capnp_echo_bench" ]; then
+    timeout 60 "$BIN/capnp_echo_bench" idle --seconds $IDLE_SECONDS --json $OUT/echo.jsonl 2>&1 | cat
+  fi
 fi
-if [ -x "$BIN/capnp_echo_bench" ]; then
-  timeout 60 "$BIN/capnp_echo_bench" idle --seconds $IDLE_SECONDS --json $OUT/echo.jsonl 2>&1 | cat
+
+# heartbeat_probe TRANSPORT POLLING on|off: rdmarpc_echo_bench heartbeats, 100 idle connections
+# (client and server in one process, each side on its own thread) for HEARTBEAT_SECONDS s, with
+# the library's default heartbeats or without any (the baseline). Its JSON line goes to
+# /out/liveness.jsonl as kind "heartbeats", with the polling mode and the counts the bench prints
+# on stderr added (pings both ways as the channels count them, heartbeat timeouts, connects).
+heartbeat_probe() {
+  local transport=$1 polling=$2 hb=$3
+  local name=heartbeats-$transport-$polling-$hb flags=()
+  [ "$polling" = adaptive ] && flags+=(--adaptive)
+  [ "$hb" = off ] && flags+=(--no-heartbeats)
+  rm -f $OUT/log/$name.json
+  timeout 120 "$BIN/rdmarpc_echo_bench" heartbeats --listen $transport://$IP:0 --connections 100 \
+    --seconds $HEARTBEAT_SECONDS "${flags[@]}" --json $OUT/log/$name.json >/dev/null 2>$OUT/log/$name.log
+  local rc=$? counts extra
+  counts=$(sed -n 's/.* \([0-9]*\) pings, \([0-9]*\) heartbeat timeouts, \([0-9]*\) connects.*/"pings":\1,"heartbeat_timeouts":\2,"connects":\3/p' \
+    $OUT/log/$name.log | tail -n1)
+  extra="\"polling\":\"$polling\",\"heartbeats\":$([ $hb = on ] && echo true || echo false),\"connections\":100,\"rc\":$rc${counts:+,$counts}"
+  if [ -s $OUT/log/$name.json ]; then
+    sed -n '1{s/"kind":"idle"/"kind":"heartbeats"/;s/}[[:space:]]*$/,'"$extra"'}/;p}' $OUT/log/$name.json >>$OUT/liveness.jsonl
+    step "  $transport ($polling), heartbeats $hb: $(sed -n 's/^rdmarpc_echo_bench: //p' $OUT/log/$name.log | tail -n1)"
+  else
+    echo "{\"kind\":\"heartbeats\",\"system\":\"rdmarpc\",\"transport\":\"$transport\",$extra}" >>$OUT/liveness.jsonl
+    step "  $transport ($polling), heartbeats $hb: FAILED (rc=$rc)"
+    tail -n 5 $OUT/log/$name.log | sed 's/^/  | /'
+  fi
+}
+
+# Liveness (issue 11), with the library's default settings: how fast a hung server is noticed
+# (idle, and with 8 calls in flight), how fast wait_for_ready calls move from a hung server to a
+# healthy one (both load-balancing policies), over rdma:// (adaptive polling, the default) and
+# tcp://; then what heartbeats cost on 100 idle connections, next to the same connections without
+# heartbeats (rdma in adaptive and in event mode, tcp).
+if part liveness; then
+  if [ -x "$BIN/rdmarpc_failover_bench" ]; then
+    for t in rdma tcp; do
+      step "liveness: detecting a hung server over $t ($LIVENESS_RUNS runs idle, $LIVENESS_RUNS with 8 calls in flight)"
+      timeout 120 "$BIN/rdmarpc_failover_bench" detect --listen $t://$IP:0 --runs $LIVENESS_RUNS \
+        --json $OUT/liveness.jsonl 2>&1 | grep -v '^{"kind"'
+      for policy in round_robin pick_first; do
+        step "liveness: failover over $t, $policy ($LIVENESS_RUNS runs, 16 wait_for_ready calls in flight)"
+        timeout 120 "$BIN/rdmarpc_failover_bench" failover --listen $t://$IP:0 --runs $LIVENESS_RUNS \
+          --policy $policy --json $OUT/liveness.jsonl 2>&1 | grep -v '^{"kind"'
+      done
+    done
+  else
+    step "rdmarpc_failover_bench not built: no detection or failover figures"
+  fi
+  step "liveness: heartbeat CPU, 100 idle connections for ${HEARTBEAT_SECONDS}s, with and without heartbeats"
+  heartbeat_probe rdma adaptive on
+  heartbeat_probe rdma adaptive off
+  heartbeat_probe rdma event on
+  heartbeat_probe rdma event off
+  heartbeat_probe tcp event on
+  heartbeat_probe tcp event off
 fi
 step "done"
 exit 0
