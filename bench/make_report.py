@@ -63,7 +63,7 @@ def median(values):
     if not v:
         return None
     n = len(v)
-    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+    return v[n // 2] if n % 2 else round((v[n // 2 - 1] + v[n // 2]) / 2, 3)
 
 
 # ---------------------------------------------------------------------------------------- parsing
@@ -542,7 +542,8 @@ def liveness_targets(res, add):
         note = LIVENESS_ABSENT if not res.heartbeats else ""
         if v is not None:
             note = (f"; with heartbeats {h['cpu_percent']:.3f} % (client side {h['client_cpu_percent']:.3f} %, "
-                    f"server side {h['server_cpu_percent']:.3f} %), without {h['baseline_cpu_percent']:.3f} %")
+                    f"server side {h['server_cpu_percent']:.3f} %), without {h['baseline_cpu_percent']:.3f} %; "
+                    "in the TCG guest, whose emulated CPU inflates every CPU share (see Liveness)")
         add(f"liveness, {t} ({polling} polling): heartbeats of 100 idle connections ≤ 0.2 % of one core "
             "(client + server sides, minus the same connections without heartbeats)", v, 0.2, True,
             "n/a" if v is None else f"{v:.3f} %", "0.2 %", note,
@@ -595,9 +596,9 @@ def liveness_summary(res):
                 row.update(baseline_cpu_percent=off["cpu_percent"],
                            baseline_client_cpu_percent=off.get("client_cpu_percent"),
                            baseline_server_cpu_percent=off.get("server_cpu_percent"),
-                           cost_percent=on["cpu_percent"] - off["cpu_percent"])
+                           cost_percent=round(on["cpu_percent"] - off["cpu_percent"], 6))
             if row["pings"] is not None and on["seconds"]:
-                row["pings_per_connection_s"] = row["pings"] / row["connections"] / on["seconds"]
+                row["pings_per_connection_s"] = round(row["pings"] / row["connections"] / on["seconds"], 3)
             heartbeats.append(row)
     failed = [r for r in res.heartbeats if "cpu_percent" not in r]
     return {"detect": detect, "failover": failover, "heartbeats": heartbeats,
@@ -932,15 +933,17 @@ def liveness_section(res, tgts, w):
         n = lv["heartbeats"][0]["connections"] if lv["heartbeats"] else 100
         secs = lv["heartbeats"][0]["seconds"] if lv["heartbeats"] else None
         w(f"**Heartbeat CPU**: {n} idle connections (one channel each) to one server for "
-          f"{'n/a' if secs is None else format(secs, '.0f')} s; the")
-        w("process's CPU (getrusage) as a share of one core, split by thread (client: the channels' io")
-        w("thread; server: its io thread).")
-        w("The baseline is the same connections without heartbeats; their difference is what heartbeats")
-        w("cost. Target ≤ 0.2 % of one core for both sides together, judged on the default polling mode")
-        w("(rdma: adaptive). Under TCG every CPU figure is inflated by the emulation.")
+          f"{'n/a' if secs is None else format(secs, '.0f')} s; the process's CPU")
+        w("(getrusage) as a share of one core, split by thread (client: the channels' io thread; server:")
+        w("its io thread). The baseline is the same connections without heartbeats; their difference is")
+        w("what heartbeats cost. Target ≤ 0.2 % of one core for both sides together, judged on the default")
+        w("polling mode (rdma: adaptive). Under TCG every CPU share is many times what the same code costs")
+        w("on a real CPU (compare the tcp row with the host figure in README's Benchmarks section); the")
+        w("baseline and the client/server split still show where the cost goes. Pings are counted by the")
+        w("channels, both ways (pings sent, and the server's pings received).")
         w("")
         w("| transport | polling | with heartbeats % (client + server) | without (baseline) % (client + server) | "
-          "heartbeats' cost % | pings per connection per s | heartbeat timeouts |")
+          "heartbeats' cost % | pings per connection per s (both ways) | heartbeat timeouts |")
         w("|---|---|---:|---:|---:|---:|---:|")
         split = lambda a, c, s: (f"{a:.3f} ({'n/a' if c is None else format(c, '.3f')} + "
                                  f"{'n/a' if s is None else format(s, '.3f')})")

@@ -22,7 +22,7 @@ IDLE_SECONDS=${BENCH_IDLE_SECONDS:-5}
 PERFTEST_DELAY=${BENCH_PERFTEST_DELAY:-2}
 STREAM_CONC=${BENCH_STREAM_CONCURRENCY:-1,8}
 LIVENESS_RUNS=${BENCH_LIVENESS_RUNS:-3}
-HEARTBEAT_SECONDS=${BENCH_HEARTBEAT_SECONDS:-4}
+HEARTBEAT_SECONDS=${BENCH_HEARTBEAT_SECONDS:-3}
 PARTS=" ${BENCH_PARTS:-perftest ucx rdma busy adaptive tcp grpc capnp stream idle liveness} "  # a subset, for debugging one part
 part() { [[ $PARTS == *" $1 "* ]]; }
 OUT=/out
