@@ -72,7 +72,8 @@ options:
                    no host network device). COMMAND runs on host 1 and decides the exit status;
                    host 2 runs --peer and is powered off when COMMAND ends. A guest line
                    "RXE-VM-HOST: freeze H MS" on any console (the rxe-vm-host helper in the
-                   guest writes it) makes the harness SIGSTOP host H's qemu for MS ms: a hung host
+                   guest writes it) makes the harness SIGSTOP host H's qemu for MS ms: a hung host;
+                   "RXE-VM-HOST: poweroff H" (H >= 2) SIGKILLs it: a power loss
   --peer CMD       the shell command host 2 runs (default: sleep until powered off)
 environment: RXE_VM_CACHE (default <repo>/build/rxe-vm-cache), RXE_VM_TIMEOUT, RXE_VM_ACCEL,
   RXE_VM_MEM, RXE_VM_SMP, RXE_VM_MTU, RXE_VM_KERNEL, RXE_VM_LOG, RXE_VM_QUIET, RXE_VM_STOCK_CHECKS,
@@ -391,6 +392,7 @@ build_base_image() {
   cat >"$root/usr/bin/rxe-vm-host" <<'HELPER'
 #!/bin/sh
 # rxe-vm-host freeze H MS: asks the harness (multi-host bed) to SIGSTOP host H's VM for MS ms.
+# rxe-vm-host poweroff H: asks it to SIGKILL host H's VM (H >= 2), a power loss.
 echo "RXE-VM-HOST: $*" >/dev/console
 HELPER
   chmod 755 "$root/usr/bin/rxe-vm-host"
@@ -496,7 +498,8 @@ kvm_worth_trying() {
 
 console_of() { if (($1 == 1)); then echo "$RUNDIR/console.log"; else echo "$RUNDIR/console-$1.log"; fi; }
 
-# The multi-host bed's requests to the harness: "RXE-VM-HOST: freeze H MS" lines on any console.
+# The multi-host bed's requests to the harness: "RXE-VM-HOST: freeze H MS" and
+# "RXE-VM-HOST: poweroff H" lines on any console.
 HOST_REQUESTS_DONE=()
 serve_host_requests() {
   local h i lines
@@ -518,6 +521,12 @@ host_request() {  # FROM VERB [ARG...]
     (trap - ERR; kill -STOP "$pid" 2>/dev/null; sleep "$(printf '%d.%03d' $((ms / 1000)) $((ms % 1000)))"
      kill -CONT "$pid" 2>/dev/null || true) &
     FREEZE_PIDS+=($!)
+  elif [[ $verb == poweroff && $target =~ ^[2-9]$ && $target -le $HOSTS && -z $ms ]]; then
+    # Host 1 runs the command and decides the exit status, so only the others can lose power.
+    pid=${QEMU_PIDS[target - 1]}
+    log "host $from asks: power off host $target (SIGKILL of its qemu: a power loss)"
+    kill -CONT "$pid" 2>/dev/null || true  # a frozen host loses power too
+    kill -KILL "$pid" 2>/dev/null || true
   else
     log "ignoring a malformed request from host $from: ${*:2}"
   fi
