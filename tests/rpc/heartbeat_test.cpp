@@ -4,8 +4,12 @@
 // cost no pings; a client pinging faster than the server allows is cut off (too_many_pings) while
 // another carries on; the server detects a silent client; ping frames are answered and malformed
 // ones close the connection. Intervals are small; every wait is bounded and nothing asserts time.
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <future>
@@ -18,6 +22,7 @@
 #include "rpc/channel.hpp"
 #include "rpc/frame.hpp"
 #include "rpc/server.hpp"
+#include "rpc/stream.hpp"
 #include "rpc/unary_call.hpp"
 #include "test_service.hpp"
 #include "tests/transport/connection_contract.hpp"
@@ -130,6 +135,42 @@ TEST_CASE("heartbeat: a call with no deadline to a hung server fails UNAVAILABLE
   CHECK(s.heartbeat_timeouts == 1);
   CHECK(s.pings_sent >= 1);
   h.open();
+}
+
+TEST_CASE("heartbeat: a bidi stream open to a hung server ends UNAVAILABLE (connection lost)",
+          "[heartbeat][stream]") {
+  const auto target = GENERATE(as<std::string>{}, "loopback", "tcp");
+  hb_fixture f(target, quiet_server());
+  auto ch = f.make_channel(fast_client(20ms, 60ms));
+  REQUIRE(f.call(*ch) == status_code::ok);
+  // One echo through the stream, then the server hangs while the client waits for the next
+  // message: no deadline, no close, only heartbeats can end the wait.
+  constexpr auto as_tuple = boost::asio::as_tuple(boost::asio::use_awaitable);
+  std::optional<hang> h;
+  client_context ctx;
+  std::optional<boost::system::error_code> first_read, second_read, finished;
+  boost::asio::co_spawn(
+      f.io,
+      [&]() -> boost::asio::awaitable<void> {
+        client_stream<test::EchoRequest, test::EchoReply> s(
+            ch->start_stream(test::test_service::chat, &ctx, nullptr));
+        test::EchoRequest req;
+        req.set_data("before");
+        test::EchoReply reply;
+        (void)co_await s.async_write(req, as_tuple);
+        first_read = std::get<0>(co_await s.async_read(reply, as_tuple));
+        h.emplace(f.server_io->executor());
+        second_read = std::get<0>(co_await s.async_read(reply, as_tuple));
+        finished = std::get<0>(co_await s.async_finish(as_tuple));
+      },
+      boost::asio::detached);
+  REQUIRE(run_until(f.io, [&] { return finished.has_value(); }));
+  CHECK(!*first_read);
+  CHECK(*second_read);  // the stream broke: no message, no clean end
+  CHECK(to_status_code(*finished) == status_code::unavailable);
+  CHECK(contains(ctx.status_message(), "connection lost"));
+  CHECK(ch->stats().heartbeat_timeouts == 1);
+  h->open();
 }
 
 TEST_CASE("heartbeat: an idle connection to a hung server is closed", "[heartbeat]") {
