@@ -71,6 +71,15 @@ long ms_since(clock_type::time_point t) {
       std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t).count());
 }
 
+// Default heartbeats, and an rdma ACK timeout long enough (2^18 x 4.096 us = 1.07 s, 8 tries) that
+// the ping's own RC retransmissions cannot run out first: with the default (67 ms, ~0.54 s in all)
+// a late heartbeat tick could lose that race, and these cases assert that a heartbeat noticed.
+channel_options heartbeat_detects() {
+  channel_options o;
+  o.transport.ack_timeout_exponent = 18;
+  return o;
+}
+
 client_context wait_for_ready(std::chrono::seconds timeout) {
   client_context ctx;
   ctx.set_wait_for_ready(true);
@@ -304,7 +313,7 @@ TEST_CASE("multihost: a link cut while idle ends the connection within the heart
   const std::string transport = GENERATE(as<std::string>{}, "rdma", "tcp");
   two_hosts bed;
   bed.start_server(server_uri(transport, 0));
-  auto ch = bed.make_channel(server_uri(transport, 0));  // default heartbeats: 300 ms + 300 ms
+  auto ch = bed.make_channel(server_uri(transport, 0), heartbeat_detects());  // 300 ms + 300 ms
   REQUIRE(bed.call(*ch).status == status_code::ok);
   const auto before = ch->stats();
 
@@ -320,8 +329,8 @@ TEST_CASE("multihost: a link cut while idle ends the connection within the heart
   report(transport, " link cut while idle: connection ended ", ms_since(cut_at), " ms after the cut (",
          (after.heartbeat_timeouts - before.heartbeat_timeouts), " heartbeat timeout)");
   CHECK(ch->state() != channel_state::ready);
-  // Idle and silent: nothing but a heartbeat can notice (no traffic, so no RC retransmission
-  // runs out; no FIN, no link event).
+  // Idle and silent: no FIN, no link event; only the ping's retransmissions could race the
+  // heartbeat, and heartbeat_detects() gives them more time than it.
   CHECK(after.heartbeat_timeouts == before.heartbeat_timeouts + 1);
 
   // Once the link is back, the channel reconnects and a wait_for_ready call succeeds.
@@ -534,7 +543,7 @@ TEST_CASE("multihost: a power loss of host 2 is detected, calls fail UNAVAILABLE
     p.local->add_service(local_service);
     const auto bound = p.local->listen(transport + "://10.0.0.1:0");
     bed.start_server(server_uri(transport, 0));
-    p.idle = bed.make_channel(server_uri(transport, 0));
+    p.idle = bed.make_channel(server_uri(transport, 0), heartbeat_detects());
     p.busy = bed.make_channel(server_uri(transport, 0));
     p.failover = bed.make_channel(server_uri(transport, 0) + ",10.0.0.1:" + std::to_string(bound.port));
     REQUIRE(bed.call(*p.idle).status == status_code::ok);
@@ -544,6 +553,9 @@ TEST_CASE("multihost: a power loss of host 2 is detected, calls fail UNAVAILABLE
     p.busy_before = p.busy->stats();
     p.failover_before = p.failover->stats();
     for (auto& c : p.calls) bed.start_sleep(*p.busy, c, 60'000);  // no deadline
+    // A barrier: this echo is answered only after the server has read the sleeps sent before it
+    // on the same connection, so they are in flight at host 2 when the power goes.
+    REQUIRE(bed.call(*p.busy).status == status_code::ok);
   }
 
   const auto lost_at = clock_type::now();
