@@ -52,6 +52,17 @@ class liveness {
   // Any frame arrived. Called per message, so it only sets a flag; tick() looks at it.
   void on_received() noexcept { received_ = true; }
 
+  // The peer pinged (a server calls this for a client's pings; a channel never does). While the
+  // peer keeps pinging, its pings and our pongs prove both ends alive, so this side stops pinging
+  // on its own: it waits a longer silence, interval + timeout + one tick period (the peer's next
+  // ping is then overdue with the same settings), before it pings itself. An idle connection
+  // then carries one ping and one pong per period instead of up to two of each. A peer that stops
+  // pinging (heartbeats off, or dead) gets this side's own pings again after that silence.
+  void on_peer_ping() noexcept {
+    received_ = true;
+    peer_pings_ = true;
+  }
+
   // A pong arrived (also call on_received). One echoing our outstanding ping answers it at once.
   void on_pong(std::uint64_t value) noexcept {
     received_ = true;
@@ -72,7 +83,9 @@ class liveness {
       return action::none;
     }
     if (outstanding_) return now - ping_sent_ >= timeout_ ? action::peer_dead : action::none;
-    if (now - last_heard_ < interval_) return action::none;
+    const auto silence_allowed = peer_pings_ ? interval_ + timeout_ + tick_period() : interval_;
+    if (now - last_heard_ < silence_allowed) return action::none;
+    peer_pings_ = false;  // its next ping is overdue: from now on this side pings at its interval
     outstanding_ = true;
     ping_sent_ = now;
     ++ping_value_;
@@ -93,6 +106,7 @@ class liveness {
   std::uint64_t ping_value_ = 0;  // opaque on the wire; a counter tells a late pong from a fresh one
   bool received_ = false;
   bool outstanding_ = false;
+  bool peer_pings_ = false;  // the peer pinged since our last ping: we need not ping
 };
 
 // A server's bound on client pings, as gRPC's too_many_pings: a ping sooner than min_interval

@@ -291,6 +291,7 @@ class connection_impl final : public server_connection,
     ++pings_received_;
     server_->heartbeats().pings_received.fetch_add(1, std::memory_order_relaxed);
     if (policer_.on_ping(clock::now())) return too_many_pings();
+    live_.on_peer_ping();  // the client runs heartbeats: ours are its pongs while it does
     (void)send_heartbeat(frame::kind::pong, value);  // no room: whatever fills the queue is traffic too
   }
 

@@ -229,6 +229,25 @@ TEST_CASE("heartbeat: a healthy idle connection stays up and every ping is answe
   CHECK(ch->stats().connects == 1);
 }
 
+TEST_CASE("heartbeat: a server whose client pings sends no pings of its own", "[heartbeat]") {
+  const auto target = GENERATE(as<std::string>{}, "loopback", "tcp");
+  server_options so;
+  so.heartbeat_interval = 20ms;  // the server would ping as often as the client without deferring
+  so.heartbeat_timeout = 2s;
+  so.min_ping_interval_allowed = 10ms;
+  hb_fixture f(target, so);
+  auto ch = f.make_channel(fast_client(20ms, 2s));
+  REQUIRE(f.call(*ch) == status_code::ok);
+  // Until the client's first ping arrives the server may ping once or twice; after that, never
+  // (its silence allowance is interval + timeout + a tick = 2.04 s, the client pings every ~40 ms).
+  REQUIRE(run_until(f.io, [&] { return f.srv->stats().pings_received >= 2; }));
+  const auto server_pings = f.srv->stats().pings_sent;
+  REQUIRE(run_until(f.io, [&] { return f.srv->stats().pings_received >= 22; }));
+  CHECK(f.srv->stats().pings_sent == server_pings);
+  CHECK(f.srv->stats().heartbeat_timeouts == 0);
+  CHECK(ch->stats().heartbeat_timeouts == 0);
+}
+
 TEST_CASE("heartbeat: no pings while replies flow", "[heartbeat]") {
   const auto target = GENERATE(as<std::string>{}, "loopback", "tcp");
   server_options so;

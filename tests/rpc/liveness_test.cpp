@@ -160,3 +160,38 @@ TEST_CASE("liveness: ticks fall on a grid shared by every connection with the sa
   CHECK((server_tick.time_since_epoch() - half) % a.tick_period() == liveness::clock::duration::zero());
   CHECK(a.next_tick(server_tick, half) == server_tick + a.tick_period());
 }
+
+TEST_CASE("liveness: a side whose peer pings does not ping too, until the peer's ping is overdue",
+          "[liveness]") {
+  liveness l(300ms, 300ms, t0);  // the defaults: tick period 300 ms
+  // The peer pings every 600 ms (a default channel): this side never pings.
+  l.on_peer_ping();
+  for (auto t = t0 + 300ms; t < t0 + 10s; t += 300ms) {
+    if ((t - t0) % 600ms == 0ms) l.on_peer_ping();
+    CHECK(l.tick(t) == action::none);
+  }
+  // The peer falls silent after its ping at 10 s: this side waits interval + timeout + one period
+  // of silence (its next ping is overdue by then), then pings itself.
+  l.on_peer_ping();
+  CHECK(l.tick(t0 + 10s) == action::none);  // seen: last heard at 10 s
+  CHECK(l.tick(t0 + 10s + 600ms) == action::none);
+  CHECK(l.tick(t0 + 10s + 899ms) == action::none);
+  REQUIRE(l.tick(t0 + 10s + 900ms) == action::send_ping);
+  // No answer within the timeout: dead, as without the peer's pings.
+  CHECK(l.tick(t0 + 10s + 1199ms) == action::none);
+  CHECK(l.tick(t0 + 10s + 1200ms) == action::peer_dead);
+}
+
+TEST_CASE("liveness: after the peer stopped pinging, this side pings at its own interval again",
+          "[liveness]") {
+  liveness l(300ms, 300ms, t0);
+  l.on_peer_ping();
+  CHECK(l.tick(t0) == action::none);
+  REQUIRE(l.tick(t0 + 900ms) == action::send_ping);
+  l.on_pong(l.ping_value());
+  CHECK(l.tick(t0 + 1200ms) == action::none);  // the pong: last heard at 1.2 s
+  // Ordinary traffic does not make this side defer again; only a ping from the peer does.
+  l.on_received();
+  CHECK(l.tick(t0 + 1500ms) == action::none);
+  REQUIRE(l.tick(t0 + 1800ms) == action::send_ping);
+}
