@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "e2e_harness.hpp"
+#include "link_watch.hpp"
 #include "rpc/channel.hpp"
 #include "rpc/server.hpp"
 #include "rpc/unary_call.hpp"
@@ -64,6 +65,10 @@ void report(const Parts&... parts) {
   std::cout << "MULTIHOST: " << line << std::endl;
   if (const char* path = std::getenv("MULTIHOST_REPORT"); path != nullptr && *path != '\0')
     std::ofstream(path, std::ios::app) << line << "\n";
+}
+
+long ms_between(clock_type::time_point from, clock_type::time_point to) {
+  return static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(to - from).count());
 }
 
 long ms_since(clock_type::time_point t) {
@@ -133,6 +138,8 @@ class two_hosts {
     start(uri, done,
           [&](auto& ctx, auto& ref, auto cb) { agent_.async_terminate_server(ctx, ref, std::move(cb)); });
   }
+  // Cuts host 2's link for `milliseconds`, 200 ms after the agent's answer (cut_link_async sets
+  // `done` when the answer arrives). When the cut took effect: a link_watch tells.
   void cut_link(std::uint32_t milliseconds, bool silent) {
     agent_result done;
     cut_link_async(milliseconds, silent, done);
@@ -236,6 +243,7 @@ struct closed_loop_result {
   int failed_after_half = 0;  // failures among the second half of the calls
   std::map<std::string, int> per_server;
   std::map<std::string, clock_type::time_point> first_ok;  // when each server first answered
+  std::optional<clock_type::time_point> first_failure;     // when the first call failed
 };
 closed_loop_result closed_loop(two_hosts& bed, channel& ch, int loops, int total, int event_at,
                                const std::function<void()>& event, bool wait_ready,
@@ -273,6 +281,7 @@ closed_loop_result closed_loop(two_hosts& bed, channel& ch, int loops, int total
         if (++r.per_server[o.server] == 1) r.first_ok[o.server] = clock_type::now();
       } else {
         (o.status == status_code::unavailable ? r.unavailable : r.other) += 1;
+        if (!r.first_failure) r.first_failure = clock_type::now();
         if (completed > total / 2) ++r.failed_after_half;
         WARN("call " << completed << " failed: " << to_string(o.status));
       }
@@ -320,14 +329,15 @@ TEST_CASE("multihost: a link cut while idle ends the connection within the heart
   // Cut 200 ms after the agent's answer: a silent 100 % loss. (`ip link set eth0 down` across live
   // RC traffic wedges rxe between the two hosts for good, stock rping alone included:
   // tests/multihost/README.md.)
+  test::link_watch watch(kPeer);
   bed.cut_link(4000, /*silent=*/true);
-  const auto cut_at = clock_type::now() + 200ms;
   REQUIRE(run_until(
       bed.io, [&] { return ch->stats().disconnects > before.disconnects; },
       4s));  // before the link comes back: detected while it was cut
+  const auto ended_at = clock_type::now();
+  const auto cut_at = watch.last_answer_before(ended_at);
+  REQUIRE(cut_at.has_value());
   const auto after = ch->stats();
-  report(transport, " link cut while idle: connection ended ", ms_since(cut_at), " ms after the cut (",
-         (after.heartbeat_timeouts - before.heartbeat_timeouts), " heartbeat timeout)");
   CHECK(ch->state() != channel_state::ready);
   // Idle and silent: no FIN, no link event; only the ping's retransmissions could race the
   // heartbeat, and heartbeat_detects() gives them more time than it.
@@ -336,6 +346,9 @@ TEST_CASE("multihost: a link cut while idle ends the connection within the heart
   // Once the link is back, the channel reconnects and a wait_for_ready call succeeds.
   REQUIRE(bed.call(*ch, std::make_shared<client_context>(wait_for_ready(60s))).status == status_code::ok);
   CHECK(ch->stats().connects >= before.connects + 1);
+  report(transport, " link cut while idle: connection ended ", ms_between(*cut_at, ended_at),
+         " ms after the cut (", (after.heartbeat_timeouts - before.heartbeat_timeouts),
+         " heartbeat timeout)");
 }
 
 TEST_CASE("multihost: a link cut with calls in flight fails every call UNAVAILABLE and none hangs",
@@ -349,12 +362,15 @@ TEST_CASE("multihost: a link cut with calls in flight fails every call UNAVAILAB
   constexpr int kCalls = 16;
   std::vector<std::optional<status_code>> calls(kCalls);
   for (auto& c : calls) bed.start_sleep(*ch, c, 20'000);  // no deadline: only liveness can end them
-  bed.cut_link(4000, /*silent=*/true);                    // netem: neither host sees a link event
-  const auto cut_at = clock_type::now() + 200ms;
+  test::link_watch watch(kPeer);
+  bed.cut_link(4000, /*silent=*/true);  // netem: neither host sees a link event
   REQUIRE(run_until(
       bed.io, [&] { return all_ended(calls); }, 30s));
-  report(transport, " silent link cut with ", kCalls, " calls in flight: all ended ", ms_since(cut_at),
-         " ms after the cut");
+  const auto ended_at = clock_type::now();
+  const auto cut_at = watch.last_answer_before(ended_at);
+  REQUIRE(cut_at.has_value());
+  report(transport, " silent link cut with ", kCalls, " calls in flight: all ended ",
+         ms_between(*cut_at, ended_at), " ms after the cut");
   for (auto& c : calls) CHECK(*c == status_code::unavailable);
 
   REQUIRE(bed.call(*ch, std::make_shared<client_context>(wait_for_ready(60s))).status == status_code::ok);
@@ -486,23 +502,28 @@ TEST_CASE("multihost: pick_first fails over to a healthy endpoint on another hos
 
   constexpr int kLoops = 8;
   two_hosts::agent_result cut_done;
-  auto cut_at = clock_type::now() + std::chrono::hours(1);  // set when the cut is asked for
+  auto cut_asked = clock_type::now() + std::chrono::hours(1);  // set when the cut is asked for
+  test::link_watch watch(kPeer);
   const auto r = closed_loop(
       bed, *ch, kLoops, 600, 100,
       [&] {
         bed.cut_link_async(4000, /*silent=*/true, cut_done);
-        cut_at = clock_type::now() + 200ms;  // the agent cuts 200 ms after it answers
+        cut_asked = clock_type::now();
       },
       /*wait_ready=*/true,
       [&](const closed_loop_result& so_far) {  // until host 1 has served 200 calls, for at most 30 s
-        if (clock_type::now() > cut_at + 30s) return false;
+        if (clock_type::now() > cut_asked + 30s) return false;
         return so_far.per_server.count("host1") == 0 || so_far.per_server.at("host1") < 200;
       });
   bed.require_ok(cut_done, "CutLink");
   REQUIRE(r.first_ok.count("host1") == 1);
+  const auto served_at = r.first_ok.at("host1");
+  const auto cut_at = watch.last_answer_before(r.first_failure.value_or(served_at));
+  REQUIRE(cut_at.has_value());
   report(transport, " failover (pick_first, link to host 2 cut under load): first call served by host 1 ",
-         std::chrono::duration_cast<std::chrono::milliseconds>(r.first_ok.at("host1") - cut_at).count(),
-         " ms after the cut; ", r.unavailable, " calls in flight on the cut link failed UNAVAILABLE");
+         ms_between(*cut_at, served_at), " ms after the cut (the first call failed after ",
+         r.first_failure ? ms_between(*cut_at, *r.first_failure) : -1, " ms); ", r.unavailable,
+         " calls in flight on the cut link failed UNAVAILABLE");
   // Calls already sent over the cut link fail (never re-sent); every other wait_for_ready call
   // moves to host 1.
   CHECK(r.other == 0);
