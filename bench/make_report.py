@@ -17,6 +17,9 @@ RAW_DIR holds what bench/compare collected:
   liveness-host.jsonl            the heartbeat CPU probes on the host (tcp://127.0.0.1, with and without
                                  heartbeats), the figure the heartbeat target is judged on; absent with
                                  --no-host-liveness
+  cut/cut.jsonl                  the two-host bed's link-cut runs (tests/multihost, MULTIHOST_JSON): time from
+                                 the link going silent to detection and to pick_first failover; absent
+                                 with --no-cut
   callgrind.jsonl                instructions, stages and allocations per call (host, callgrind)
 OUT_DIR gets results.md (tables with ratios and one line per target), results.json (every number)
 and latency.dat + latency.gp, from which bench/compare draws latency.png with gnuplot.
@@ -312,6 +315,8 @@ class results:
         self.heartbeats_host = [dict(r, where="host") for r in load_jsonl(os.path.join(raw, "liveness-host.jsonl"))
                                 if r.get("kind") == "heartbeats"]
         self.heartbeats = self.heartbeats_host + self.heartbeats_vm
+        # A cut link in the two-host bed (bench/compare's "cut" part), one record per case and run.
+        self.cuts = [r for r in load_jsonl(os.path.join(raw, "cut", "cut.jsonl")) if r.get("kind") == "cut"]
         self.liveness = liveness_summary(self)
         cg = load_jsonl(os.path.join(raw, "callgrind.jsonl"))
         self.callgrind = [r for r in cg if r.get("rpc", "unary") == "unary"]
@@ -527,6 +532,10 @@ def liveness_missing(res, kind, t):
     return f"no {kind} runs over {t} recorded (see raw/vm-console.log)"
 
 
+CUT_ABSENT = ("the two-host bed's link-cut part did not run (an older run, --no-vm, --no-cut, --only without "
+              "cut, or multihost_tests not built)")
+
+
 def liveness_targets(res, add):
     """Issue 11's targets, per transport: detection ≤ 1 s (worst run, idle or busy); failover of
     wait_for_ready calls ≤ 1.5 s (worst run, either policy) with no lost call; heartbeats of 100
@@ -559,6 +568,23 @@ def liveness_targets(res, add):
             "1,500 ms, 0 lost",
             f"; {'; '.join(parts)}" if parts else liveness_missing(res, "failover", t),
             fail="; ".join(why) or None)
+    for t in ("rdma", "tcp"):
+        rows = [c for c in lv["cut"] if c["transport"] == t and c["load"] in ("idle", "busy")]
+        worst = max((c["detected_max_ms"] for c in rows), default=None)
+        parts = [f"{c['load_text']}: median {fmt(c['detected_median_ms'], 0)} ms, max {fmt(c['detected_max_ms'], 0)} ms"
+                 for c in rows]
+        add(f"liveness, {t}: a cut link detected within 1 s (two VMs; idle and with 16 calls in flight, worst run)",
+            worst, 1000, True, f"{fmt(worst, 0)} ms (worst of {sum(c['runs'] for c in rows)} runs)", "1,000 ms",
+            f"; {'; '.join(parts)}" if parts else CUT_ABSENT)
+    for t in ("rdma", "tcp"):
+        c = next((c for c in lv["cut"] if c["transport"] == t and c["load"] == "failover"), None)
+        worst = None if c is None else c["failover_max_ms"]
+        add(f"liveness, {t}: wait_for_ready calls fail over to a healthy endpoint within 1.5 s of a cut link "
+            "(two VMs, pick_first, worst run)", worst, 1500, True,
+            f"{fmt(worst, 0)} ms (worst of {c['runs'] if c else 0} runs)", "1,500 ms",
+            CUT_ABSENT if c is None else f"; median {fmt(c['failover_median_ms'], 0)} ms; detected (first call "
+            f"failed) median {fmt(c['detected_median_ms'], 0)} ms; the calls in flight on the cut link fail "
+            "UNAVAILABLE (never re-sent), the multi-host suite asserts it")
     h = next((h for h in lv["heartbeats"] if h["where"] == "host" and h["transport"] == "tcp"), None)
     v = None if h is None else h["cost_percent"]
     if h is None:
@@ -619,7 +645,18 @@ def liveness_summary(res):
                 if row is not None:
                     heartbeats.append(row)
     failed = [r for r in res.heartbeats if "cpu_percent" not in r]
-    return {"detect": detect, "failover": failover, "heartbeats": heartbeats,
+    cut = []
+    for t in ("rdma", "tcp"):
+        for load, text in (("idle", "idle"), ("busy", "16 in flight"), ("failover", "pick_first failover")):
+            runs = [r for r in res.cuts if r.get("transport") == t and r.get("load") == load]
+            if not runs:
+                continue
+            de = [r["detected_ms"] for r in runs if r.get("detected_ms", -1) >= 0]
+            fo = [r["failover_ms"] for r in runs if "failover_ms" in r]
+            cut.append({"transport": t, "load": load, "load_text": text, "runs": len(runs),
+                        "detected_median_ms": median(de), "detected_max_ms": max(de, default=None), "detected_ms": de,
+                        "failover_median_ms": median(fo), "failover_max_ms": max(fo, default=None), "failover_ms": fo})
+    return {"detect": detect, "failover": failover, "heartbeats": heartbeats, "cut": cut,
             "heartbeat_probes_failed": [{k: r.get(k) for k in ("where", "transport", "polling", "heartbeats", "rc")}
                                         for r in failed]}
 
@@ -893,7 +930,7 @@ def markdown(res, meta, tgts):
     w("")
 
     # --- liveness
-    if res.detect or res.failover or res.heartbeats:
+    if res.detect or res.failover or res.heartbeats or res.cuts:
         liveness_section(res, tgts, w)
 
     # --- cross comparison, reported not targeted
@@ -939,7 +976,7 @@ def liveness_section(res, tgts, w):
     """Dead-peer detection, failover and heartbeat CPU (issue 11), over rdma and tcp in the VM;
     heartbeat CPU over tcp on the host too (the target's figure)."""
     lv = res.liveness
-    w("## Liveness: detecting a hung server, failover, heartbeat CPU (issue 11)")
+    w("## Liveness: a hung server, a cut link, failover, heartbeat CPU (issue 11)")
     w("")
     w("`rdmarpc_failover_bench` and `rdmarpc_echo_bench heartbeats` in the same VM boot, and")
     w("`rdmarpc_echo_bench heartbeats` over `tcp://127.0.0.1` on the host; client and server(s) in one")
@@ -975,6 +1012,24 @@ def liveness_section(res, tgts, w):
               f"{fmt(f['detect_max_ms'], 0)} | {fmt(f['failover_median_ms'], 0)} / {fmt(f['failover_max_ms'], 0)} | "
               f"{', '.join(fmt(x, 0) for x in f['runs_ms']) or 'n/a'} | {fmt_count(f['answered_median'])} | "
               f"{', '.join(str(x) for x in failed)} | {f['lost']} | {f['not_recovered']} |")
+        w("")
+    if lv["cut"]:
+        w("**A cut link, across two hosts** (the multi-host bed: two VMs, each with its own kernel and rxe0,")
+        w("joined by a virtual link; tests/multihost). Host 2's egress gets 100 % netem loss (silent: no")
+        w("link event on either host) for 4 s. Times count from the moment the link went silent, as")
+        w("host 1 saw it (an ICMP echo every 5 ms; the last answer), until: the idle connection ended")
+        w("(heartbeat timeout); all 16 calls in flight (no deadline) failed UNAVAILABLE; for pick_first")
+        w("over host 2 then a server on host 1, with 8 closed loops of `wait_for_ready` calls, the first")
+        w("call failed (detected) and host 1 first answered one (failover). Targets: detected ≤ 1,000 ms,")
+        w("failover ≤ 1,500 ms.")
+        w("")
+        w("| transport | case | runs | detected median / max ms | each run (ms) | failover median / max ms | each run (ms) |")
+        w("|---|---|---:|---:|---|---:|---|")
+        for c in lv["cut"]:
+            fo = (f"{fmt(c['failover_median_ms'], 0)} / {fmt(c['failover_max_ms'], 0)}" if c["failover_ms"] else "")
+            w(f"| {c['transport']} | {c['load_text']} | {c['runs']} | {fmt(c['detected_median_ms'], 0)} / "
+              f"{fmt(c['detected_max_ms'], 0)} | {', '.join(fmt(x, 0) for x in c['detected_ms'])} | {fo} | "
+              f"{', '.join(fmt(x, 0) for x in c['failover_ms'])} |")
         w("")
     if lv["heartbeats"] or lv["heartbeat_probes_failed"]:
         first = lambda where, k, d: next((h[k] for h in lv["heartbeats"] if h["where"] == where), d)
@@ -1168,7 +1223,7 @@ def main(argv):
         "callgrind_stream": res.callgrind_stream,
         "ucx": res.ucx,
         "liveness": {"summary": res.liveness, "detect": res.detect, "failover": res.failover,
-                     "heartbeats": res.heartbeats},
+                     "heartbeats": res.heartbeats, "cut": res.cuts},
     }
     with open(os.path.join(out_dir, "results.json"), "w") as f:
         json.dump(doc, f, indent=1, ensure_ascii=False)

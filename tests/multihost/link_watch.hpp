@@ -4,13 +4,13 @@
 // kernel answers while its link carries traffic. The last answer before a cut's effects is the
 // cut's moment to within one period, independent of how long the agent's `tc` took to run (up to
 // ~0.8 s under TCG). Test support for the multi-host bed only.
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/ip.h>
 #include <netinet/ip_icmp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
-#include <arpa/inet.h>
 
 #include <algorithm>
 #include <atomic>
@@ -30,10 +30,12 @@ class link_watch {
  public:
   using clock = std::chrono::steady_clock;
 
-  explicit link_watch(const std::string& peer_ip, std::chrono::milliseconds period = std::chrono::milliseconds(5))
+  explicit link_watch(const std::string& peer_ip,
+                      std::chrono::milliseconds period = std::chrono::milliseconds(5))
       : period_(period) {
     fd_ = ::socket(AF_INET, SOCK_RAW, IPPROTO_ICMP);
-    if (fd_ < 0) throw std::runtime_error("link_watch: no raw ICMP socket: " + std::string(std::strerror(errno)));
+    if (fd_ < 0)
+      throw std::runtime_error("link_watch: no raw ICMP socket: " + std::string(std::strerror(errno)));
     peer_.sin_family = AF_INET;
     if (::inet_pton(AF_INET, peer_ip.c_str(), &peer_.sin_addr) != 1) {
       ::close(fd_);
@@ -94,7 +96,9 @@ class link_watch {
     if (static_cast<std::size_t>(n) < ip_len + sizeof(icmphdr)) return;
     icmphdr h;
     std::memcpy(&h, buf + ip_len, sizeof h);
-    if (h.type != ICMP_ECHOREPLY || ntohs(h.un.echo.id) != id || from.sin_addr.s_addr != peer_.sin_addr.s_addr) return;
+    if (h.type != ICMP_ECHOREPLY || ntohs(h.un.echo.id) != id ||
+        from.sin_addr.s_addr != peer_.sin_addr.s_addr)
+      return;
     std::lock_guard lock(mutex_);
     answers_.push_back(at);
   }

@@ -67,6 +67,20 @@ void report(const Parts&... parts) {
     std::ofstream(path, std::ios::app) << line << "\n";
 }
 
+// A cut's times for bench/compare (its "cut link" part) when MULTIHOST_JSON names a file: one JSON
+// line per run. load: idle, busy (calls in flight) or failover (pick_first to host 1, which adds
+// failover_ms); detected_ms: until the connection ended, or until the first call failed.
+void record_cut(const std::string& transport, const std::string& load, long detected_ms,
+                long failover_ms = -1) {
+  const char* path = std::getenv("MULTIHOST_JSON");
+  if (path == nullptr || *path == '\0') return;
+  std::ofstream out(path, std::ios::app);
+  out << "{\"kind\":\"cut\",\"transport\":\"" << transport << "\",\"load\":\"" << load
+      << "\",\"detected_ms\":" << detected_ms;
+  if (failover_ms >= 0) out << ",\"failover_ms\":" << failover_ms;
+  out << "}\n";
+}
+
 long ms_between(clock_type::time_point from, clock_type::time_point to) {
   return static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(to - from).count());
 }
@@ -318,7 +332,7 @@ std::shared_ptr<channel> round_robin_over_three(two_hosts& bed, const std::strin
 }  // namespace
 
 TEST_CASE("multihost: a link cut while idle ends the connection within the heartbeat timeout",
-          "[multihost]") {
+          "[multihost][cut]") {
   const std::string transport = GENERATE(as<std::string>{}, "rdma", "tcp");
   two_hosts bed;
   bed.start_server(server_uri(transport, 0));
@@ -349,10 +363,11 @@ TEST_CASE("multihost: a link cut while idle ends the connection within the heart
   report(transport, " link cut while idle: connection ended ", ms_between(*cut_at, ended_at),
          " ms after the cut (", (after.heartbeat_timeouts - before.heartbeat_timeouts),
          " heartbeat timeout)");
+  record_cut(transport, "idle", ms_between(*cut_at, ended_at));
 }
 
 TEST_CASE("multihost: a link cut with calls in flight fails every call UNAVAILABLE and none hangs",
-          "[multihost]") {
+          "[multihost][cut]") {
   const std::string transport = GENERATE(as<std::string>{}, "rdma", "tcp");
   two_hosts bed;
   bed.start_server(server_uri(transport, 0));
@@ -371,6 +386,7 @@ TEST_CASE("multihost: a link cut with calls in flight fails every call UNAVAILAB
   REQUIRE(cut_at.has_value());
   report(transport, " silent link cut with ", kCalls, " calls in flight: all ended ",
          ms_between(*cut_at, ended_at), " ms after the cut");
+  record_cut(transport, "busy", ms_between(*cut_at, ended_at));
   for (auto& c : calls) CHECK(*c == status_code::unavailable);
 
   REQUIRE(bed.call(*ch, std::make_shared<client_context>(wait_for_ready(60s))).status == status_code::ok);
@@ -486,7 +502,7 @@ TEST_CASE("multihost: a server going away under load loses no call", "[multihost
 }
 
 TEST_CASE("multihost: pick_first fails over to a healthy endpoint on another host when the link is cut",
-          "[multihost]") {
+          "[multihost][cut]") {
   const std::string transport = GENERATE(as<std::string>{}, "rdma", "tcp");
   two_hosts bed;
   // The healthy endpoint: a server in this process, on host 1, second in the list.
@@ -524,6 +540,8 @@ TEST_CASE("multihost: pick_first fails over to a healthy endpoint on another hos
          ms_between(*cut_at, served_at), " ms after the cut (the first call failed after ",
          r.first_failure ? ms_between(*cut_at, *r.first_failure) : -1, " ms); ", r.unavailable,
          " calls in flight on the cut link failed UNAVAILABLE");
+  record_cut(transport, "failover", r.first_failure ? ms_between(*cut_at, *r.first_failure) : -1,
+             ms_between(*cut_at, served_at));
   // Calls already sent over the cut link fail (never re-sent); every other wait_for_ready call
   // moves to host 1.
   CHECK(r.other == 0);
