@@ -317,6 +317,10 @@ class results:
         self.heartbeats = self.heartbeats_host + self.heartbeats_vm
         # A cut link in the two-host bed (bench/compare's "cut" part), one record per case and run.
         self.cuts = [r for r in load_jsonl(os.path.join(raw, "cut", "cut.jsonl")) if r.get("kind") == "cut"]
+        # A run whose cases failed (an assertion, or host 2 unreachable) left fewer records: its
+        # lines in cut-failures.txt make the cut targets missed, whatever the other runs measured.
+        failures = os.path.join(raw, "cut", "cut-failures.txt")
+        self.cut_failures = ([l.strip() for l in open(failures) if l.strip()] if os.path.exists(failures) else [])
         self.liveness = liveness_summary(self)
         cg = load_jsonl(os.path.join(raw, "callgrind.jsonl"))
         self.callgrind = [r for r in cg if r.get("rpc", "unary") == "unary"]
@@ -568,14 +572,16 @@ def liveness_targets(res, add):
             "1,500 ms, 0 lost",
             f"; {'; '.join(parts)}" if parts else liveness_missing(res, "failover", t),
             fail="; ".join(why) or None)
+    cut_failed = (f"a run of the link-cut cases failed ({'; '.join(res.cut_failures)}; see raw/cut/cut-tests.log)"
+                  if res.cut_failures else None)
     for t in ("rdma", "tcp"):
         rows = [c for c in lv["cut"] if c["transport"] == t and c["load"] in ("idle", "busy")]
-        worst = max((c["detected_max_ms"] for c in rows), default=None)
+        worst = max((c["detected_max_ms"] for c in rows if c["detected_max_ms"] is not None), default=None)
         parts = [f"{c['load_text']}: median {fmt(c['detected_median_ms'], 0)} ms, max {fmt(c['detected_max_ms'], 0)} ms"
                  for c in rows]
         add(f"liveness, {t}: a cut link detected within 1 s (two VMs; idle and with 16 calls in flight, worst run)",
             worst, 1000, True, f"{fmt(worst, 0)} ms (worst of {sum(c['runs'] for c in rows)} runs)", "1,000 ms",
-            f"; {'; '.join(parts)}" if parts else CUT_ABSENT)
+            f"; {'; '.join(parts)}" if parts else CUT_ABSENT, fail=cut_failed)
     for t in ("rdma", "tcp"):
         c = next((c for c in lv["cut"] if c["transport"] == t and c["load"] == "failover"), None)
         worst = None if c is None else c["failover_max_ms"]
@@ -584,7 +590,7 @@ def liveness_targets(res, add):
             f"{fmt(worst, 0)} ms (worst of {c['runs'] if c else 0} runs)", "1,500 ms",
             CUT_ABSENT if c is None else f"; median {fmt(c['failover_median_ms'], 0)} ms; detected (first call "
             f"failed) median {fmt(c['detected_median_ms'], 0)} ms; the calls in flight on the cut link fail "
-            "UNAVAILABLE (never re-sent), the multi-host suite asserts it")
+            "UNAVAILABLE (never re-sent), the multi-host suite asserts it", fail=cut_failed)
     h = next((h for h in lv["heartbeats"] if h["where"] == "host" and h["transport"] == "tcp"), None)
     v = None if h is None else h["cost_percent"]
     if h is None:

@@ -41,7 +41,12 @@ class link_watch {
       ::close(fd_);
       throw std::runtime_error("link_watch: not an IPv4 address: " + peer_ip);
     }
-    thread_ = std::thread([this] { run(); });
+    try {
+      thread_ = std::thread([this] { run(); });
+    } catch (...) {
+      ::close(fd_);
+      throw;
+    }
   }
   link_watch(const link_watch&) = delete;
   link_watch& operator=(const link_watch&) = delete;
@@ -51,12 +56,20 @@ class link_watch {
     ::close(fd_);
   }
 
-  // The arrival of the last answer at or before `t`; none if there was none.
-  std::optional<clock::time_point> last_answer_before(clock::time_point t) const {
+  // The silence `t` fell in: the last answer at or before `t` (none if there was none) and the
+  // first one after it (none while the silence lasts). A time outside any cut falls between two
+  // answers a period apart.
+  struct silence {
+    std::optional<clock::time_point> from;
+    std::optional<clock::time_point> until;
+  };
+  silence silence_around(clock::time_point t) const {
     std::lock_guard lock(mutex_);
     const auto it = std::upper_bound(answers_.begin(), answers_.end(), t);
-    if (it == answers_.begin()) return std::nullopt;
-    return *std::prev(it);
+    silence s;
+    if (it != answers_.begin()) s.from = *std::prev(it);
+    if (it != answers_.end()) s.until = *it;
+    return s;
   }
   std::chrono::milliseconds period() const noexcept { return period_; }
 
@@ -66,11 +79,12 @@ class link_watch {
     std::uint16_t seq = 0;
     auto next_send = clock::now();
     while (!stop_) {
-      if (clock::now() >= next_send) {
+      if (const auto now = clock::now(); now >= next_send) {
         send_echo(id, ++seq);
-        next_send += period_;
+        next_send = std::max(next_send + period_, now);  // after a stall: no burst to catch up
       }
-      const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_send - clock::now());
+      // Rounded up: a wait rounded down to 0 would spin through the period's last millisecond.
+      const auto wait = std::chrono::ceil<std::chrono::milliseconds>(next_send - clock::now());
       pollfd p{fd_, POLLIN, 0};
       if (::poll(&p, 1, static_cast<int>(std::max<long>(0, wait.count()))) > 0) receive(id);
     }
@@ -90,7 +104,7 @@ class link_watch {
     sockaddr_in from{};
     socklen_t len = sizeof from;
     const auto n = ::recvfrom(fd_, buf, sizeof buf, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&from), &len);
-    const auto at = clock::now();
+    const auto at = clock::now();  // when read, at most a scheduling delay after it arrived
     if (n < static_cast<ssize_t>(sizeof(iphdr))) return;
     const std::size_t ip_len = static_cast<std::size_t>(reinterpret_cast<const iphdr*>(buf)->ihl) * 4;
     if (static_cast<std::size_t>(n) < ip_len + sizeof(icmphdr)) return;

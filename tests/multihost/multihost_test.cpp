@@ -81,6 +81,19 @@ void record_cut(const std::string& transport, const std::string& load, long dete
   out << "}\n";
 }
 
+long ms_between(clock_type::time_point from, clock_type::time_point to);
+
+// When host 2's link went silent, given a moment `t` inside that silence (the detection): the last
+// ICMP answer before `t`. Requires `t` to lie in a silence of at least 200 ms (40 periods), so a
+// detection that came only after the link was back fails here instead of giving a tiny time.
+clock_type::time_point cut_moment(const test::link_watch& watch, clock_type::time_point t) {
+  const auto s = watch.silence_around(t);
+  REQUIRE(s.from.has_value());
+  INFO("the event fell " << ms_between(*s.from, t) << " ms after an ICMP answer");
+  REQUIRE((!s.until || *s.until - *s.from >= 200ms));
+  return *s.from;
+}
+
 long ms_between(clock_type::time_point from, clock_type::time_point to) {
   return static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(to - from).count());
 }
@@ -349,8 +362,7 @@ TEST_CASE("multihost: a link cut while idle ends the connection within the heart
       bed.io, [&] { return ch->stats().disconnects > before.disconnects; },
       4s));  // before the link comes back: detected while it was cut
   const auto ended_at = clock_type::now();
-  const auto cut_at = watch.last_answer_before(ended_at);
-  REQUIRE(cut_at.has_value());
+  const auto cut_at = cut_moment(watch, ended_at);
   const auto after = ch->stats();
   CHECK(ch->state() != channel_state::ready);
   // Idle and silent: no FIN, no link event; only the ping's retransmissions could race the
@@ -360,10 +372,10 @@ TEST_CASE("multihost: a link cut while idle ends the connection within the heart
   // Once the link is back, the channel reconnects and a wait_for_ready call succeeds.
   REQUIRE(bed.call(*ch, std::make_shared<client_context>(wait_for_ready(60s))).status == status_code::ok);
   CHECK(ch->stats().connects >= before.connects + 1);
-  report(transport, " link cut while idle: connection ended ", ms_between(*cut_at, ended_at),
+  report(transport, " link cut while idle: connection ended ", ms_between(cut_at, ended_at),
          " ms after the cut (", (after.heartbeat_timeouts - before.heartbeat_timeouts),
          " heartbeat timeout)");
-  record_cut(transport, "idle", ms_between(*cut_at, ended_at));
+  record_cut(transport, "idle", ms_between(cut_at, ended_at));
 }
 
 TEST_CASE("multihost: a link cut with calls in flight fails every call UNAVAILABLE and none hangs",
@@ -382,11 +394,10 @@ TEST_CASE("multihost: a link cut with calls in flight fails every call UNAVAILAB
   REQUIRE(run_until(
       bed.io, [&] { return all_ended(calls); }, 30s));
   const auto ended_at = clock_type::now();
-  const auto cut_at = watch.last_answer_before(ended_at);
-  REQUIRE(cut_at.has_value());
+  const auto cut_at = cut_moment(watch, ended_at);
   report(transport, " silent link cut with ", kCalls, " calls in flight: all ended ",
-         ms_between(*cut_at, ended_at), " ms after the cut");
-  record_cut(transport, "busy", ms_between(*cut_at, ended_at));
+         ms_between(cut_at, ended_at), " ms after the cut");
+  record_cut(transport, "busy", ms_between(cut_at, ended_at));
   for (auto& c : calls) CHECK(*c == status_code::unavailable);
 
   REQUIRE(bed.call(*ch, std::make_shared<client_context>(wait_for_ready(60s))).status == status_code::ok);
@@ -534,14 +545,13 @@ TEST_CASE("multihost: pick_first fails over to a healthy endpoint on another hos
   bed.require_ok(cut_done, "CutLink");
   REQUIRE(r.first_ok.count("host1") == 1);
   const auto served_at = r.first_ok.at("host1");
-  const auto cut_at = watch.last_answer_before(r.first_failure.value_or(served_at));
-  REQUIRE(cut_at.has_value());
+  const auto cut_at = cut_moment(watch, r.first_failure.value_or(served_at));
   report(transport, " failover (pick_first, link to host 2 cut under load): first call served by host 1 ",
-         ms_between(*cut_at, served_at), " ms after the cut (the first call failed after ",
-         r.first_failure ? ms_between(*cut_at, *r.first_failure) : -1, " ms); ", r.unavailable,
+         ms_between(cut_at, served_at), " ms after the cut (the first call failed after ",
+         r.first_failure ? ms_between(cut_at, *r.first_failure) : -1, " ms); ", r.unavailable,
          " calls in flight on the cut link failed UNAVAILABLE");
-  record_cut(transport, "failover", r.first_failure ? ms_between(*cut_at, *r.first_failure) : -1,
-             ms_between(*cut_at, served_at));
+  record_cut(transport, "failover", r.first_failure ? ms_between(cut_at, *r.first_failure) : -1,
+             ms_between(cut_at, served_at));
   // Calls already sent over the cut link fail (never re-sent); every other wait_for_ready call
   // moves to host 1.
   CHECK(r.other == 0);
