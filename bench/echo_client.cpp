@@ -74,10 +74,13 @@ bool echo_client::run_io(const closed_loop& loop, progress& out) {
   boost::asio::steady_timer watchdog(io_);
   bool watchdog_done = false;
   bool stuck = false;
+  bool point_over = false;  // run() returned: the watchdog must end, not arm itself again
   auto arm = [&](auto& self) -> void {
     watchdog.expires_after(std::chrono::milliseconds(200));
     watchdog.async_wait([&, &self = self](boost::system::error_code ec) {
-      if (ec) {
+      // Cancelled, or it had expired already when run() returned (cancel() then finds nothing to
+      // cancel, and re-arming here would keep the loop below waiting forever: seen under callgrind).
+      if (ec || point_over) {
         watchdog_done = true;
         return;
       }
@@ -93,6 +96,7 @@ bool echo_client::run_io(const closed_loop& loop, progress& out) {
   };
   arm(arm);
   io_.run();
+  point_over = true;
   watchdog.cancel();
   if (stuck) return false;
   // Let the watchdog's cancellation run now, while its frame still exists. Not poll(): in
