@@ -271,10 +271,11 @@ int run_heartbeats(const settings& s) {
   r.client_cpu_seconds = std::chrono::duration<double>(thread_cpu_time(pthread_self()) - client0).count();
   r.server_cpu_seconds =
       std::chrono::duration<double>(thread_cpu_time(server_thread.native_handle()) - server0).count();
-  std::uint64_t pings = 0, timeouts = 0, connects = 0;
+  std::uint64_t pings = 0, client_pings = 0, timeouts = 0, connects = 0;
   for (const auto& ch : channels) {
     const auto st = ch->stats();
     pings += st.pings_sent + st.pings_received;
+    client_pings += st.pings_sent;
     timeouts += st.heartbeat_timeouts;
     connects += st.connects;
   }
@@ -283,7 +284,8 @@ int run_heartbeats(const settings& s) {
             << " s: " << 100.0 * r.cpu_seconds / r.seconds << " % of one core (client side "
             << 100.0 * r.client_cpu_seconds / r.seconds << " %, server side "
             << 100.0 * r.server_cpu_seconds / r.seconds << " %); " << pings << " pings, " << timeouts
-            << " heartbeat timeouts, " << connects << " connects" << std::endl;
+            << " heartbeat timeouts, " << connects << " connects; the clients sent " << client_pings
+            << " of the pings, the server " << pings - client_pings << std::endl;
   for (auto& ch : channels) ch->close();
   channels.clear();
   client_io.restart();
