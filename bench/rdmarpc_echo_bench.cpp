@@ -258,14 +258,24 @@ int run_heartbeats(const settings& s) {
     echo_client client(client_io, channels.back(), transport_of(s.uri), s.mode_label());
     run_matrix(client, one_call_options());  // connected
   }
-  // Pings count from the measured window's start, like the CPU: the first channels ping while the
-  // last ones connect (seconds over rdma under TCG, which once read as a surplus of pings).
-  std::uint64_t pings0 = 0, client_pings0 = 0;
-  for (const auto& ch : channels) {
-    const auto st = ch->stats();
-    pings0 += st.pings_sent + st.pings_received;
-    client_pings0 += st.pings_sent;
-  }
+  // The channels' heartbeat counters summed. Pings count from the measured window's start, like the
+  // CPU: the first channels ping while the last ones connect (seconds over rdma under TCG, which
+  // once read as a surplus of pings).
+  struct heartbeat_totals {
+    std::uint64_t pings = 0, client_pings = 0, timeouts = 0, connects = 0;
+  };
+  const auto totals = [&] {
+    heartbeat_totals t;
+    for (const auto& ch : channels) {
+      const auto st = ch->stats();
+      t.pings += st.pings_sent + st.pings_received;
+      t.client_pings += st.pings_sent;
+      t.timeouts += st.heartbeat_timeouts;
+      t.connects += st.connects;
+    }
+    return t;
+  };
+  const auto before = totals();
   // Each side's own thread CPU too: a client host with these connections pays the one, the
   // server host the other.
   const auto client0 = thread_cpu_time(pthread_self());
@@ -279,16 +289,9 @@ int run_heartbeats(const settings& s) {
   r.client_cpu_seconds = std::chrono::duration<double>(thread_cpu_time(pthread_self()) - client0).count();
   r.server_cpu_seconds =
       std::chrono::duration<double>(thread_cpu_time(server_thread.native_handle()) - server0).count();
-  std::uint64_t pings = 0, client_pings = 0, timeouts = 0, connects = 0;
-  for (const auto& ch : channels) {
-    const auto st = ch->stats();
-    pings += st.pings_sent + st.pings_received;
-    client_pings += st.pings_sent;
-    timeouts += st.heartbeat_timeouts;
-    connects += st.connects;
-  }
-  pings -= pings0;
-  client_pings -= client_pings0;
+  const auto after = totals();
+  const auto pings = after.pings - before.pings, client_pings = after.client_pings - before.client_pings;
+  const auto timeouts = after.timeouts, connects = after.connects;
   report_idle(r, s.client.json_path);
   std::cerr << "rdmarpc_echo_bench: " << s.connections << " idle connections over " << r.seconds
             << " s: " << 100.0 * r.cpu_seconds / r.seconds << " % of one core (client side "

@@ -81,7 +81,13 @@ void record_cut(const std::string& transport, const std::string& load, long dete
   out << "}\n";
 }
 
-long ms_between(clock_type::time_point from, clock_type::time_point to);
+long ms_between(clock_type::time_point from, clock_type::time_point to) {
+  return static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(to - from).count());
+}
+
+long ms_since(clock_type::time_point t) {
+  return ms_between(t, clock_type::now());
+}
 
 // When host 2's link went silent, given a moment `t` inside that silence (the detection): the last
 // ICMP answer before `t`. Requires `t` to lie in a silence of at least 200 ms (40 periods), so a
@@ -92,15 +98,6 @@ clock_type::time_point cut_moment(const test::link_watch& watch, clock_type::tim
   INFO("the event fell " << ms_between(*s.from, t) << " ms after an ICMP answer");
   REQUIRE((!s.until || *s.until - *s.from >= 200ms));
   return *s.from;
-}
-
-long ms_between(clock_type::time_point from, clock_type::time_point to) {
-  return static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(to - from).count());
-}
-
-long ms_since(clock_type::time_point t) {
-  return static_cast<long>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t).count());
 }
 
 // Default heartbeats, and an rdma ACK timeout long enough (2^18 x 4.096 us = 1.07 s, 8 tries) that
