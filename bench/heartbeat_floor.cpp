@@ -122,15 +122,16 @@ std::uint64_t drain(int f, bool echo) {
 }
 
 // One side's loop: sockets tagged by index, `stop` (an eventfd) tagged ~0, `timer` (client only)
-// tagged ~1, on which every socket gets 16 bytes.
-std::uint64_t run_side(const std::vector<fd>& sockets, int stop, int timer, bool echo) {
+// tagged ~1, on which every socket gets 16 bytes. `reads` counts the reads that carried data, for
+// the main thread to sample at the measured window's ends.
+void run_side(const std::vector<fd>& sockets, int stop, int timer, bool echo,
+              std::atomic<std::uint64_t>& reads) {
   const fd epoll(check(epoll_create1(EPOLL_CLOEXEC), "epoll_create1"));
   for (std::size_t i = 0; i < sockets.size(); ++i)
     add_to_epoll(epoll.get(), sockets[i].get(), i, EPOLLIN | EPOLLET);
   add_to_epoll(epoll.get(), stop, ~std::uint64_t{0}, EPOLLIN);
   if (timer >= 0) add_to_epoll(epoll.get(), timer, ~std::uint64_t{1}, EPOLLIN);
   const std::array<char, 16> ping{};
-  std::uint64_t reads = 0;
   std::array<epoll_event, 256> events;
   for (;;) {
     const int n = epoll_wait(epoll.get(), events.data(), static_cast<int>(events.size()), -1);
@@ -138,7 +139,7 @@ std::uint64_t run_side(const std::vector<fd>& sockets, int stop, int timer, bool
     check(n, "epoll_wait");
     for (int k = 0; k < n; ++k) {
       const auto tag = events[static_cast<std::size_t>(k)].data.u64;
-      if (tag == ~std::uint64_t{0}) return reads;
+      if (tag == ~std::uint64_t{0}) return;
       if (tag == ~std::uint64_t{1}) {
         std::uint64_t expirations;
         check(static_cast<int>(::read(timer, &expirations, sizeof expirations)), "read timerfd");
@@ -146,7 +147,7 @@ std::uint64_t run_side(const std::vector<fd>& sockets, int stop, int timer, bool
           check(static_cast<int>(::send(s.get(), ping.data(), ping.size(), MSG_NOSIGNAL)), "send");
         continue;
       }
-      reads += drain(sockets[tag].get(), echo);
+      reads.fetch_add(drain(sockets[tag].get(), echo), std::memory_order_relaxed);
     }
   }
 }
@@ -195,9 +196,10 @@ int main(int argc, char** argv) try {
   period.it_value = period.it_interval;
   check(::timerfd_settime(timer.get(), 0, &period, nullptr), "timerfd_settime");
 
-  std::uint64_t server_reads = 0, client_reads = 0;
-  std::thread server([&] { server_reads = run_side(servers, stop_server.get(), -1, true); });
-  std::thread client([&] { client_reads = run_side(clients, stop_client.get(), timer.get(), false); });
+  std::atomic<std::uint64_t> server_reads{0}, client_reads{0};
+  std::thread server([&] { run_side(servers, stop_server.get(), -1, true, server_reads); });
+  std::thread client([&] { run_side(clients, stop_client.get(), timer.get(), false, client_reads); });
+  const auto pings0 = server_reads.load(), pongs0 = client_reads.load();
   const auto cpu0 = rdmarpc::bench::process_cpu_time();
   const auto client0 = rdmarpc::bench::thread_cpu_time(client.native_handle());
   const auto server0 = rdmarpc::bench::thread_cpu_time(server.native_handle());
@@ -207,19 +209,20 @@ int main(int argc, char** argv) try {
   const double cpu = seconds_of(rdmarpc::bench::process_cpu_time() - cpu0);
   const double client_cpu = seconds_of(rdmarpc::bench::thread_cpu_time(client.native_handle()) - client0);
   const double server_cpu = seconds_of(rdmarpc::bench::thread_cpu_time(server.native_handle()) - server0);
+  const auto pings = server_reads.load() - pings0;
+  const auto exchanges = client_reads.load() - pongs0;  // one pong read per exchange (16 B, never split)
   const std::uint64_t one = 1;
   for (const int f : {stop_server.get(), stop_client.get()})
     check(static_cast<int>(::write(f, &one, sizeof one)), "write eventfd");
   client.join();
   server.join();
   const double syscall_us = null_syscall_us();
-  const auto exchanges = client_reads;  // one pong read per exchange (16 bytes, never split here)
   const double per_exchange_us = exchanges ? cpu * 1e6 / static_cast<double>(exchanges) : 0;
 
   std::cerr << "heartbeat_floor: " << o.connections << " tcp connections exchanging 16 bytes every "
             << o.exchange_ms << " ms over " << elapsed << " s: " << 100.0 * cpu / elapsed
             << " % of one core (client side " << 100.0 * client_cpu / elapsed << " %, server side "
-            << 100.0 * server_cpu / elapsed << " %); " << exchanges << " exchanges (" << server_reads
+            << 100.0 * server_cpu / elapsed << " %); " << exchanges << " exchanges (" << pings
             << " pings read), " << per_exchange_us << " us of CPU each; a null system call takes "
             << syscall_us << " us" << std::endl;
   if (!o.json_path.empty()) {

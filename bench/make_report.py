@@ -15,7 +15,8 @@ RAW_DIR holds what bench/compare collected:
                                  heartbeat CPU probes (rdmarpc_echo_bench heartbeats); absent when the
                                  VM's liveness part did not run
   liveness-host.jsonl            the heartbeat CPU probes on the host (tcp://127.0.0.1, with and without
-                                 heartbeats), the figure the heartbeat target is judged on; absent with
+                                 heartbeats), the figure the heartbeat target is judged on, and
+                                 heartbeat_floor's record (raw sockets, the same exchanges); absent with
                                  --no-host-liveness
   cut/cut.jsonl                  the two-host bed's link-cut runs (tests/multihost, MULTIHOST_JSON): time from
                                  the link going silent to detection and to pick_first failover; absent
@@ -315,6 +316,9 @@ class results:
         self.heartbeats_host = [dict(r, where="host") for r in load_jsonl(os.path.join(raw, "liveness-host.jsonl"))
                                 if r.get("kind") == "heartbeats"]
         self.heartbeats = self.heartbeats_host + self.heartbeats_vm
+        # heartbeat_floor on the host: the same exchanges on raw sockets (what any heartbeat costs here).
+        self.heartbeat_floor = next((r for r in load_jsonl(os.path.join(raw, "liveness-host.jsonl"))
+                                     if r.get("kind") == "heartbeat_floor"), None)
         # A cut link in the two-host bed (bench/compare's "cut" part), one record per case and run.
         self.cuts = [r for r in load_jsonl(os.path.join(raw, "cut", "cut.jsonl")) if r.get("kind") == "cut"]
         # A run whose cases failed (an assertion, or host 2 unreachable) left fewer records: its
@@ -604,6 +608,11 @@ def liveness_targets(res, add):
                 f"server side {pc(h['server_cpu_percent'])}), without {pc(h['baseline_cpu_percent'])}, "
                 f"{format(h['seconds'], '.0f')} s; depends on the host's syscall cost (see Liveness); "
                 "the VM's rows (TCG, rdma and tcp) are information only")
+        if h.get("floor_cpu_percent") is not None:
+            note += (f"; raw sockets doing the same exchanges (heartbeat_floor, one per {h['floor_exchange_ms']} ms "
+                     f"per connection) cost {pc(h['floor_cpu_percent'])} here, so rdmarpc's cost is "
+                     f"{fmt(h['cost_over_floor'], 2)}× that floor; a null syscall takes "
+                     f"{fmt(h['null_syscall_us'], 2)} µs on this host")
     add("liveness, tcp on the host (event polling): heartbeats of 100 idle connections ≤ 0.2 % of one core "
         "(client + server sides, minus the same connections without heartbeats)", v, 0.2, True,
         "n/a" if v is None else f"{v:.3f} %", "0.2 %", note,
@@ -649,6 +658,8 @@ def liveness_summary(res):
             for polling in ("adaptive", "event"):
                 row = heartbeat_row(res, where, t, polling)
                 if row is not None:
+                    if where == "host" and t == "tcp":
+                        add_floor(row, res.heartbeat_floor)
                     heartbeats.append(row)
     failed = [r for r in res.heartbeats if "cpu_percent" not in r]
     cut = []
@@ -665,6 +676,16 @@ def liveness_summary(res):
     return {"detect": detect, "failover": failover, "heartbeats": heartbeats, "cut": cut,
             "heartbeat_probes_failed": [{k: r.get(k) for k in ("where", "transport", "polling", "heartbeats", "rc")}
                                         for r in failed]}
+
+
+def add_floor(row, floor):
+    """The host row gains heartbeat_floor's figures: raw sockets exchanging at rdmarpc's rate."""
+    if floor is None or "cpu_percent" not in floor:
+        return
+    row.update(floor_cpu_percent=floor["cpu_percent"], floor_exchange_ms=floor.get("exchange_ms"),
+               floor_us_per_exchange=floor.get("us_per_exchange"), null_syscall_us=floor.get("null_syscall_us"),
+               cost_over_floor=None if row["cost_percent"] is None or not floor["cpu_percent"] else
+               round(row["cost_percent"] / floor["cpu_percent"], 3))
 
 
 def heartbeat_row(res, where, t, polling):
@@ -1053,6 +1074,16 @@ def liveness_section(res, tgts, w):
         w("The host figure depends on the host's syscall cost (each ping/pong is a few socket syscalls")
         w("and epoll wake-ups): the same probe measured 0.37 %, 0.75 % and 1.2 % on three hosts. Pings")
         w("are counted by the channels, both ways (pings sent, and the server's pings received).")
+        fl = next((h for h in lv["heartbeats"] if h.get("floor_cpu_percent") is not None), None)
+        if fl is not None:
+            w("")
+            w(f"**The floor on this host**: `heartbeat_floor`, {fl['connections']} tcp pairs on raw epoll threads")
+            w(f"exchanging 16 bytes every {fl['floor_exchange_ms']} ms (rdmarpc's rate in the host row), costs "
+              f"{pct(fl['floor_cpu_percent'])} % of a core,")
+            w(f"{fmt(fl['floor_us_per_exchange'], 1)} µs of CPU per exchange, with a null syscall at "
+              f"{fmt(fl['null_syscall_us'], 2)} µs (~0.1 µs on bare")
+            w(f"metal). rdmarpc's heartbeats cost {fmt(fl['cost_over_floor'], 2)}× that floor. Any heartbeat that")
+            w("checks each connection within 1 s pays the floor's sends, reads and wake-ups.")
         if not any(h["where"] == "host" for h in lv["heartbeats"]):
             w("No host row in this run (an older run, --no-host-liveness, or the host probe failed): the")
             w("target is not measured.")
