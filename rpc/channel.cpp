@@ -31,6 +31,7 @@
 #include "rpc/call_table.hpp"
 #include "rpc/extras.hpp"
 #include "rpc/frame.hpp"
+#include "rpc/heartbeat_ticker.hpp"
 #include "rpc/interceptor_chain.hpp"
 #include "rpc/liveness.hpp"
 #include "rpc/server_context.hpp"
@@ -113,8 +114,8 @@ struct endpoint_slot {
   // The server is going away: the connection serves what it carries, takes nothing new, and the
   // server closes it once done. The endpoint counts as idle, but reconnects only after that.
   bool draining = false;
-  std::optional<boost::asio::steady_timer> heartbeat_timer;  // ticks while connected
-  liveness live;                                             // of the current connection
+  heartbeat_ticker::subscription heartbeat;  // ticks while connected
+  liveness live;                             // of the current connection
 };
 
 class channel_impl;
@@ -711,7 +712,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     disconnects_.fetch_add(1, std::memory_order_relaxed);
     slot.generation = ++generations_;  // its on_close, and a wait for send room on it, are ignored
     slot.reserving = false;
-    if (slot.heartbeat_timer) slot.heartbeat_timer->cancel();
+    slot.heartbeat.reset();
     conn->close();
     fail_sent_on(e, status_code::unavailable, why);
     if (closed_) return;
@@ -848,33 +849,26 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   double unit_random() { return std::uniform_real_distribution<double>(0.0, 1.0)(random_); }
 
   // Heartbeats ---------------------------------------------------------------------------------
-  // One periodic timer per connection; nothing per message but liveness's flag.
+  // The executor's heartbeat_ticker ticks every connection with the same settings from one timer;
+  // nothing per message but liveness's flag.
   void start_heartbeats(std::size_t e) {
     endpoint_slot& slot = *slots_[e];
     slot.live = liveness(options_.heartbeat_interval, options_.heartbeat_timeout, clock::now());
     if (!slot.live.enabled()) return;
-    if (!slot.heartbeat_timer) slot.heartbeat_timer.emplace(ex_);
-    slot.heartbeat_timer->expires_at(slot.live.next_tick(clock::now()));
-    arm_heartbeat(e);
-  }
-
-  void arm_heartbeat(std::size_t e) {
-    endpoint_slot& slot = *slots_[e];
-    slot.heartbeat_timer->async_wait(
-        [weak = weak_from_this(), e, gen = slot.generation](const boost::system::error_code& ec) {
-          if (ec) return;  // cancelled: the connection ended
-          if (auto self = weak.lock()) self->heartbeat_tick(e, gen);
+    slot.heartbeat = heartbeat_ticker::of(ex_).subscribe(
+        ex_, slot.live.tick_period(), {},
+        [weak = weak_from_this(), e, gen = slot.generation](clock::time_point instant) {
+          if (auto self = weak.lock()) self->heartbeat_tick(e, gen, instant);
         });
   }
 
-  void heartbeat_tick(std::size_t e, std::uint64_t gen) {
+  void heartbeat_tick(std::size_t e, std::uint64_t gen, clock::time_point instant) {
     endpoint_slot& slot = *slots_[e];
     if (gen != slot.generation || !slot.conn) return;
-    const auto now = clock::now();
     // Decide on the grid instant this tick stands for, not on when the timer ran: with `now`, a tick
     // running a little less late than the one that saw the last frame measures 299.9 ms of silence
     // against a 300 ms interval and waits a whole period more (measured: 1.2 s detection, not 0.9).
-    switch (slot.live.tick(slot.heartbeat_timer->expiry())) {
+    switch (slot.live.tick(instant)) {
       case liveness::action::none: break;
       case liveness::action::send_ping:
         // No room now: not sent this time. The timeout still runs, so a server that stopped
@@ -884,9 +878,6 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
         break;
       case liveness::action::peer_dead: return heartbeat_timed_out(e);
     }
-    // On the shared tick grid: no drift with timer latency, one wake-up for all connections.
-    slot.heartbeat_timer->expires_at(slot.live.next_tick(now));
-    arm_heartbeat(e);
   }
 
   // A ping or pong through the connection's ordinary reserve/commit; no waiting for room.
@@ -1228,7 +1219,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     resolve_timer_.cancel();
     for (auto& slot : slots_) {
       slot->retry_timer.cancel();
-      if (slot->heartbeat_timer) slot->heartbeat_timer->cancel();
+      slot->heartbeat.reset();
       slot->state = channel_state::shutdown;
     }
     fail_all(status_code::unavailable, reason);

@@ -44,7 +44,13 @@ class liveness {
   // not hundreds). Servers use half a period as phase: a client and its server then never decide
   // to ping at the same instant (which would send two pings where one does).
   clock::time_point next_tick(clock::time_point now, clock::duration phase = {}) const noexcept {
-    const auto period = tick_period();
+    return next_grid_instant(now, tick_period(), phase);
+  }
+
+  // The first instant after `now` on the grid of `period` on the clock's own scale, shifted by
+  // `phase` (heartbeat_ticker's timers run on it).
+  static clock::time_point next_grid_instant(clock::time_point now, clock::duration period,
+                                             clock::duration phase) noexcept {
     const auto shifted = now.time_since_epoch() - phase % period;
     return clock::time_point(shifted - shifted % period + period + phase % period);
   }

@@ -16,6 +16,7 @@
 #include "rpc/call_table.hpp"
 #include "rpc/extras.hpp"
 #include "rpc/frame.hpp"
+#include "rpc/heartbeat_ticker.hpp"
 #include "rpc/liveness.hpp"
 #include "rpc/stream_core.hpp"
 
@@ -136,8 +137,13 @@ class connection_impl final : public server_connection,
     live_ =
         liveness(server_->options().heartbeat_interval, server_->options().heartbeat_timeout, clock::now());
     if (!live_.enabled()) return;
-    heartbeat_timer_.emplace(ex_, live_.next_tick(clock::now(), live_.tick_period() / 2));
-    arm_heartbeat();
+    // Half a period after the clients' grid: a client and its server then never decide to ping at
+    // the same instant.
+    heartbeat_ = heartbeat_ticker::of(ex_).subscribe(ex_, live_.tick_period(), live_.tick_period() / 2,
+                                                     [weak = weak_from_this()](clock::time_point instant) {
+                                                       if (auto self = weak.lock())
+                                                         self->heartbeat_tick(instant);
+                                                     });
   }
   const boost::asio::any_io_executor& get_executor() const noexcept override { return ex_; }
   connection_figures figures() const override {
@@ -207,7 +213,7 @@ class connection_impl final : public server_connection,
     if (!closed_)
       rdmarpc::logger()->info("rdmarpc server: connection from {} closed: {}", *peer_, reason.message());
     closed_ = true;
-    if (heartbeat_timer_) heartbeat_timer_->cancel();
+    heartbeat_.reset();
     for (auto& [id, c] : calls_) cancel(*c);
     fail_streams("connection ended: " + reason.message());
     server_->connection_ended(this);
@@ -223,7 +229,7 @@ class connection_impl final : public server_connection,
   // Cancels every call, fails every stream with `why` and closes the connection (on_close follows).
   void end_connection(const std::string& why) {
     closed_ = true;
-    if (heartbeat_timer_) heartbeat_timer_->cancel();
+    heartbeat_.reset();
     for (auto& [id, c] : calls_) cancel(*c);
     fail_streams(why);
     conn_->close();
@@ -243,19 +249,12 @@ class connection_impl final : public server_connection,
   }
 
   // --- heartbeats ---------------------------------------------------------------------------
-  // One periodic timer per connection; nothing per message but liveness's flag.
-  void arm_heartbeat() {
-    heartbeat_timer_->async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
-      if (ec) return;  // cancelled: the connection ended
-      if (auto self = weak.lock()) self->heartbeat_tick();
-    });
-  }
-
-  void heartbeat_tick() {
+  // The executor's heartbeat_ticker ticks every connection with the same settings from one timer;
+  // nothing per message but liveness's flag.
+  void heartbeat_tick(clock::time_point instant) {
     if (closed_) return;
-    const auto now = clock::now();
     // The grid instant this tick stands for, not when it ran (see the channel's heartbeat_tick).
-    switch (live_.tick(heartbeat_timer_->expiry())) {
+    switch (live_.tick(instant)) {
       case liveness::action::none: break;
       case liveness::action::send_ping:
         // No room now: not sent this time; the timeout still runs (a client that stopped reading
@@ -276,10 +275,6 @@ class connection_impl final : public server_connection,
         return end_connection("connection lost: " + reason.message() + " (no heartbeat answer)");
       }
     }
-    // On the shared tick grid (half a period after the clients'): no drift with timer latency, one
-    // wake-up for all connections.
-    heartbeat_timer_->expires_at(live_.next_tick(now, live_.tick_period() / 2));
-    arm_heartbeat();
   }
 
   boost::system::error_code send_heartbeat(frame::kind kind, std::uint64_t value) {
@@ -858,7 +853,7 @@ class connection_impl final : public server_connection,
   const clock::time_point accepted_at_ = clock::now();
   std::uint64_t calls_started_ = 0;
   std::uint64_t pings_sent_ = 0, pongs_received_ = 0, pings_received_ = 0;
-  std::optional<boost::asio::steady_timer> heartbeat_timer_;  // ticks while the connection is open
+  heartbeat_ticker::subscription heartbeat_;  // ticks while the connection is open
   liveness live_;
   ping_policer policer_;
 };

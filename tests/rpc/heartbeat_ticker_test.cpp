@@ -1,0 +1,87 @@
+// heartbeat_ticker on a real io_context with a 1 ms grid: subscribers of one executor and grid
+// share one timer and see the same grid instants; a subscription ended inside a tick gets no
+// more; nothing keeps the context busy once every subscription ended. No assertion on timing.
+#include "rpc/heartbeat_ticker.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/strand.hpp>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <vector>
+
+using rdmarpc::heartbeat_ticker;
+using namespace std::chrono_literals;
+
+namespace {
+
+using instants = std::vector<heartbeat_ticker::clock::time_point>;
+
+constexpr auto kPeriod = std::chrono::microseconds(1000);  // half of it is a phase
+
+}  // namespace
+
+TEST_CASE("heartbeat_ticker: one timer per executor and grid, the same instants for all",
+          "[liveness][ticker]") {
+  boost::asio::io_context io(1);
+  const boost::asio::any_io_executor ex = io.get_executor();
+  auto& ticker = heartbeat_ticker::of(ex);
+  CHECK(&ticker == &heartbeat_ticker::of(ex));
+  instants a, b, shifted;
+  heartbeat_ticker::subscription sa, sb, sc;
+  sa = ticker.subscribe(ex, kPeriod, {}, [&](auto t) {
+    a.push_back(t);
+    if (a.size() == 5) sa.reset();  // ends itself inside its tick
+  });
+  sb = ticker.subscribe(ex, kPeriod, {}, [&](auto t) {
+    b.push_back(t);
+    if (b.size() == 8) sb.reset();
+  });
+  sc = ticker.subscribe(ex, kPeriod, kPeriod / 2, [&](auto t) {
+    shifted.push_back(t);
+    if (shifted.size() == 3) sc.reset();
+  });
+  CHECK(ticker.running_groups() == 2);  // the half-period grid has its own timer
+  io.run();                             // returns: the ended subscriptions leave no timer behind
+  CHECK(ticker.running_groups() == 0);
+  REQUIRE(a.size() == 5);
+  REQUIRE(b.size() == 8);
+  REQUIRE(shifted.size() == 3);
+  for (std::size_t i = 0; i < a.size(); ++i) CHECK(a[i] == b[i]);  // one timer served both
+  for (std::size_t i = 1; i < b.size(); ++i) CHECK(b[i] > b[i - 1]);
+  for (const auto t : b) CHECK(t.time_since_epoch() % kPeriod == heartbeat_ticker::clock::duration::zero());
+  for (const auto t : shifted) CHECK(t.time_since_epoch() % kPeriod == kPeriod / 2);
+}
+
+TEST_CASE(
+    "heartbeat_ticker: strands of one context tick apart, a subscriber joining later ticks with the rest",
+    "[liveness][ticker]") {
+  boost::asio::io_context io(1);
+  const auto strand1 = boost::asio::make_strand(io), strand2 = boost::asio::make_strand(io);
+  const boost::asio::any_io_executor s1 = strand1, s2 = strand2;
+  auto& ticker = heartbeat_ticker::of(s1);
+  instants first, late, other;
+  heartbeat_ticker::subscription sf, sl, so;
+  sf = ticker.subscribe(s1, kPeriod, {}, [&](auto t) {
+    CHECK(strand1.running_in_this_thread());
+    first.push_back(t);
+    if (first.size() == 2) {  // a new subscriber from inside a tick joins at the next instant
+      sl = ticker.subscribe(s1, kPeriod, {}, [&](auto u) {
+        late.push_back(u);
+        if (late.size() == 3) sl.reset();
+      });
+      CHECK(ticker.running_groups() == 2);  // s1's grid already ran: no second timer for it
+    }
+    if (first.size() == 6) sf.reset();
+  });
+  so = ticker.subscribe(s2, kPeriod, {}, [&](auto t) {
+    CHECK(strand2.running_in_this_thread());
+    other.push_back(t);
+    if (other.size() == 2) so.reset();
+  });
+  io.run();
+  CHECK(ticker.running_groups() == 0);
+  REQUIRE(first.size() == 6);
+  REQUIRE(late.size() == 3);
+  CHECK(other.size() == 2);
+  for (std::size_t i = 0; i < late.size(); ++i) CHECK(late[i] == first[i + 2]);
+}
