@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <boost/asio/execution/context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/query.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <exception>
 
 #include "rpc/liveness.hpp"
 
@@ -17,8 +19,8 @@ struct heartbeat_ticker::entry {
   std::atomic<bool> active{true};  // cleared by the subscription's end, on any thread
 };
 
-// One grid on one executor. `ticking` is touched on the executor only; subscribers arrive in
-// `incoming` (any thread) and join at the next instant.
+// One grid on one executor. `ticking` is touched by the timer's handler only (one wait pending
+// at a time); subscribers arrive in `incoming` (any thread) and join at the next instant.
 struct heartbeat_ticker::group : std::enable_shared_from_this<group> {
   group(const boost::asio::any_io_executor& ex, clock::duration period, clock::duration phase)
       : executor(ex), period(period), phase(phase), timer(ex) {}
@@ -28,12 +30,15 @@ struct heartbeat_ticker::group : std::enable_shared_from_this<group> {
   const clock::duration phase;
 
   std::mutex mutex;
-  std::vector<std::shared_ptr<entry>> incoming;  // guarded by mutex
-  bool armed = false;                            // guarded by mutex; the timer's wait is pending
-  boost::asio::steady_timer timer;               // waits only while armed (by whoever set it)
-  std::vector<std::shared_ptr<entry>> ticking;   // on the executor
+  // Guarded by mutex, from the timer to wait_generation.
+  boost::asio::steady_timer timer;
+  std::vector<std::shared_ptr<entry>> incoming;
+  std::size_t subscribed = 0;                   // subscriptions not ended
+  bool armed = false;                           // a wait is pending
+  std::uint64_t wait_generation = 0;            // a wait's handler from before a stop() finds it changed
+  std::vector<std::shared_ptr<entry>> ticking;  // the handler's own
 
-  // Under mutex, armed false: the next instant after now.
+  // Under mutex, not armed: wait for the next instant after now.
   void arm_locked() {
     armed = true;
     timer.expires_at(liveness::next_grid_instant(clock::now(), period, phase));
@@ -41,34 +46,59 @@ struct heartbeat_ticker::group : std::enable_shared_from_this<group> {
   }
 
   void wait_locked() {
-    timer.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-      if (!ec) self->on_instant();
-    });
+    timer.async_wait(
+        [self = shared_from_this(), generation = ++wait_generation](const boost::system::error_code& ec) {
+          if (!ec) self->on_instant(generation);
+        });
   }
 
-  void on_instant() {
-    const auto instant = timer.expiry();
+  void on_instant(std::uint64_t generation) {
+    clock::time_point instant;
     {
       const std::lock_guard lock(mutex);
+      if (!armed || generation != wait_generation) return;  // stopped meanwhile
+      instant = timer.expiry();
       for (auto& e : incoming) ticking.push_back(std::move(e));
       incoming.clear();
     }
     // A tick may end its own or another subscription (the flag only) or start one (incoming):
-    // the vector is not touched while we walk it.
-    for (const auto& e : ticking)
-      if (e->active.load(std::memory_order_acquire)) e->tick(instant);
-    std::erase_if(ticking, [](const auto& e) { return !e->active.load(std::memory_order_acquire); });
-    const std::lock_guard lock(mutex);
-    if (ticking.empty() && incoming.empty()) {
-      armed = false;  // nothing to tick: no timer keeps the executor's context busy
-      return;
+    // the vector is not touched while we walk it. A tick that throws does not stop the others'
+    // heartbeats: the round finishes, the timer re-arms, then the exception leaves run() as it
+    // would have from a connection's own timer.
+    std::exception_ptr error;
+    for (const auto& e : ticking) {
+      if (!e->active.load(std::memory_order_acquire)) continue;
+      try {
+        e->tick(instant);
+      } catch (...) {
+        if (!error) error = std::current_exception();
+      }
     }
-    // The next instant after this one, or after now when this ran more than a period late.
-    auto next = instant + period;
-    const auto now = clock::now();
-    if (next <= now) next = liveness::next_grid_instant(now, period, phase);
-    timer.expires_at(next);
-    wait_locked();
+    std::erase_if(ticking, [](const auto& e) { return !e->active.load(std::memory_order_acquire); });
+    {
+      const std::lock_guard lock(mutex);
+      if (ticking.empty() && incoming.empty()) {
+        armed = false;  // nothing to tick: no timer keeps the executor's context busy
+      } else if (armed && generation == wait_generation) {
+        // The next instant after this one, or after now when this ran more than a period late.
+        auto next = instant + period;
+        const auto now = clock::now();
+        if (next <= now) next = liveness::next_grid_instant(now, period, phase);
+        timer.expires_at(next);
+        wait_locked();
+      }
+    }
+    if (error) std::rethrow_exception(error);
+  }
+
+  // On the executor, after the last subscription ended: cancel the wait at once, so a closed
+  // connection leaves no timer behind (an io_context's run() returns, a server's threads join).
+  void stop_if_unused() {
+    const std::lock_guard lock(mutex);
+    if (!armed || subscribed > 0) return;
+    armed = false;
+    ++wait_generation;
+    timer.cancel();
   }
 };
 
@@ -110,6 +140,7 @@ heartbeat_ticker::subscription heartbeat_ticker::subscribe(const boost::asio::an
   {
     const std::lock_guard lock(g->mutex);
     g->incoming.push_back(e);
+    ++g->subscribed;
     if (!g->armed) g->arm_locked();
   }
   return subscription(std::move(g), std::move(e));
@@ -137,8 +168,20 @@ heartbeat_ticker::subscription& heartbeat_ticker::subscription::operator=(subscr
 }
 
 void heartbeat_ticker::subscription::reset() noexcept {
-  if (entry_) entry_->active.store(false, std::memory_order_release);
+  if (!entry_) return;
+  entry_->active.store(false, std::memory_order_release);
   entry_.reset();
+  bool last = false;
+  {
+    const std::lock_guard lock(group_->mutex);
+    last = --group_->subscribed == 0 && group_->armed;
+  }
+  if (last) {
+    try {
+      boost::asio::post(group_->executor, [g = group_] { g->stop_if_unused(); });
+    } catch (...) {  // out of memory: the timer stops at its next instant instead
+    }
+  }
   group_.reset();
 }
 

@@ -1,12 +1,14 @@
 // heartbeat_ticker on a real io_context with a 1 ms grid: subscribers of one executor and grid
 // share one timer and see the same grid instants; a subscription ended inside a tick gets no
-// more; nothing keeps the context busy once every subscription ended. No assertion on timing.
+// more; nothing keeps the context busy once every subscription ended, not even until the next
+// instant. No assertion on timing.
 #include "rpc/heartbeat_ticker.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <thread>
 #include <vector>
 
 using rdmarpc::heartbeat_ticker;
@@ -69,7 +71,6 @@ TEST_CASE(
         late.push_back(u);
         if (late.size() == 3) sl.reset();
       });
-      CHECK(ticker.running_groups() == 2);  // s1's grid already ran: no second timer for it
     }
     if (first.size() == 6) sf.reset();
   });
@@ -84,4 +85,23 @@ TEST_CASE(
   REQUIRE(late.size() == 3);
   CHECK(other.size() == 2);
   for (std::size_t i = 0; i < late.size(); ++i) CHECK(late[i] == first[i + 2]);
+}
+
+TEST_CASE("heartbeat_ticker: the last subscription's end cancels the timer at once", "[liveness][ticker]") {
+  boost::asio::io_context io(1);
+  const boost::asio::any_io_executor ex = io.get_executor();
+  auto& ticker = heartbeat_ticker::of(ex);
+  int ticks = 0;
+  auto a = ticker.subscribe(ex, std::chrono::hours(1), {}, [&](auto) { ++ticks; });
+  auto b = ticker.subscribe(ex, std::chrono::hours(1), {}, [&](auto) { ++ticks; });
+  CHECK(ticker.running_groups() == 1);
+  a.reset();
+  io.poll();
+  CHECK_FALSE(io.stopped());  // b still ticks: its timer waits
+  CHECK(ticker.running_groups() == 1);
+  std::thread([&] { b.reset(); }).join();  // ended from another thread
+  io.poll();                               // runs what is ready only: no instant has come
+  CHECK(io.stopped());                     // no work left: the wait was cancelled, not left to expire
+  CHECK(ticker.running_groups() == 0);
+  CHECK(ticks == 0);
 }
