@@ -78,6 +78,12 @@ void loopback_connection::commit_reservation(std::uint64_t token, std::size_t si
     buffers_.recycle(std::move(message));
     return;
   }
+  // Nothing queued ahead and capacity left: straight to the peer, without the queue (the common
+  // case; ordering holds because the queue is empty).
+  if (send_queue_.empty() && !delaying_ && in_flight_ < options_.capacity) {
+    if (send_one(std::move(message))) room_freed();
+    return;
+  }
   send_queue_.push_back(std::move(message));
   pump();  // only posts to the peer: nothing user-visible runs inside commit()
 }
@@ -115,38 +121,45 @@ void loopback_connection::pump() {
          in_flight_ < options_.capacity) {
     std::vector<std::byte> message = std::move(send_queue_.front());
     send_queue_.pop_front();
-    const std::uint64_t number = ++sequence_;
-    if (number == faults_.close_at) {
-      finish(errc::connection_lost, errc::connection_lost);
-      return;
-    }
-    if (number == faults_.drop_at) {
-      ++stats_.messages_sent;
-      stats_.bytes_sent += message.size();
-      buffers_.written(message.size());
-      buffers_.recycle(std::move(message));
-      continue;
-    }
-    if (number == faults_.corrupt_at) {
-      for (auto& b : message) b = ~b;
-    }
-    if (number == faults_.delay_at && faults_.delay.count() > 0) {
-      // Everything behind it waits too: the pipe stays ordered.
-      delaying_ = true;
-      delay_timer_.expires_after(faults_.delay);
-      delay_timer_.async_wait(
-          [self = self(), message = std::move(message)](boost::system::error_code ec) mutable {
-            self->delaying_ = false;
-            if (ec || self->state_ == state::closed) return;
-            self->hand_to_peer(std::move(message));
-            self->pump();
-          });
-      return;
-    }
-    hand_to_peer(std::move(message));
+    if (!send_one(std::move(message))) return;
   }
   if (state_ == state::open) room_freed();
   maybe_finish_close();
+}
+
+// The next message in order to the peer, through the armed faults. False when that ended the
+// connection or started a delay (nothing more may be sent now).
+bool loopback_connection::send_one(std::vector<std::byte> message) {
+  const std::uint64_t number = ++sequence_;
+  if (number == faults_.close_at) {
+    finish(errc::connection_lost, errc::connection_lost);
+    return false;
+  }
+  if (number == faults_.drop_at) {
+    ++stats_.messages_sent;
+    stats_.bytes_sent += message.size();
+    buffers_.written(message.size());
+    buffers_.recycle(std::move(message));
+    return true;
+  }
+  if (number == faults_.corrupt_at) {
+    for (auto& b : message) b = ~b;
+  }
+  if (number == faults_.delay_at && faults_.delay.count() > 0) {
+    // Everything behind it waits too: the pipe stays ordered.
+    delaying_ = true;
+    delay_timer_.expires_after(faults_.delay);
+    delay_timer_.async_wait(
+        [self = self(), message = std::move(message)](boost::system::error_code ec) mutable {
+          self->delaying_ = false;
+          if (ec || self->state_ == state::closed) return;
+          self->hand_to_peer(std::move(message));
+          self->pump();
+        });
+    return false;
+  }
+  hand_to_peer(std::move(message));
+  return true;
 }
 
 void loopback_connection::hand_to_peer(std::vector<std::byte> message) {
@@ -155,9 +168,11 @@ void loopback_connection::hand_to_peer(std::vector<std::byte> message) {
   buffers_.written(message.size());
   if (auto peer = peer_.lock()) {
     ++in_flight_;
-    peer->post_here([peer, message = std::move(message), returned = std::exchange(owed_, 0)]() mutable {
-      peer->on_arrival(std::move(message), returned);
-    });
+    auto& target = *peer;
+    target.post_here(
+        [peer = std::move(peer), message = std::move(message), returned = std::exchange(owed_, 0)]() mutable {
+          peer->on_arrival(std::move(message), returned);
+        });
   }
 }
 
@@ -183,14 +198,19 @@ void loopback_connection::notify_peer(boost::system::error_code reason) {
 void loopback_connection::on_arrival(std::vector<std::byte> message, std::size_t returned) {
   if (returned > 0) {
     take_back_capacity(returned);
-    pump();
+    // Capacity only moves the queue (reservations wait for buffer room, not capacity).
+    if (!send_queue_.empty() || state_ == state::closing) pump();
   }
   if (state_ == state::closing || state_ == state::closed) {
     return_capacity();  // dropped, but the sender must not stall waiting for it
     return;
   }
-  inbound_.push_back(std::move(message));
   // Delivered in this handler (no second hop), behind anything already waiting for a delivery.
+  if (state_ == state::open && !delivery_scheduled_ && inbound_.empty()) {
+    deliver_one(std::move(message));  // nothing ahead of it: no queue
+    return after_delivery();
+  }
+  inbound_.push_back(std::move(message));
   if (state_ == state::open && !delivery_scheduled_) deliver();
 }
 
@@ -229,21 +249,30 @@ void loopback_connection::deliver() {
   for (std::size_t n = 0; n < kDeliveryBatch && state_ == state::open && !inbound_.empty(); ++n) {
     std::vector<std::byte> message = std::move(inbound_.front());
     inbound_.pop_front();
-    ++stats_.messages_received;
-    stats_.bytes_received += message.size();
-    return_capacity();
-    auto handler = handler_;  // on_message may close() us, which drops handler_
-    // Lent, not given: its buffer comes back on release and carries our next message.
-    const std::uint64_t token = buffers_.lend(std::move(message));
-    handler->on_message(received_message(buffers_.lent(token),
-                                         std::shared_ptr<received_message::owner>(self(), this), token));
+    deliver_one(std::move(message));
   }
+  after_delivery();
+}
+
+// The rest of what arrived in a later handler; the peer's end once everything before it is delivered.
+void loopback_connection::after_delivery() {
   if (state_ != state::open) return;
   if (!inbound_.empty()) {
     schedule_delivery();
   } else if (peer_end_) {
     finish(*peer_end_, {});
   }
+}
+
+void loopback_connection::deliver_one(std::vector<std::byte> message) {
+  ++stats_.messages_received;
+  stats_.bytes_received += message.size();
+  return_capacity();
+  auto handler = handler_;  // on_message may close() us, which drops handler_
+  // Lent, not given: its buffer comes back on release and carries our next message.
+  const std::uint64_t token = buffers_.lend(std::move(message));
+  handler->on_message(
+      received_message(buffers_.lent(token), std::shared_ptr<received_message::owner>(self(), this), token));
 }
 
 void loopback_connection::maybe_finish_close() {

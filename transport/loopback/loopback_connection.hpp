@@ -52,9 +52,12 @@ class loopback_connection final : public connection, public received_message::ow
   void on_peer_end(boost::system::error_code reason);
 
   void pump();  // moves queued messages to the peer while capacity allows
+  bool send_one(std::vector<std::byte> message);
   void hand_to_peer(std::vector<std::byte> message);
   void schedule_delivery();
   void deliver();
+  void deliver_one(std::vector<std::byte> message);
+  void after_delivery();
   // One of the peer's messages left our inbox. The capacity goes back with our next message, or on
   // its own once half the capacity is owed (so one-way traffic never stalls).
   void return_capacity();
