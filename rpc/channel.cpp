@@ -386,7 +386,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
                               std::to_string(options_.max_metadata_bytes) + " bytes)";
       const bool ok = v.header.status == status_code::ok;
       finish(v.header.call_id, ok ? status_code::resource_exhausted : v.header.status,
-             ok ? why : why + "; status message dropped");
+             ok ? std::string(why) : why + "; status message dropped");
       complete_inline_ = false;
       pump();
       return;
@@ -728,7 +728,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     for (auto it = calls_.begin(); it != calls_.end(); ++it) {
       if (it->second->sent_on == e) ids.push_back(it->first);
     }
-    for (const auto id : ids) finish(id, code, message, /*in_queue=*/false);
+    for (const auto id : ids) finish(id, code, std::string(message), /*in_queue=*/false);
     std::vector<std::shared_ptr<stream_core>> ended;
     for (auto it = streams_.begin(); it != streams_.end();) {
       if (it->second.endpoint == e) {
@@ -747,7 +747,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     for (const auto id : queue_) {
       if (!calls_.at(id).wait_for_ready) ids.push_back(id);
     }
-    for (const auto id : ids) finish(id, status_code::unavailable, last_failure_);
+    for (const auto id : ids) finish(id, status_code::unavailable, std::string(last_failure_));
     std::vector<std::shared_ptr<stream_core>> failed;
     for (auto it = streams_.begin(); it != streams_.end();) {
       if (it->second.endpoint == kNoEndpoint && !it->second.wait_for_ready) {
@@ -1011,7 +1011,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     }
     // Every endpoint failed and none is retrying yet: a fail-fast call fails now.
     if (!c->wait_for_ready && published_state() == channel_state::transient_failure)
-      return complete(std::move(c), status_code::unavailable, last_failure_);
+      return complete(std::move(c), status_code::unavailable, std::string(last_failure_));
     if (c->deadline != clock::time_point::max()) {
       c->timer.emplace(ex_, c->deadline);
       c->timer->async_wait([weak = weak_from_this(), id](const boost::system::error_code& ec) {
@@ -1186,7 +1186,8 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
                              });
   }
 
-  void finish(std::uint32_t id, status_code code, std::string message, bool in_queue = true) {
+  // The message by rvalue reference: one string travels from the frame to the handler, unmoved.
+  void finish(std::uint32_t id, status_code code, std::string&& message, bool in_queue = true) {
     auto it = calls_.find(id);
     if (it == calls_.end()) return;
     auto c = calls_.extract(it);
@@ -1207,7 +1208,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     auto calls = calls_.take_all();
     queue_.clear();
     in_flight_ = 0;
-    for (auto& [id, c] : calls) complete(std::move(c), code, message);
+    for (auto& [id, c] : calls) complete(std::move(c), code, std::string(message));
     auto streams = std::exchange(streams_, {});
     for (auto& [id, s] : streams) s.core->fail(code, message);
   }
@@ -1238,7 +1239,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
 
   // Hands the call's status to its handler on the handler's associated executor: inline only for
   // the call whose reply on_message is processing (complete_inline_), else queued behind us.
-  void complete(std::unique_ptr<pending_call> c, status_code code, std::string message) {
+  void complete(std::unique_ptr<pending_call> c, status_code code, std::string&& message) {
     if (c->intercepted != 0) [[unlikely]]
       end_interception(*c, code, message);
     if (c->context != nullptr) c->context->set_result(code, std::move(message));

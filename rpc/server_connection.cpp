@@ -639,10 +639,10 @@ class connection_impl final : public server_connection,
                                   nullptr, &ctx)
                  : response_frame(id, status_code::ok, {}, &reply, &ctx);
     if (f.reply_size > std::numeric_limits<std::uint32_t>::max() || f.size() > conn_->max_message_size()) {
-      return response_frame(id, status_code::resource_exhausted,
-                            "response larger than the connection's maximum message size", nullptr);
+      f = response_frame(id, status_code::resource_exhausted,
+                         "response larger than the connection's maximum message size", nullptr);
     }
-    return f;
+    return f;  // one named return: built in place
   }
 
   void forget(std::uint32_t id) {
@@ -714,17 +714,19 @@ class connection_impl final : public server_connection,
           id, "request metadata larger than " + std::to_string(opts.max_metadata_bytes) + " bytes", refusal);
       return false;
     }
-    const auto entries = extras::count_fields(v.extras);
-    const std::size_t allowed = opts.max_metadata_entries + (window != nullptr ? 1 : 0);  // + the window
-    if (entries && *entries > allowed) {
-      refuse_over_limit(
-          id, "request metadata has more than " + std::to_string(opts.max_metadata_entries) + " entries",
-          refusal);
-      return false;
-    }
-    if (!entries || !extras::decode_request(v.extras, md, window)) {
-      violation(window != nullptr ? "stream_open extras do not parse" : "request extras do not parse");
-      return false;
+    if (!v.extras.empty()) {  // most calls carry no metadata
+      const auto entries = extras::count_fields(v.extras);
+      const std::size_t allowed = opts.max_metadata_entries + (window != nullptr ? 1 : 0);  // + the window
+      if (entries && *entries > allowed) {
+        refuse_over_limit(
+            id, "request metadata has more than " + std::to_string(opts.max_metadata_entries) + " entries",
+            refusal);
+        return false;
+      }
+      if (!entries || !extras::decode_request(v.extras, md, window)) {
+        violation(window != nullptr ? "stream_open extras do not parse" : "request extras do not parse");
+        return false;
+      }
     }
     m = server_->methods().find(v.header.method_id);
     ++calls_started_;

@@ -84,7 +84,7 @@ void tcp_connection::commit_reservation(std::uint64_t token, std::size_t size, b
     buffers_.recycle(std::move(frame));
     return;
   }
-  for (std::size_t i = 0; i < kHeaderSize; ++i) frame[i] = static_cast<std::byte>((size >> (8 * i)) & 0xffu);
+  tcp_framer::put_length(frame.data(), static_cast<std::uint32_t>(size));
   send_queue_.push_back(std::move(frame));
   if (coalesce && !corked_) return hold_doorbell();
   flush();  // writes (or queues): nothing user-visible runs inside commit()

@@ -46,8 +46,7 @@ tcp_framer::event tcp_framer::next() {
   const std::size_t available = end_ - begin_;
   if (available < kHeaderSize) return event::need_more;
   const std::byte* frame = buffer_.data() + begin_;
-  std::uint32_t length = 0;
-  for (std::size_t i = 0; i < kHeaderSize; ++i) length |= static_cast<std::uint32_t>(frame[i]) << (8 * i);
+  const std::uint32_t length = get_length(frame);
   announced_ = length;
   if (goodbye_) return event::after_goodbye;
   if (length == kGoodbyeLength) {
