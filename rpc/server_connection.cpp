@@ -214,7 +214,7 @@ class connection_impl final : public server_connection,
       rdmarpc::logger()->info("rdmarpc server: connection from {} closed: {}", *peer_, reason.message());
     closed_ = true;
     heartbeat_.reset();
-    for (auto& [id, c] : calls_) cancel(*c);
+    cancel_all_calls();
     fail_streams("connection ended: " + reason.message());
     server_->connection_ended(this);
     // conn_ is kept: calls still running hold us, and send() on a closed connection is harmless.
@@ -230,7 +230,7 @@ class connection_impl final : public server_connection,
   void end_connection(const std::string& why) {
     closed_ = true;
     heartbeat_.reset();
-    for (auto& [id, c] : calls_) cancel(*c);
+    cancel_all_calls();
     fail_streams(why);
     conn_->close();
   }
@@ -430,6 +430,16 @@ class connection_impl final : public server_connection,
   // A stream refused before it started: a reset with the status, like a refused call's response.
   void refuse_stream(std::uint32_t id, status_code code, std::string_view message) {
     refuse(id, code, message, frame::kind::reset);
+  }
+
+  // By id, not while walking the table: a handler's cancellation slot may finish its call at once,
+  // which takes it out of the table.
+  void cancel_all_calls() {
+    std::vector<std::uint32_t> ids;
+    ids.reserve(calls_.size());
+    for (const auto& [id, c] : calls_) ids.push_back(id);
+    for (const auto id : ids)
+      if (const auto it = calls_.find(id); it != calls_.end()) cancel(*it->second);
   }
 
   static void cancel(active_call& c) {
