@@ -453,7 +453,10 @@ class connection_impl final : public server_connection,
     auto it = calls_.find(id);
     if (it == calls_.end()) return;
     cancel(*it->second);
-    if (!it->second->done) return;
+    // Found again: a handler's cancellation slot may have finished the call at once (forgotten,
+    // and the table's slots moved).
+    it = calls_.find(id);
+    if (it == calls_.end() || !it->second->done) return;
     // Its reply was waiting for room: nobody reads it now, and the wait must not hold the queue.
     if (auto wait = it->second->reply_wait) wait->emit(boost::asio::cancellation_type::terminal);
     forget(id);

@@ -223,6 +223,63 @@ TEST_CASE("a held callback call sees the client's cancellation and finishes with
   CHECK(f.call(callback_service::now, "after").data == "after");
 }
 
+namespace {
+
+// A hand-written server_call that waits for its cancellation and finishes inside the slot's
+// handler, i.e. while the server is still emitting it (no generated handler does that today).
+class finish_on_cancel_service final : public service {
+ public:
+  static constexpr method_descriptor wait = method("/cb.Cancel/Wait");
+  std::string_view full_name() const noexcept override { return "cb.Cancel"; }
+  std::span<const method_descriptor> methods() const noexcept override { return methods_; }
+  std::unique_ptr<server_call> new_call(std::size_t index) override {
+    return index == 0 ? std::make_unique<call>(*this) : nullptr;
+  }
+  int started = 0;
+  int finished_in_slot = 0;
+
+ private:
+  class call final : public typed_server_call<EchoRequest, EchoReply> {
+   public:
+    explicit call(finish_on_cancel_service& owner) noexcept : owner_(&owner) {}
+    void start(server_context& ctx, server_done done, boost::asio::cancellation_slot cancel) override {
+      ++owner_->started;
+      cancel.assign([this, &ctx, done = std::move(done)](boost::asio::cancellation_type) mutable {
+        ++owner_->finished_in_slot;
+        ctx.set_status(status_code::cancelled, "finished in the cancellation slot");
+        done();
+      });
+    }
+
+   private:
+    finish_on_cancel_service* owner_;
+  };
+  static constexpr std::array methods_{wait};
+};
+
+}  // namespace
+
+TEST_CASE("a call that finishes inside its cancellation slot leaves the connection serving") {
+  finish_on_cancel_service waiting;  // outlives the server
+  fixture f;
+  f.srv->add_service(waiting);
+  for (int round = 1; round <= 3; ++round) {
+    boost::asio::cancellation_signal cancel;
+    std::optional<boost::system::error_code> outcome;
+    EchoRequest req;
+    req.set_data("wait");
+    async_unary_call<EchoReply>(
+        *f.ch, finish_on_cancel_service::wait, nullptr, req,
+        boost::asio::bind_cancellation_slot(cancel.slot(),
+                                            [&](boost::system::error_code ec, EchoReply) { outcome = ec; }));
+    REQUIRE(test::run_until(f.io, [&] { return waiting.started == round; }));
+    cancel.emit(boost::asio::cancellation_type::terminal);  // the server's on_cancel emits into the slot
+    REQUIRE(test::run_until(f.io, [&] { return outcome.has_value() && waiting.finished_in_slot == round; }));
+    CHECK(*outcome == make_error_code(status_code::cancelled));
+    CHECK(f.call(callback_service::now, "after").data == "after");
+  }
+}
+
 TEST_CASE("a handler that finishes another method's held call files each call object under its own method") {
   fixture f;
   std::optional<result> held;
