@@ -152,6 +152,16 @@ struct fixture {
         io, [&] { return out.has_value(); }, std::chrono::seconds(30)));
     return *out;
   }
+  // Starts a call that `cancel` can cancel; `outcome` gets its error code.
+  void start_cancellable(const method_descriptor& m, boost::asio::cancellation_signal& cancel,
+                         std::optional<boost::system::error_code>& outcome) {
+    EchoRequest req;
+    req.set_data("cancellable");
+    async_unary_call<EchoReply>(
+        *ch, m, nullptr, req,
+        boost::asio::bind_cancellation_slot(
+            cancel.slot(), [&outcome](boost::system::error_code ec, EchoReply) { outcome = ec; }));
+  }
 };
 
 }  // namespace
@@ -207,12 +217,7 @@ TEST_CASE("a held callback call sees the client's cancellation and finishes with
   fixture f;
   boost::asio::cancellation_signal cancel;
   std::optional<boost::system::error_code> outcome;
-  EchoRequest req;
-  req.set_data("held");
-  async_unary_call<EchoReply>(
-      *f.ch, callback_service::hold, nullptr, req,
-      boost::asio::bind_cancellation_slot(cancel.slot(),
-                                          [&](boost::system::error_code ec, EchoReply) { outcome = ec; }));
+  f.start_cancellable(callback_service::hold, cancel, outcome);
   REQUIRE(test::run_until(f.io, [&] { return f.svc.held_context != nullptr; }));
   CHECK_FALSE(f.svc.held_context->is_cancelled());
   cancel.emit(boost::asio::cancellation_type::terminal);
@@ -266,12 +271,7 @@ TEST_CASE("a call that finishes inside its cancellation slot leaves the connecti
   for (int round = 1; round <= 3; ++round) {
     boost::asio::cancellation_signal cancel;
     std::optional<boost::system::error_code> outcome;
-    EchoRequest req;
-    req.set_data("wait");
-    async_unary_call<EchoReply>(
-        *f.ch, finish_on_cancel_service::wait, nullptr, req,
-        boost::asio::bind_cancellation_slot(cancel.slot(),
-                                            [&](boost::system::error_code ec, EchoReply) { outcome = ec; }));
+    f.start_cancellable(finish_on_cancel_service::wait, cancel, outcome);
     REQUIRE(test::run_until(f.io, [&] { return waiting.started == round; }));
     cancel.emit(boost::asio::cancellation_type::terminal);  // the server's on_cancel emits into the slot
     REQUIRE(test::run_until(f.io, [&] { return outcome.has_value() && waiting.finished_in_slot == round; }));
