@@ -42,7 +42,6 @@ class heartbeat_ticker : public boost::asio::execution_context::service {
     subscription& operator=(subscription&& other) noexcept;
     ~subscription() { reset(); }
     void reset() noexcept;
-    explicit operator bool() const noexcept { return entry_ != nullptr; }
 
    private:
     friend class heartbeat_ticker;
