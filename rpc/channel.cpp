@@ -100,7 +100,7 @@ struct endpoint_slot {
       : endpoint(std::move(ep)),
         backoff(backoff_options),
         retry_timer(ex),
-        live(o.heartbeat_interval, o.heartbeat_timeout, clock::now()) {}
+        live(std::make_shared<peer_liveness>(o.heartbeat_interval, o.heartbeat_timeout, clock::now())) {}
 
   std::string name() const { return endpoint ? endpoint->to_uri() : std::string("the connection"); }
 
@@ -115,7 +115,10 @@ struct endpoint_slot {
   // server closes it once done. The endpoint counts as idle, but reconnects only after that.
   bool draining = false;
   heartbeat_ticker::subscription heartbeat;  // ticks while connected
-  liveness live;                             // of the current connection
+  // Of the current connection; shared with the executor's other connections to the same server
+  // grid once a heartbeat exchange named it (peer_liveness).
+  std::shared_ptr<peer_liveness> live;
+  bool live_shared = false;  // the current connection asked to share
 };
 
 class channel_impl;
@@ -345,7 +348,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   void on_message(std::size_t e, std::uint64_t generation, transport::received_message message) {
     endpoint_slot& slot = *slots_[e];
     if (generation != slot.generation || !slot.conn) return;
-    slot.live.on_received();  // a flag: heartbeats cost nothing per message
+    slot.live->state().on_received();  // a flag: heartbeats cost nothing per message
     frame::decode_error err{};
     const auto v = frame::decode(message.bytes(), err);
     if (err != frame::decode_error::none) {
@@ -354,10 +357,13 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     }
     switch (v.header.kind) {
       case frame::kind::response: break;
-      case frame::kind::ping: return on_ping(e, v.header.timeout_us);
+      case frame::kind::ping:
+        share_liveness(slot, frame::heartbeat_domain(v));
+        return on_ping(e, v.header.timeout_us);
       case frame::kind::pong:
         pongs_received_.fetch_add(1, std::memory_order_relaxed);
-        return slot.live.on_pong(v.header.timeout_us);
+        share_liveness(slot, frame::heartbeat_domain(v));
+        return slot.live->state().on_pong(v.header.timeout_us);
       case frame::kind::reset:
         if (v.header.call_id == 0) return on_connection_reset(e, v);
         return on_stream_frame(e, v, message);
@@ -853,10 +859,12 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   // nothing per message but liveness's flag.
   void start_heartbeats(std::size_t e) {
     endpoint_slot& slot = *slots_[e];
-    slot.live = liveness(options_.heartbeat_interval, options_.heartbeat_timeout, clock::now());
-    if (!slot.live.enabled()) return;
+    slot.live = std::make_shared<peer_liveness>(options_.heartbeat_interval, options_.heartbeat_timeout,
+                                                clock::now());
+    slot.live_shared = false;
+    if (!slot.live->state().enabled()) return;
     slot.heartbeat = heartbeat_ticker::of(ex_).subscribe(
-        ex_, slot.live.tick_period(), {},
+        ex_, slot.live->state().tick_period(), {},
         [weak = weak_from_this(), e, gen = slot.generation](clock::time_point instant) {
           if (auto self = weak.lock()) self->heartbeat_tick(e, gen, instant);
         });
@@ -868,13 +876,17 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     // Decide on the grid instant this tick stands for, not on when the timer ran: with `now`, a tick
     // running a little less late than the one that saw the last frame measures 299.9 ms of silence
     // against a 300 ms interval and waits a whole period more (measured: 1.2 s detection, not 0.9).
-    switch (slot.live.tick(instant)) {
+    switch (slot.live->member_tick(instant)) {
       case liveness::action::none: break;
       case liveness::action::send_ping:
-        // No room now: not sent this time. The timeout still runs, so a server that stopped
-        // reading (or granting credits) is cut off like a silent one.
-        if (!send_heartbeat(slot, frame::kind::ping, slot.live.ping_value()))
+        // No room now: another connection sharing the liveness may send it; if none can, the
+        // timeout still runs, so a server that stopped reading (or granting credits) is cut off
+        // like a silent one.
+        if (!send_heartbeat(slot, frame::kind::ping, slot.live->state().ping_value())) {
           pings_sent_.fetch_add(1, std::memory_order_relaxed);
+        } else {
+          slot.live->member_ping_not_sent();
+        }
         break;
       case liveness::action::peer_dead: return heartbeat_timed_out(e);
     }
@@ -883,8 +895,16 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   // A ping or pong through the connection's ordinary reserve/commit; no waiting for room.
   static boost::system::error_code send_heartbeat(endpoint_slot& slot, frame::kind kind,
                                                   std::uint64_t value) {
-    const auto head = frame::encode_heartbeat(kind, value);
+    const auto head = frame::encode_heartbeat(kind, value, slot.heartbeat.domain());
     return slot.conn->send_copy(boost::asio::buffer(head));
+  }
+
+  // A ping or pong named the server's heartbeat grid: from now on this connection shares its
+  // liveness with the executor's other connections to that grid (one ping for all of them).
+  static void share_liveness(endpoint_slot& slot, std::uint64_t server_domain) {
+    if (slot.live_shared || server_domain == 0) return;
+    slot.live_shared = true;
+    slot.live = slot.heartbeat.share(server_domain, std::move(slot.live));
   }
 
   void on_ping(std::size_t e, std::uint64_t value) {

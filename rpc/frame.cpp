@@ -69,7 +69,7 @@ constexpr kind_rules rules_of(kind k) noexcept {
     case kind::window_update: return {false, false, false, true, false, false};
     case kind::stream_headers: return {false, false, false, true, false, false};
     case kind::ping:
-    case kind::pong: return {false, false, false, false, false, false, true, true};
+    case kind::pong: return {false, false, false, false, false, true, true, true};
     case kind::going_away: return {false, false, false, false, false, false, false, true};
   }
   return {};
@@ -92,6 +92,10 @@ decode_error check_fields(const header& h, std::uint8_t raw_status) noexcept {
   if (!r.method && !r.window && h.method_id != 0) return decode_error::bad_field;
   if (r.connection && h.call_id != 0) return decode_error::bad_field;
   if ((!r.extras && h.extras_length != 0) || (!r.payload && h.payload_length != 0)) {
+    return decode_error::bad_field;
+  }
+  // A heartbeat's payload is empty or the sender's 8-byte heartbeat domain.
+  if (r.opaque && h.payload_length != 0 && h.payload_length != kHeartbeatDomainSize) {
     return decode_error::bad_field;
   }
   return decode_error::none;
@@ -188,11 +192,27 @@ view decode(std::span<const std::byte> message, decode_error& err) noexcept {
   return v;
 }
 
-std::array<std::byte, kHeaderSize> encode_heartbeat(kind k, std::uint64_t value) noexcept {
+std::array<std::byte, kHeartbeatSize> encode_heartbeat(kind k, std::uint64_t value,
+                                                       std::uint64_t domain) noexcept {
   header h;
   h.kind = k;
   h.timeout_us = value;
-  return encode_header(h);
+  h.payload_length = kHeartbeatDomainSize;
+  std::array<std::byte, kHeartbeatSize> out{};
+  encode_header(h, std::span<std::byte, kHeaderSize>(out.data(), kHeaderSize));
+  for (std::size_t i = 0; i < kHeartbeatDomainSize; ++i) {
+    out[kHeaderSize + i] = static_cast<std::byte>(domain >> (8 * i));
+  }
+  return out;
+}
+
+std::uint64_t heartbeat_domain(const view& v) noexcept {
+  if (v.payload.size() != kHeartbeatDomainSize) return 0;
+  std::uint64_t domain = 0;
+  for (std::size_t i = 0; i < kHeartbeatDomainSize; ++i) {
+    domain |= std::uint64_t{std::to_integer<std::uint8_t>(v.payload[i])} << (8 * i);
+  }
+  return domain;
 }
 
 }  // namespace rdmarpc::frame

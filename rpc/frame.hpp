@@ -83,8 +83,16 @@ const char* to_string(decode_error e) noexcept;
 // senders build headers from typed values).
 void encode_header(const header& h, std::span<std::byte, kHeaderSize> out) noexcept;
 std::array<std::byte, kHeaderSize> encode_header(const header& h) noexcept;
-// A whole ping or pong frame (`k`): the opaque `value` in timeout_us, every other field zero.
-std::array<std::byte, kHeaderSize> encode_heartbeat(kind k, std::uint64_t value) noexcept;
+// A ping's or pong's payload: the sender's heartbeat domain (heartbeat_ticker), 8 bytes little-endian;
+// an empty payload means the sender names none.
+inline constexpr std::size_t kHeartbeatDomainSize = 8;
+inline constexpr std::size_t kHeartbeatSize = kHeaderSize + kHeartbeatDomainSize;
+// A whole ping or pong frame (`k`): the opaque `value` in timeout_us, the sender's heartbeat
+// `domain` as payload, every other field zero.
+std::array<std::byte, kHeartbeatSize> encode_heartbeat(kind k, std::uint64_t value,
+                                                       std::uint64_t domain) noexcept;
+// The sender's heartbeat domain of a decoded ping or pong (0: none named).
+std::uint64_t heartbeat_domain(const view& v) noexcept;
 
 // Parses and validates a whole message. On failure `err` says why and the result is unspecified.
 view decode(std::span<const std::byte> message, decode_error& err) noexcept;

@@ -6,6 +6,8 @@
 #include <boost/asio/query.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <exception>
+#include <random>
+#include <unordered_map>
 
 #include "rpc/liveness.hpp"
 
@@ -23,11 +25,20 @@ struct heartbeat_ticker::entry {
 // at a time); subscribers arrive in `incoming` (any thread) and join at the next instant.
 struct heartbeat_ticker::group : std::enable_shared_from_this<group> {
   group(const boost::asio::any_io_executor& ex, clock::duration period, clock::duration phase)
-      : executor(ex), period(period), phase(phase), timer(ex) {}
+      : executor(ex), period(period), phase(phase), domain(random_domain()), timer(ex) {}
+
+  static std::uint64_t random_domain() {
+    std::random_device device;
+    const std::uint64_t id = (std::uint64_t{device()} << 32) ^ device();
+    return id != 0 ? id : 1;  // 0 on the wire means "no domain"
+  }
 
   const boost::asio::any_io_executor executor;
   const clock::duration period;
   const clock::duration phase;
+  const std::uint64_t domain;
+  // On the executor only (every member runs there): peer domain -> what its connections share.
+  std::unordered_map<std::uint64_t, std::weak_ptr<peer_liveness>> peers;
 
   std::mutex mutex;
   // Guarded by mutex, from the timer to wait_generation.
@@ -183,6 +194,26 @@ void heartbeat_ticker::subscription::reset() noexcept {
     }
   }
   group_.reset();
+}
+
+std::uint64_t heartbeat_ticker::subscription::domain() const noexcept {
+  return group_ ? group_->domain : 0;
+}
+
+std::shared_ptr<peer_liveness> heartbeat_ticker::subscription::share(std::uint64_t peer_domain,
+                                                                     std::shared_ptr<peer_liveness> mine) {
+  if (!group_ || peer_domain == 0) return mine;
+  auto& peers = group_->peers;
+  std::erase_if(peers, [](const auto& p) { return p.second.expired(); });  // a handful of peers
+  auto& slot = peers[peer_domain];
+  auto shared = slot.lock();
+  if (!shared) {
+    slot = mine;
+    return mine;
+  }
+  if (!shared->same_settings(*mine)) return mine;
+  shared->state().on_received();  // we share because a heartbeat frame just arrived
+  return shared;
 }
 
 }  // namespace rdmarpc

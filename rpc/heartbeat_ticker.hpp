@@ -19,6 +19,8 @@
 
 namespace rdmarpc {
 
+class peer_liveness;
+
 class heartbeat_ticker : public boost::asio::execution_context::service {
  public:
   using clock = std::chrono::steady_clock;
@@ -42,6 +44,15 @@ class heartbeat_ticker : public boost::asio::execution_context::service {
     subscription& operator=(subscription&& other) noexcept;
     ~subscription() { reset(); }
     void reset() noexcept;
+
+    // This grid's heartbeat domain: a random non-zero id, sent in pings and pongs, by which peers
+    // tell which of their connections lead to one grid (0 when not subscribed).
+    std::uint64_t domain() const noexcept;
+
+    // On the subscription's executor: the peer_liveness shared by this grid's connections to the
+    // peer grid `peer_domain`. The first connection to ask makes `mine` the shared one; `mine`
+    // comes back unshared when peer_domain is 0 or the shared one has other settings.
+    std::shared_ptr<peer_liveness> share(std::uint64_t peer_domain, std::shared_ptr<peer_liveness> mine);
 
    private:
     friend class heartbeat_ticker;

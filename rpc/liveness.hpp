@@ -115,6 +115,58 @@ class liveness {
   bool peer_pings_ = false;  // the peer pinged since our last ping: we need not ping
 };
 
+// The liveness of every connection from one heartbeat grid (a heartbeat_ticker group: one
+// executor, one tick period and phase) to one peer heartbeat domain (the peer's grid, named in its
+// pings and pongs: docs/wire-format.md, Heartbeats). A hung host, a stopped process or a cut link
+// silences all of those connections at once, so one ping answers for all of them, and any frame
+// received on any of them is a sign of life for all: 100 idle connections between two processes
+// cost one exchange per period, not 100 (eRPC's heartbeats are per remote process too). A
+// connection starts with one of its own and shares after its first heartbeat exchange names the
+// peer's domain (heartbeat_ticker::subscription::share).
+// Layer: rpc. Threading: not thread-safe; its members all run on the grid's executor.
+class peer_liveness {
+ public:
+  using clock = liveness::clock;
+
+  peer_liveness(clock::duration interval, clock::duration timeout, clock::time_point now) noexcept
+      : live_(interval, timeout, now), interval_(interval), timeout_(timeout) {}
+
+  liveness& state() noexcept { return live_; }
+  const liveness& state() const noexcept { return live_; }
+
+  // Connections with different settings keep their own.
+  bool same_settings(const peer_liveness& other) const noexcept {
+    return interval_ == other.interval_ && timeout_ == other.timeout_;
+  }
+
+  // One member connection's tick at the grid `instant`. The first member to tick at an instant
+  // ticks the shared state; a ping goes out through one member only (the first to tick, or the
+  // next one after a member_ping_not_sent), and peer_dead reaches every member, which all end.
+  liveness::action member_tick(clock::time_point instant) noexcept {
+    if (instant != decided_at_) {
+      decided_at_ = instant;
+      decided_ = live_.tick(instant);
+      ping_claimed_ = false;
+    }
+    if (decided_ != liveness::action::send_ping) return decided_;
+    if (ping_claimed_) return liveness::action::none;
+    ping_claimed_ = true;
+    return liveness::action::send_ping;
+  }
+
+  // The member given send_ping had no send room: the next member ticking at the same instant
+  // sends it (the timeout runs from the instant regardless).
+  void member_ping_not_sent() noexcept { ping_claimed_ = false; }
+
+ private:
+  liveness live_;
+  clock::duration interval_;
+  clock::duration timeout_;
+  clock::time_point decided_at_ = clock::time_point::min();  // the instant decided_ is for
+  liveness::action decided_ = liveness::action::none;
+  bool ping_claimed_ = false;  // a member took this instant's send_ping
+};
+
 // A server's bound on client pings, as gRPC's too_many_pings: a ping sooner than min_interval
 // after the previous one is a strike; more than max_strikes strikes in a row and the client is cut
 // off. A ping at a permitted distance clears the strikes (timer jitter alone never adds up).

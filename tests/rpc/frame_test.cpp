@@ -298,7 +298,8 @@ TEST_CASE("frame: going_away belongs to the connection and carries nothing", "[f
   }
 }
 
-TEST_CASE("frame: ping and pong carry only an opaque 64-bit value", "[frame][heartbeat]") {
+TEST_CASE("frame: ping and pong carry only an opaque 64-bit value and the sender's heartbeat domain",
+          "[frame][heartbeat]") {
   for (auto kind : {frame::kind::ping, frame::kind::pong}) {
     frame::header h;
     h.kind = kind;
@@ -310,8 +311,20 @@ TEST_CASE("frame: ping and pong carry only an opaque 64-bit value", "[frame][hea
       REQUIRE(err == frame::decode_error::none);
       CHECK(v.header.kind == kind);
       CHECK(v.header.timeout_us == ~std::uint64_t{0});
-      const auto built = frame::encode_heartbeat(kind, ~std::uint64_t{0});  // what both sides send
-      CHECK(std::equal(built.begin(), built.end(), msg.begin()));
+      CHECK(frame::heartbeat_domain(v) == 0);  // an empty payload names no domain
+    }
+    {
+      // What both sides send: the value, and the domain as an 8-byte little-endian payload.
+      const auto built = frame::encode_heartbeat(kind, ~std::uint64_t{0}, 0x0102030405060708);
+      REQUIRE(built.size() == frame::kHeaderSize + 8);
+      frame::decode_error err{};
+      const auto v = frame::decode(built, err);
+      REQUIRE(err == frame::decode_error::none);
+      CHECK(v.header.kind == kind);
+      CHECK(v.header.timeout_us == ~std::uint64_t{0});
+      CHECK(v.header.payload_length == 8);
+      CHECK(std::to_integer<int>(built[frame::kHeaderSize]) == 0x08);
+      CHECK(frame::heartbeat_domain(v) == 0x0102030405060708);
     }
     SECTION("a call id (heartbeats belong to the connection)") {
       h.call_id = 1;
@@ -333,9 +346,11 @@ TEST_CASE("frame: ping and pong carry only an opaque 64-bit value", "[frame][hea
       h.extras_length = 1;
       CHECK(decode_error_of(make_message(h, 1, 0)) == frame::decode_error::bad_field);
     }
-    SECTION("a payload") {
-      h.payload_length = 1;
-      CHECK(decode_error_of(make_message(h, 0, 1)) == frame::decode_error::bad_field);
+    SECTION("a payload that is not 8 bytes") {
+      for (std::uint32_t length : {1u, 7u, 9u, 16u}) {
+        h.payload_length = length;
+        CHECK(decode_error_of(make_message(h, 0, length)) == frame::decode_error::bad_field);
+      }
     }
   }
 }

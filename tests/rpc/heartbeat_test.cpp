@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "e2e_harness.hpp"
 #include "raw_frames.hpp"
@@ -246,6 +247,88 @@ TEST_CASE("heartbeat: a server whose client pings sends no pings of its own", "[
   CHECK(f.srv->stats().pings_sent == server_pings);
   CHECK(f.srv->stats().heartbeat_timeouts == 0);
   CHECK(ch->stats().heartbeat_timeouts == 0);
+}
+
+namespace {
+
+server_options pinging_server() {
+  server_options so;
+  so.heartbeat_interval = 20ms;
+  so.heartbeat_timeout = 2s;  // generous: a loaded machine (sanitizers) must not look dead
+  so.min_ping_interval_allowed = 10ms;
+  return so;
+}
+
+// Heartbeat exchanges a channel took part in: its own pings, and the server's it answered.
+std::uint64_t exchanges(channel& ch) {
+  const auto s = ch.stats();
+  return s.pings_sent + s.pings_received;
+}
+
+// Connects `n` channels and waits until each has had a heartbeat exchange of its own, which names
+// both ends' heartbeat domains: from then on the channels share one liveness, as do the server's
+// connections to them.
+std::vector<std::shared_ptr<channel>> connect_sharing(hb_fixture& f, std::size_t n,
+                                                      const channel_options& o) {
+  std::vector<std::shared_ptr<channel>> channels;
+  for (std::size_t i = 0; i < n; ++i) {
+    channels.push_back(f.make_channel(o));
+    REQUIRE(f.call(*channels.back()) == status_code::ok);
+  }
+  REQUIRE(run_until(f.io, [&] {
+    for (const auto& ch : channels) {
+      if (exchanges(*ch) == 0) return false;
+    }
+    return true;
+  }));
+  return channels;
+}
+
+}  // namespace
+
+TEST_CASE("heartbeat: idle connections between two processes share one ping per period", "[heartbeat]") {
+  const auto target = GENERATE(as<std::string>{}, "loopback", "tcp");
+  hb_fixture f(target, pinging_server());
+  const auto channels = connect_sharing(f, 4, fast_client(20ms, 2s));
+  const auto total = [&] {
+    std::uint64_t n = 0;
+    for (const auto& ch : channels) n += exchanges(*ch);
+    return n;
+  };
+  std::vector<std::uint64_t> before;
+  for (const auto& ch : channels) before.push_back(exchanges(*ch));
+  const auto total_before = total();
+  REQUIRE(run_until(f.io, [&] { return total() >= total_before + 20; }));
+  // Twenty exchanges later: all of them went through one connection (the first to tick on
+  // either side; the channels connected one after another), none through the other three.
+  std::size_t carrying = 0;
+  for (std::size_t i = 0; i < channels.size(); ++i) {
+    carrying += exchanges(*channels[i]) > before[i] ? 1 : 0;
+    CHECK(channels[i]->stats().heartbeat_timeouts == 0);
+    CHECK(channels[i]->stats().connects == 1);
+  }
+  CHECK(carrying == 1);
+  CHECK(f.srv->stats().heartbeat_timeouts == 0);
+  for (const auto& ch : channels) CHECK(f.call(*ch) == status_code::ok);
+}
+
+TEST_CASE("heartbeat: a hung server ends every idle connection that shares its heartbeats", "[heartbeat]") {
+  const auto target = GENERATE(as<std::string>{}, "loopback", "tcp");
+  hb_fixture f(target, pinging_server());
+  const auto channels = connect_sharing(f, 4, fast_client(20ms, 60ms));
+  {
+    hang h(f.server_io->executor());
+    REQUIRE(run_until(f.io, [&] {
+      for (const auto& ch : channels) {
+        if (ch->stats().heartbeat_timeouts == 0) return false;
+      }
+      return true;
+    }));
+  }
+  for (const auto& ch : channels) {
+    CHECK(ch->stats().heartbeat_timeouts == 1);
+    CHECK(ch->state() != channel_state::ready);
+  }
 }
 
 TEST_CASE("heartbeat: no pings while replies flow", "[heartbeat]") {

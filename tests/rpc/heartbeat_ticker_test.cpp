@@ -8,8 +8,11 @@
 #include <boost/asio/strand.hpp>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <memory>
 #include <thread>
 #include <vector>
+
+#include "rpc/liveness.hpp"
 
 using rdmarpc::heartbeat_ticker;
 using namespace std::chrono_literals;
@@ -104,4 +107,40 @@ TEST_CASE("heartbeat_ticker: the last subscription's end cancels the timer at on
   CHECK(io.stopped());                     // no work left: the wait was cancelled, not left to expire
   CHECK(ticker.running_groups() == 0);
   CHECK(ticks == 0);
+}
+
+TEST_CASE("heartbeat_ticker: one grid's connections to one peer domain share a peer_liveness",
+          "[liveness][ticker]") {
+  using rdmarpc::peer_liveness;
+  boost::asio::io_context io(1);
+  const boost::asio::any_io_executor ex = io.get_executor();
+  const auto strand = boost::asio::make_strand(io);
+  auto& ticker = heartbeat_ticker::of(ex);
+  const auto noop = [](auto) {};
+  auto a = ticker.subscribe(ex, std::chrono::hours(1), {}, noop);
+  auto b = ticker.subscribe(ex, std::chrono::hours(1), {}, noop);
+  auto other_grid = ticker.subscribe(ex, std::chrono::hours(2), {}, noop);
+  auto other_executor = ticker.subscribe(strand, std::chrono::hours(1), {}, noop);
+  CHECK(a.domain() != 0);
+  CHECK(a.domain() == b.domain());
+  CHECK(other_grid.domain() != a.domain());
+  CHECK(other_executor.domain() != a.domain());
+  CHECK(heartbeat_ticker::subscription().domain() == 0);
+
+  const auto fresh = [] {
+    return std::make_shared<peer_liveness>(std::chrono::hours(1), std::chrono::hours(1),
+                                           peer_liveness::clock::now());
+  };
+  constexpr std::uint64_t peer = 0x1234, another_peer = 0x5678;
+  const auto first = fresh();
+  CHECK(a.share(peer, first) == first);  // the first connection's own becomes the shared one
+  const auto second = b.share(peer, fresh());
+  CHECK(second == first);
+  CHECK(b.share(another_peer, fresh()) != first);
+  const auto unnamed = fresh();
+  CHECK(b.share(0, unnamed) == unnamed);  // a peer without heartbeats names no domain
+  CHECK(other_grid.share(peer, fresh()) != first);
+  const auto other_settings = std::make_shared<peer_liveness>(std::chrono::hours(1), std::chrono::hours(3),
+                                                              peer_liveness::clock::now());
+  CHECK(b.share(peer, other_settings) == other_settings);
 }

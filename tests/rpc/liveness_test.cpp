@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 using rdmarpc::liveness;
+using rdmarpc::peer_liveness;
 using rdmarpc::ping_policer;
 using namespace std::chrono_literals;
 using action = liveness::action;
@@ -194,4 +195,48 @@ TEST_CASE("liveness: after the peer stopped pinging, this side pings at its own 
   l.on_received();
   CHECK(l.tick(t0 + 1500ms) == action::none);
   REQUIRE(l.tick(t0 + 1800ms) == action::send_ping);
+}
+
+TEST_CASE("peer_liveness: members ticking at one instant send one ping, and all see the peer dead",
+          "[liveness]") {
+  peer_liveness shared(100ms, 100ms, t0);
+  constexpr auto none = liveness::action::none;
+  constexpr auto ping = liveness::action::send_ping;
+  constexpr auto dead = liveness::action::peer_dead;
+  // Three members tick at each instant; the shared state ticks once per instant.
+  CHECK(shared.member_tick(t0 + 100ms) == ping);  // silence for the interval: the first member pings
+  CHECK(shared.member_tick(t0 + 100ms) == none);
+  CHECK(shared.member_tick(t0 + 100ms) == none);
+  CHECK(shared.state().ping_outstanding());
+  CHECK(shared.member_tick(t0 + 200ms) == dead);  // no answer within the timeout: every member ends
+  CHECK(shared.member_tick(t0 + 200ms) == dead);
+  CHECK(shared.member_tick(t0 + 200ms) == dead);
+}
+
+TEST_CASE("peer_liveness: a member without send room passes the ping to the next one", "[liveness]") {
+  peer_liveness shared(100ms, 100ms, t0);
+  CHECK(shared.member_tick(t0 + 100ms) == liveness::action::send_ping);
+  shared.member_ping_not_sent();
+  CHECK(shared.member_tick(t0 + 100ms) == liveness::action::send_ping);
+  CHECK(shared.member_tick(t0 + 100ms) == liveness::action::none);
+}
+
+TEST_CASE("peer_liveness: a frame on any member answers for all of them", "[liveness]") {
+  peer_liveness shared(100ms, 100ms, t0);
+  CHECK(shared.member_tick(t0 + 100ms) == liveness::action::send_ping);
+  CHECK(shared.member_tick(t0 + 100ms) == liveness::action::none);
+  shared.state().on_pong(shared.state().ping_value());  // arrived on the member that pinged
+  CHECK(shared.member_tick(t0 + 200ms) == liveness::action::none);
+  CHECK(shared.member_tick(t0 + 200ms) == liveness::action::none);
+  CHECK_FALSE(shared.state().ping_outstanding());
+  shared.state().on_received();  // any frame on any member, later on
+  CHECK(shared.member_tick(t0 + 300ms) == liveness::action::none);
+  CHECK(shared.member_tick(t0 + 400ms) == liveness::action::send_ping);  // an interval since
+  CHECK(shared.member_tick(t0 + 400ms) == liveness::action::none);
+}
+
+TEST_CASE("peer_liveness: only the same settings are shared", "[liveness]") {
+  const peer_liveness a(100ms, 300ms, t0), b(100ms, 300ms, t0), c(300ms, 100ms, t0);
+  CHECK(a.same_settings(b));
+  CHECK_FALSE(a.same_settings(c));  // the same tick period, other settings
 }
