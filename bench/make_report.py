@@ -16,7 +16,7 @@ RAW_DIR holds what bench/compare collected:
                                  VM's liveness part did not run
   liveness-host.jsonl            the heartbeat CPU probes on the host (tcp://127.0.0.1, with and without
                                  heartbeats), the figure the heartbeat target is judged on, and
-                                 heartbeat_floor's record (raw sockets, the same exchanges); absent with
+                                 heartbeat_floor's record (raw sockets, an exchange per connection); absent with
                                  --no-host-liveness
   cut/cut.jsonl                  the two-host bed's link-cut runs (tests/multihost, MULTIHOST_JSON): time from
                                  the link going silent to detection and to pick_first failover; absent
@@ -609,10 +609,10 @@ def liveness_targets(res, add):
                 f"{format(h['seconds'], '.0f')} s; depends on the host's syscall cost (see Liveness); "
                 "the VM's rows (TCG, rdma and tcp) are information only")
         if h.get("floor_cpu_percent") is not None:
-            note += (f"; raw sockets doing the same exchanges (heartbeat_floor, one per {h['floor_exchange_ms']} ms "
-                     f"per connection) cost {pc(h['floor_cpu_percent'])} here, so rdmarpc's cost is "
-                     f"{fmt(h['cost_over_floor'], 2)}× that floor; a null syscall takes "
-                     f"{fmt(h['null_syscall_us'], 2)} µs on this host")
+            note += (f"; raw sockets exchanging on every connection once per {h['floor_exchange_ms']} ms "
+                     f"(heartbeat_floor: what any per-connection heartbeat pays) cost {pc(h['floor_cpu_percent'])} "
+                     f"here, rdmarpc's shared heartbeats {fmt(h['cost_over_floor'], 2)}× that; a null syscall "
+                     f"takes {fmt(h['null_syscall_us'], 2)} µs on this host")
     add("liveness, tcp on the host (event polling): heartbeats of 100 idle connections ≤ 0.2 % of one core "
         "(client + server sides, minus the same connections without heartbeats)", v, 0.2, True,
         "n/a" if v is None else f"{v:.3f} %", "0.2 %", note,
@@ -1071,19 +1071,22 @@ def liveness_section(res, tgts, w):
         w("judged on the **host** row (tcp, event polling): under TCG every CPU share in the VM is many")
         w("times what the same code costs on a real CPU, so the VM rows (rdma in both polling modes, tcp)")
         w("are information only: their baseline and client/server split still show where the cost goes.")
-        w("The host figure depends on the host's syscall cost (each ping/pong is a few socket syscalls")
-        w("and epoll wake-ups): the same probe measured 0.37 %, 0.75 % and 1.2 % on three hosts. Pings")
-        w("are counted by the channels, both ways (pings sent, and the server's pings received).")
+        w("The probe measures the steady state: each connection's own first heartbeat exchange, after")
+        w("which it shares the others' (one exchange per period for all of them), comes before the")
+        w("window. The host figure depends on the host's syscall cost (each ping/pong is a few socket")
+        w("syscalls and epoll wake-ups). Pings are counted by the channels, both ways (pings sent, and")
+        w("the server's pings received).")
         fl = next((h for h in lv["heartbeats"] if h.get("floor_cpu_percent") is not None), None)
         if fl is not None:
             w("")
-            w(f"**The floor on this host**: `heartbeat_floor`, {fl['connections']} tcp pairs on raw epoll threads")
-            w(f"exchanging 16 bytes every {fl['floor_exchange_ms']} ms (rdmarpc's rate in the host row), costs "
-              f"{pct(fl['floor_cpu_percent'])} % of a core,")
+            w(f"**Per-connection heartbeats on this host**: `heartbeat_floor`, {fl['connections']} tcp pairs on raw")
+            w(f"epoll threads exchanging 16 bytes on every connection every {fl['floor_exchange_ms']} ms (the least that")
+            w(f"checks each connection within 1 s), costs {pct(fl['floor_cpu_percent'])} % of a core,")
             w(f"{fmt(fl['floor_us_per_exchange'], 1)} µs of CPU per exchange, with a null syscall at "
               f"{fmt(fl['null_syscall_us'], 2)} µs (~0.1 µs on bare")
-            w(f"metal). rdmarpc's heartbeats cost {fmt(fl['cost_over_floor'], 2)}× that floor. Any heartbeat that")
-            w("checks each connection within 1 s pays the floor's sends, reads and wake-ups.")
+            w("metal): what any heartbeat that pings each connection pays in sends, reads and wake-ups.")
+            w("rdmarpc's connections to one peer share one exchange (one ping per period for all of them,")
+            w(f"docs/wire-format.md, Heartbeat domains), so they cost {fmt(fl['cost_over_floor'], 2)}× that.")
         if not any(h["where"] == "host" for h in lv["heartbeats"]):
             w("No host row in this run (an older run, --no-host-liveness, or the host probe failed): the")
             w("target is not measured.")
