@@ -611,7 +611,8 @@ def liveness_targets(res, add):
         if h.get("floor_cpu_percent") is not None:
             note += (f"; raw sockets exchanging on every connection once per {h['floor_exchange_ms']} ms "
                      f"(heartbeat_floor: what any per-connection heartbeat pays) cost {pc(h['floor_cpu_percent'])} "
-                     f"here, rdmarpc's shared heartbeats {fmt(h['cost_over_floor'], 2)}× that; a null syscall "
+                     f"here, rdmarpc's {fmt(h['cost_over_floor'], 2)}× that, because its idle connections to one "
+                     f"peer share one exchange (clients in separate processes would each pay one); a null syscall "
                      f"takes {fmt(h['null_syscall_us'], 2)} µs on this host")
     add("liveness, tcp on the host (event polling): heartbeats of 100 idle connections ≤ 0.2 % of one core "
         "(client + server sides, minus the same connections without heartbeats)", v, 0.2, True,

@@ -100,7 +100,7 @@ struct endpoint_slot {
       : endpoint(std::move(ep)),
         backoff(backoff_options),
         retry_timer(ex),
-        live(std::make_shared<peer_liveness>(o.heartbeat_interval, o.heartbeat_timeout, clock::now())) {}
+        live(std::in_place, o.heartbeat_interval, o.heartbeat_timeout, clock::now()) {}
 
   std::string name() const { return endpoint ? endpoint->to_uri() : std::string("the connection"); }
 
@@ -115,10 +115,9 @@ struct endpoint_slot {
   // server closes it once done. The endpoint counts as idle, but reconnects only after that.
   bool draining = false;
   heartbeat_ticker::subscription heartbeat;  // ticks while connected
-  // Of the current connection; shared with the executor's other connections to the same server
-  // grid once a heartbeat exchange named it (peer_liveness).
-  std::shared_ptr<peer_liveness> live;
-  bool live_shared = false;  // the current connection asked to share
+  // Of the current connection; shares with the executor's other connections to the same server
+  // grid once a heartbeat exchange named it (connection_liveness). Always engaged.
+  std::optional<connection_liveness> live;
 };
 
 class channel_impl;
@@ -348,7 +347,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   void on_message(std::size_t e, std::uint64_t generation, transport::received_message message) {
     endpoint_slot& slot = *slots_[e];
     if (generation != slot.generation || !slot.conn) return;
-    slot.live->state().on_received();  // a flag: heartbeats cost nothing per message
+    slot.live->on_received();  // flags: heartbeats cost nothing per message
     frame::decode_error err{};
     const auto v = frame::decode(message.bytes(), err);
     if (err != frame::decode_error::none) {
@@ -363,7 +362,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
       case frame::kind::pong:
         pongs_received_.fetch_add(1, std::memory_order_relaxed);
         share_liveness(slot, frame::heartbeat_domain(v));
-        return slot.live->state().on_pong(v.header.timeout_us);
+        return slot.live->on_pong(v.header.timeout_us);
       case frame::kind::reset:
         if (v.header.call_id == 0) return on_connection_reset(e, v);
         return on_stream_frame(e, v, message);
@@ -719,6 +718,8 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     slot.generation = ++generations_;  // its on_close, and a wait for send room on it, are ignored
     slot.reserving = false;
     slot.heartbeat.reset();
+    // Leaves a shared liveness (a ping it carried is forgotten, not left to time out the others).
+    slot.live.emplace(options_.heartbeat_interval, options_.heartbeat_timeout, clock::now());
     conn->close();
     fail_sent_on(e, status_code::unavailable, why);
     if (closed_) return;
@@ -859,12 +860,10 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   // nothing per message but liveness's flag.
   void start_heartbeats(std::size_t e) {
     endpoint_slot& slot = *slots_[e];
-    slot.live = std::make_shared<peer_liveness>(options_.heartbeat_interval, options_.heartbeat_timeout,
-                                                clock::now());
-    slot.live_shared = false;
-    if (!slot.live->state().enabled()) return;
+    slot.live.emplace(options_.heartbeat_interval, options_.heartbeat_timeout, clock::now());
+    if (!slot.live->enabled()) return;
     slot.heartbeat = heartbeat_ticker::of(ex_).subscribe(
-        ex_, slot.live->state().tick_period(), {},
+        ex_, slot.live->tick_period(), {},
         [weak = weak_from_this(), e, gen = slot.generation](clock::time_point instant) {
           if (auto self = weak.lock()) self->heartbeat_tick(e, gen, instant);
         });
@@ -876,16 +875,16 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     // Decide on the grid instant this tick stands for, not on when the timer ran: with `now`, a tick
     // running a little less late than the one that saw the last frame measures 299.9 ms of silence
     // against a 300 ms interval and waits a whole period more (measured: 1.2 s detection, not 0.9).
-    switch (slot.live->member_tick(instant)) {
+    switch (slot.live->tick(instant, carries_work(e))) {
       case liveness::action::none: break;
       case liveness::action::send_ping:
         // No room now: another connection sharing the liveness may send it; if none can, the
         // timeout still runs, so a server that stopped reading (or granting credits) is cut off
         // like a silent one.
-        if (!send_heartbeat(slot, frame::kind::ping, slot.live->state().ping_value())) {
+        if (!send_heartbeat(slot, frame::kind::ping, slot.live->ping_value())) {
           pings_sent_.fetch_add(1, std::memory_order_relaxed);
         } else {
-          slot.live->member_ping_not_sent();
+          slot.live->ping_not_sent();
         }
         break;
       case liveness::action::peer_dead: return heartbeat_timed_out(e);
@@ -900,11 +899,25 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   }
 
   // A ping or pong named the server's heartbeat grid: from now on this connection shares its
-  // liveness with the executor's other connections to that grid (one ping for all of them).
+  // liveness with the executor's other connections to that grid while idle (one ping for all).
   static void share_liveness(endpoint_slot& slot, std::uint64_t server_domain) {
-    if (slot.live_shared || server_domain == 0) return;
-    slot.live_shared = true;
-    slot.live = slot.heartbeat.share(server_domain, std::move(slot.live));
+    connection_liveness& live = *slot.live;
+    if (live.shared() || server_domain == 0 || !live.enabled()) return;
+    live.share(slot.heartbeat.share(server_domain, live.make_shareable(clock::now())));
+  }
+
+  // Whether endpoint e's connection carries calls waiting for replies or streams: then it checks
+  // its own path with its own pings (connection_liveness), not only the shared ones.
+  bool carries_work(std::size_t e) {
+    if (in_flight_ == 0 && streams_.empty()) return false;
+    if (slots_.size() == 1) return true;
+    for (const auto& [id, s] : streams_) {
+      if (s.endpoint == e) return true;
+    }
+    for (auto it = calls_.begin(); in_flight_ > 0 && it != calls_.end(); ++it) {
+      if (it->second->sent_on == e) return true;
+    }
+    return false;
   }
 
   void on_ping(std::size_t e, std::uint64_t value) {
@@ -1241,6 +1254,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     for (auto& slot : slots_) {
       slot->retry_timer.cancel();
       slot->heartbeat.reset();
+      slot->live.emplace(options_.heartbeat_interval, options_.heartbeat_timeout, clock::now());
       slot->state = channel_state::shutdown;
     }
     fail_all(status_code::unavailable, reason);

@@ -212,7 +212,6 @@ std::shared_ptr<peer_liveness> heartbeat_ticker::subscription::share(std::uint64
     return mine;
   }
   if (!shared->same_settings(*mine)) return mine;
-  shared->state().on_received();  // we share because a heartbeat frame just arrived
   return shared;
 }
 

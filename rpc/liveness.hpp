@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 
 namespace rdmarpc {
 
@@ -103,6 +104,19 @@ class liveness {
 
   std::uint64_t ping_value() const noexcept { return ping_value_; }
   bool ping_outstanding() const noexcept { return outstanding_; }
+  // Something arrived since the last tick.
+  bool heard_since_tick() const noexcept { return received_; }
+
+  // Starts over as if just heard from at `now` (the ping counter runs on, so a late pong of an
+  // earlier ping is not taken for one of the next).
+  void restart(clock::time_point now) noexcept {
+    last_heard_ = now;
+    received_ = outstanding_ = peer_pings_ = false;
+  }
+
+  // The outstanding ping will never be answered where it went (its connection ended): the next
+  // tick pings again if the silence still calls for it.
+  void forget_ping() noexcept { outstanding_ = false; }
 
  private:
   clock::duration interval_;
@@ -142,7 +156,8 @@ class peer_liveness {
   // One member connection's tick at the grid `instant`. The first member to tick at an instant
   // ticks the shared state; a ping goes out through one member only (the first to tick, or the
   // next one after a member_ping_not_sent), and peer_dead reaches every member, which all end.
-  liveness::action member_tick(clock::time_point instant) noexcept {
+  // `member` identifies the ticking member (any unique token, e.g. its address).
+  liveness::action member_tick(clock::time_point instant, const void* member) noexcept {
     if (instant != decided_at_) {
       decided_at_ = instant;
       decided_ = live_.tick(instant);
@@ -151,12 +166,25 @@ class peer_liveness {
     if (decided_ != liveness::action::send_ping) return decided_;
     if (ping_claimed_) return liveness::action::none;
     ping_claimed_ = true;
+    pinger_ = member;
     return liveness::action::send_ping;
   }
 
   // The member given send_ping had no send room: the next member ticking at the same instant
   // sends it (the timeout runs from the instant regardless).
-  void member_ping_not_sent() noexcept { ping_claimed_ = false; }
+  void member_ping_not_sent() noexcept {
+    ping_claimed_ = false;
+    pinger_ = nullptr;
+  }
+
+  // A member's connection ended. If it carried the outstanding ping, that ping's pong will never
+  // be read: forget it, so the next instant pings through another member instead of declaring
+  // every other member dead at its timeout.
+  void member_left(const void* member) noexcept {
+    if (member == nullptr || member != pinger_) return;
+    pinger_ = nullptr;
+    if (live_.ping_outstanding()) live_.forget_ping();
+  }
 
  private:
   liveness live_;
@@ -164,7 +192,102 @@ class peer_liveness {
   clock::duration timeout_;
   clock::time_point decided_at_ = clock::time_point::min();  // the instant decided_ is for
   liveness::action decided_ = liveness::action::none;
-  bool ping_claimed_ = false;  // a member took this instant's send_ping
+  bool ping_claimed_ = false;     // a member took this instant's send_ping
+  const void* pinger_ = nullptr;  // the member that sent the last shared ping
+};
+
+// The heartbeats of one connection end: its own liveness, and the peer_liveness it shares with
+// the grid's other connections to the same peer once an exchange named the peer's domain.
+// An idle shared connection leaves the checking to the shared state (one ping per period for
+// all). A connection that carries calls or streams checks itself, with its own pings, as an
+// unshared one does: its path may be the one that failed (ECMP, a middlebox) while the others
+// answer, and its calls must still end within interval + timeout + a tick of the silence.
+// Layer: rpc. Threading: not thread-safe; on its connection's executor.
+class connection_liveness {
+ public:
+  using clock = liveness::clock;
+
+  connection_liveness(clock::duration interval, clock::duration timeout, clock::time_point now) noexcept
+      : interval_(interval), timeout_(timeout), own_(interval, timeout, now) {}
+  connection_liveness(const connection_liveness&) = delete;
+  connection_liveness& operator=(const connection_liveness&) = delete;
+  ~connection_liveness() { leave(); }
+
+  bool enabled() const noexcept { return own_.enabled(); }
+  clock::duration tick_period() const noexcept { return own_.tick_period(); }
+  bool shared() const noexcept { return shared_ != nullptr; }
+
+  // Any frame arrived (per message: two flags).
+  void on_received() noexcept {
+    own_.on_received();
+    if (shared_) shared_->state().on_received();
+  }
+  void on_peer_ping() noexcept {
+    own_.on_peer_ping();
+    if (shared_) shared_->state().on_peer_ping();
+  }
+  void on_pong(std::uint64_t value) noexcept {
+    own_.on_pong(value);
+    if (shared_) shared_->state().on_pong(value);
+  }
+
+  // Joins `with` (what heartbeat_ticker::subscription::share returned for the peer's domain);
+  // a null or unshared result keeps the connection on its own.
+  void share(std::shared_ptr<peer_liveness> with) noexcept {
+    leave();
+    shared_ = std::move(with);
+    if (shared_) shared_->state().on_received();  // we share because a heartbeat frame just arrived
+  }
+
+  // A tick on the grid `instant`. `in_use`: the connection carries calls or streams.
+  liveness::action tick(clock::time_point instant, bool in_use) noexcept {
+    if (!shared_ || in_use) {
+      if (!own_checking_) {
+        own_.restart(instant);  // the wait starts now: detection within interval + timeout + a tick
+        own_checking_ = true;
+      }
+      last_was_shared_ = false;
+      const auto a = own_.tick(instant);
+      if (a == liveness::action::send_ping) ping_value_ = own_.ping_value();
+      return a;
+    }
+    own_checking_ = false;
+    (void)own_.tick(instant);  // clears its flag; the shared state decides meanwhile
+    last_was_shared_ = true;
+    const auto a = shared_->member_tick(instant, this);
+    if (a == liveness::action::send_ping) ping_value_ = shared_->state().ping_value();
+    return a;
+  }
+
+  // What the ping that tick() asked for carries.
+  std::uint64_t ping_value() const noexcept { return ping_value_; }
+
+  // The ping tick() asked for found no send room (a shared one goes to the next member).
+  void ping_not_sent() noexcept {
+    if (last_was_shared_ && shared_) shared_->member_ping_not_sent();
+  }
+
+  // The connection ended: a shared ping it carried is forgotten (peer_liveness::member_left), and
+  // the shared state is let go.
+  void leave() noexcept {
+    if (shared_) shared_->member_left(this);
+    shared_.reset();
+  }
+
+  // A fresh shared state with this connection's settings, for heartbeat_ticker::subscription::share
+  // to keep when this is the first connection to a peer domain.
+  std::shared_ptr<peer_liveness> make_shareable(clock::time_point now) const {
+    return std::make_shared<peer_liveness>(interval_, timeout_, now);
+  }
+
+ private:
+  clock::duration interval_;
+  clock::duration timeout_;
+  liveness own_;
+  std::shared_ptr<peer_liveness> shared_;
+  std::uint64_t ping_value_ = 0;
+  bool own_checking_ = true;  // own_ decides (not shared, or waiting for the peer)
+  bool last_was_shared_ = false;
 };
 
 // A server's bound on client pings, as gRPC's too_many_pings: a ping sooner than min_interval

@@ -120,8 +120,8 @@ class connection_impl final : public server_connection,
         peer_(std::make_shared<const std::string>(conn_->remote_address())),
         peer_info_(peer_info::from_address(*peer_)),
         chain_(server_->interceptors()),
-        live_(std::make_shared<peer_liveness>(server_->options().heartbeat_interval,
-                                              server_->options().heartbeat_timeout, clock::now())),
+        live_(std::in_place, server_->options().heartbeat_interval, server_->options().heartbeat_timeout,
+              clock::now()),
         policer_(server_->options().min_ping_interval_allowed, server_->options().max_ping_strikes) {}
 
   // A handler's server_done was invoked (any thread): finish the call on our executor, at once
@@ -135,13 +135,10 @@ class connection_impl final : public server_connection,
 
   void start() override {
     conn_->start(shared_from_this());
-    live_ = std::make_shared<peer_liveness>(server_->options().heartbeat_interval,
-                                            server_->options().heartbeat_timeout, clock::now());
-    const liveness& live = live_->state();
-    if (!live.enabled()) return;
+    if (!live_->enabled()) return;
     // Half a period after the clients' grid: a client and its server then never decide to ping at
     // the same instant.
-    heartbeat_ = heartbeat_ticker::of(ex_).subscribe(ex_, live.tick_period(), live.tick_period() / 2,
+    heartbeat_ = heartbeat_ticker::of(ex_).subscribe(ex_, live_->tick_period(), live_->tick_period() / 2,
                                                      [weak = weak_from_this()](clock::time_point instant) {
                                                        if (auto self = weak.lock())
                                                          self->heartbeat_tick(instant);
@@ -184,7 +181,7 @@ class connection_impl final : public server_connection,
 
   void on_message(transport::received_message message) override {
     if (closed_) return;
-    live_->state().on_received();  // a flag: heartbeats cost nothing per message
+    live_->on_received();  // flags: heartbeats cost nothing per message
     frame::decode_error err{};
     const auto v = frame::decode(message.bytes(), err);
     if (err != frame::decode_error::none) return violation(frame::to_string(err));
@@ -194,7 +191,7 @@ class connection_impl final : public server_connection,
         ++pongs_received_;
         server_->heartbeats().pongs_received.fetch_add(1, std::memory_order_relaxed);
         share_liveness(frame::heartbeat_domain(v));
-        return live_->state().on_pong(v.header.timeout_us);
+        return live_->on_pong(v.header.timeout_us);
       case frame::kind::request: return on_request(v, message);
       case frame::kind::going_away: return on_going_away_answer();
       case frame::kind::cancel: return on_cancel(v.header.call_id);
@@ -217,6 +214,7 @@ class connection_impl final : public server_connection,
       rdmarpc::logger()->info("rdmarpc server: connection from {} closed: {}", *peer_, reason.message());
     closed_ = true;
     heartbeat_.reset();
+    live_->leave();  // a shared ping it carried is forgotten, not left to time out the others
     cancel_all_calls();
     fail_streams("connection ended: " + reason.message());
     server_->connection_ended(this);
@@ -233,6 +231,7 @@ class connection_impl final : public server_connection,
   void end_connection(const std::string& why) {
     closed_ = true;
     heartbeat_.reset();
+    live_->leave();  // a shared ping it carried is forgotten, not left to time out the others
     cancel_all_calls();
     fail_streams(why);
     conn_->close();
@@ -257,17 +256,18 @@ class connection_impl final : public server_connection,
   void heartbeat_tick(clock::time_point instant) {
     if (closed_) return;
     // The grid instant this tick stands for, not when it ran (see the channel's heartbeat_tick).
-    switch (live_->member_tick(instant)) {
+    // A connection with calls or streams checks its own path too (connection_liveness).
+    switch (live_->tick(instant, !calls_.empty() || !streams_.empty())) {
       case liveness::action::none: break;
       case liveness::action::send_ping:
         // No room now: another connection sharing the liveness may send it; if none can, the
         // timeout still runs (a client that stopped reading or granting credits is cut off like a
         // silent one).
-        if (!send_heartbeat(frame::kind::ping, live_->state().ping_value())) {
+        if (!send_heartbeat(frame::kind::ping, live_->ping_value())) {
           ++pings_sent_;
           server_->heartbeats().pings_sent.fetch_add(1, std::memory_order_relaxed);
         } else {
-          live_->member_ping_not_sent();
+          live_->ping_not_sent();
         }
         break;
       case liveness::action::peer_dead: {
@@ -291,16 +291,15 @@ class connection_impl final : public server_connection,
   // A ping or pong named the client's heartbeat grid: from now on this connection shares its
   // liveness with this executor's other connections to that grid (peer_liveness).
   void share_liveness(std::uint64_t client_domain) {
-    if (live_shared_ || client_domain == 0) return;
-    live_shared_ = true;
-    live_ = heartbeat_.share(client_domain, std::move(live_));
+    if (live_->shared() || client_domain == 0 || !live_->enabled()) return;
+    live_->share(heartbeat_.share(client_domain, live_->make_shareable(clock::now())));
   }
 
   void on_ping(std::uint64_t value) {
     ++pings_received_;
     server_->heartbeats().pings_received.fetch_add(1, std::memory_order_relaxed);
     if (policer_.on_ping(clock::now())) return too_many_pings();
-    live_->state().on_peer_ping();  // the client runs heartbeats: ours are its pongs while it does
+    live_->on_peer_ping();  // the client runs heartbeats: ours are its pongs while it does
     (void)send_heartbeat(frame::kind::pong, value);  // no room: whatever fills the queue is traffic too
   }
 
@@ -883,10 +882,9 @@ class connection_impl final : public server_connection,
   std::uint64_t calls_started_ = 0;
   std::uint64_t pings_sent_ = 0, pongs_received_ = 0, pings_received_ = 0;
   heartbeat_ticker::subscription heartbeat_;  // ticks while the connection is open
-  // Shared with this executor's other connections to the same client grid once a heartbeat
-  // exchange named it (peer_liveness).
-  std::shared_ptr<peer_liveness> live_;
-  bool live_shared_ = false;  // asked to share
+  // Shares with this executor's other connections to the same client grid once a heartbeat
+  // exchange named it (connection_liveness). Always engaged.
+  std::optional<connection_liveness> live_;
   ping_policer policer_;
 };
 

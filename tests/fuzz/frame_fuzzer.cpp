@@ -31,13 +31,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   RDMARPC_FUZZ_CHECK(static_cast<std::uint8_t>(h.status) <= 16);
   const bool timed = h.kind == frame::kind::request || h.kind == frame::kind::stream_open;
   const bool window = h.kind == frame::kind::window_update || h.kind == frame::kind::stream_headers;
-  // ping/pong: about the connection (call_id 0), nothing but the opaque value in timeout_us.
+  // ping/pong: about the connection (call_id 0): the opaque value in timeout_us and, as payload,
+  // nothing or the sender's 8-byte heartbeat domain.
   const bool heartbeat = h.kind == frame::kind::ping || h.kind == frame::kind::pong;
   if (timed) {
     RDMARPC_FUZZ_CHECK(h.has_timeout() ? h.timeout_us <= frame::kMaxTimeoutUs : h.timeout_us == 0);
   } else if (heartbeat) {
     RDMARPC_FUZZ_CHECK(h.flags == 0 && h.call_id == 0 && h.method_id == 0 && h.extras_length == 0 &&
-                       h.payload_length == 0);
+                       (h.payload_length == 0 || h.payload_length == frame::kHeartbeatDomainSize));
   } else if (!window) {
     RDMARPC_FUZZ_CHECK(h.flags == 0 && h.timeout_us == 0);
   }

@@ -91,6 +91,11 @@ std::vector<std::pair<std::string, std::string>> frames() {
       {"stream_headers", frame_bytes(hdr(k::stream_headers, 3, 64, 1u << 20))},
       {"ping", frame_bytes(hdr(k::ping, 0, 0, 0x3d))},  // heartbeats: an opaque value in timeout_us
       {"pong", frame_bytes(hdr(k::pong, 0, 0, 0x3d))},
+      // with the sender's heartbeat domain, as rdmarpc sends them
+      {"ping_domain",
+       frame_bytes(hdr(k::ping, 0, 0, 0x3e), {}, std::string("\x01\x02\x03\x04\x05\x06\x07\x08", 8))},
+      {"pong_domain",
+       frame_bytes(hdr(k::pong, 0, 0, 0x3e), {}, std::string("\x01\x02\x03\x04\x05\x06\x07\x08", 8))},
       {"going_away", frame_bytes(hdr(k::going_away, 0, 0, 0))},  // graceful shutdown, both ways
   };
 }

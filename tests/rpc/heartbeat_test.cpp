@@ -331,6 +331,39 @@ TEST_CASE("heartbeat: a hung server ends every idle connection that shares its h
   }
 }
 
+TEST_CASE("heartbeat: a connection sharing heartbeats whose own path goes silent under a call is detected",
+          "[heartbeat]") {
+  // Two channels to one server share their heartbeats; then everything the server sends on the
+  // second one's connection is held back (a path that failed while the first one's works, as one
+  // ECMP route can). The second one's call has no deadline: its connection must check its own path.
+  hb_fixture f("loopback", pinging_server());
+  const auto first = connect_sharing(f, 1, fast_client(20ms, 60ms)).front();
+  transport::loopback::loopback_options lo;
+  lo.b_to_a.delay_at = 3;  // after the first call's response and one heartbeat frame
+  lo.b_to_a.delay = std::chrono::hours(1);
+  auto [client_end, server_end] =
+      transport::loopback::make_loopback_pair(f.io.get_executor(), f.server_io->executor(), lo);
+  f.srv->serve(server_end);
+  auto second = channel::create(client_end, fast_client(20ms, 60ms));
+  REQUIRE(f.call(*second) == status_code::ok);
+  REQUIRE(run_until(f.io, [&] {
+    const auto s = second->stats();
+    return s.pings_received + s.pongs_received > 0;  // it heard a heartbeat frame: it shares
+  }));
+  client_context ctx;  // no deadline
+  std::optional<boost::system::error_code> out;
+  f.start(*second, out, &ctx, /*sleep_ms=*/30000);
+  REQUIRE(run_until(f.io, [&] { return out.has_value(); }));
+  CHECK(to_status_code(*out) == status_code::unavailable);
+  CHECK(contains(ctx.status_message(), "no heartbeat answer"));
+  CHECK(second->stats().heartbeat_timeouts == 1);
+  // The first connection, whose path works, carries on.
+  CHECK(first->stats().heartbeat_timeouts == 0);
+  CHECK(f.call(*first) == status_code::ok);
+  CHECK(first->stats().connects == 1);
+  CHECK(f.service.wait_for([&] { return f.service.sleeps_cancelled.load() == 1; }));
+}
+
 TEST_CASE("heartbeat: no pings while replies flow", "[heartbeat]") {
   const auto target = GENERATE(as<std::string>{}, "loopback", "tcp");
   server_options so;

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+using rdmarpc::connection_liveness;
 using rdmarpc::liveness;
 using rdmarpc::peer_liveness;
 using rdmarpc::ping_policer;
@@ -204,39 +205,109 @@ TEST_CASE("peer_liveness: members ticking at one instant send one ping, and all 
   constexpr auto ping = liveness::action::send_ping;
   constexpr auto dead = liveness::action::peer_dead;
   // Three members tick at each instant; the shared state ticks once per instant.
-  CHECK(shared.member_tick(t0 + 100ms) == ping);  // silence for the interval: the first member pings
-  CHECK(shared.member_tick(t0 + 100ms) == none);
-  CHECK(shared.member_tick(t0 + 100ms) == none);
+  CHECK(shared.member_tick(t0 + 100ms, nullptr) == ping);  // silence for the interval: the first member pings
+  CHECK(shared.member_tick(t0 + 100ms, nullptr) == none);
+  CHECK(shared.member_tick(t0 + 100ms, nullptr) == none);
   CHECK(shared.state().ping_outstanding());
-  CHECK(shared.member_tick(t0 + 200ms) == dead);  // no answer within the timeout: every member ends
-  CHECK(shared.member_tick(t0 + 200ms) == dead);
-  CHECK(shared.member_tick(t0 + 200ms) == dead);
+  CHECK(shared.member_tick(t0 + 200ms, nullptr) == dead);  // no answer within the timeout: every member ends
+  CHECK(shared.member_tick(t0 + 200ms, nullptr) == dead);
+  CHECK(shared.member_tick(t0 + 200ms, nullptr) == dead);
 }
 
 TEST_CASE("peer_liveness: a member without send room passes the ping to the next one", "[liveness]") {
   peer_liveness shared(100ms, 100ms, t0);
-  CHECK(shared.member_tick(t0 + 100ms) == liveness::action::send_ping);
+  CHECK(shared.member_tick(t0 + 100ms, nullptr) == liveness::action::send_ping);
   shared.member_ping_not_sent();
-  CHECK(shared.member_tick(t0 + 100ms) == liveness::action::send_ping);
-  CHECK(shared.member_tick(t0 + 100ms) == liveness::action::none);
+  CHECK(shared.member_tick(t0 + 100ms, nullptr) == liveness::action::send_ping);
+  CHECK(shared.member_tick(t0 + 100ms, nullptr) == liveness::action::none);
 }
 
 TEST_CASE("peer_liveness: a frame on any member answers for all of them", "[liveness]") {
   peer_liveness shared(100ms, 100ms, t0);
-  CHECK(shared.member_tick(t0 + 100ms) == liveness::action::send_ping);
-  CHECK(shared.member_tick(t0 + 100ms) == liveness::action::none);
+  CHECK(shared.member_tick(t0 + 100ms, nullptr) == liveness::action::send_ping);
+  CHECK(shared.member_tick(t0 + 100ms, nullptr) == liveness::action::none);
   shared.state().on_pong(shared.state().ping_value());  // arrived on the member that pinged
-  CHECK(shared.member_tick(t0 + 200ms) == liveness::action::none);
-  CHECK(shared.member_tick(t0 + 200ms) == liveness::action::none);
+  CHECK(shared.member_tick(t0 + 200ms, nullptr) == liveness::action::none);
+  CHECK(shared.member_tick(t0 + 200ms, nullptr) == liveness::action::none);
   CHECK_FALSE(shared.state().ping_outstanding());
   shared.state().on_received();  // any frame on any member, later on
-  CHECK(shared.member_tick(t0 + 300ms) == liveness::action::none);
-  CHECK(shared.member_tick(t0 + 400ms) == liveness::action::send_ping);  // an interval since
-  CHECK(shared.member_tick(t0 + 400ms) == liveness::action::none);
+  CHECK(shared.member_tick(t0 + 300ms, nullptr) == liveness::action::none);
+  CHECK(shared.member_tick(t0 + 400ms, nullptr) == liveness::action::send_ping);  // an interval since
+  CHECK(shared.member_tick(t0 + 400ms, nullptr) == liveness::action::none);
 }
 
 TEST_CASE("peer_liveness: only the same settings are shared", "[liveness]") {
   const peer_liveness a(100ms, 300ms, t0), b(100ms, 300ms, t0), c(300ms, 100ms, t0);
   CHECK(a.same_settings(b));
   CHECK_FALSE(a.same_settings(c));  // the same tick period, other settings
+}
+
+TEST_CASE("peer_liveness: a member that carried the ping and left does not time out the others",
+          "[liveness]") {
+  peer_liveness shared(100ms, 100ms, t0);
+  const int a = 0, b = 0;
+  CHECK(shared.member_tick(t0 + 100ms, &a) == liveness::action::send_ping);
+  CHECK(shared.member_tick(t0 + 100ms, &b) == liveness::action::none);
+  shared.member_left(&b);  // not the pinger: nothing changes
+  CHECK(shared.state().ping_outstanding());
+  shared.member_left(&a);  // its pong will never be read
+  CHECK_FALSE(shared.state().ping_outstanding());
+  CHECK(shared.member_tick(t0 + 200ms, &b) == liveness::action::send_ping);  // not peer_dead
+  CHECK(shared.member_tick(t0 + 300ms, &b) == liveness::action::peer_dead);  // this one unanswered
+}
+
+TEST_CASE("connection_liveness: alone it behaves as liveness", "[liveness]") {
+  connection_liveness live(100ms, 100ms, t0);
+  CHECK_FALSE(live.shared());
+  CHECK(live.tick(t0 + 100ms, false) == action::send_ping);
+  live.on_pong(live.ping_value());
+  CHECK(live.tick(t0 + 200ms, false) == action::none);
+  CHECK(live.tick(t0 + 300ms, false) == action::send_ping);
+  CHECK(live.tick(t0 + 400ms, false) == action::peer_dead);
+}
+
+TEST_CASE("connection_liveness: idle members share one ping, and one in use checks itself", "[liveness]") {
+  connection_liveness a(100ms, 100ms, t0), b(100ms, 100ms, t0);
+  auto shared = a.make_shareable(t0);
+  a.share(shared);  // each joins on a heartbeat frame: the shared state heard from the peer
+  b.share(shared);
+  CHECK(a.shared());
+  CHECK(a.tick(t0 + 100ms, false) == action::none);
+  CHECK(b.tick(t0 + 100ms, false) == action::none);
+  // Idle: one ping for both, through the first to tick.
+  CHECK(a.tick(t0 + 200ms, false) == action::send_ping);
+  CHECK(b.tick(t0 + 200ms, false) == action::none);
+  a.on_pong(a.ping_value());
+  a.on_received();
+  CHECK(a.tick(t0 + 300ms, false) == action::none);
+  CHECK(b.tick(t0 + 300ms, false) == action::none);
+  // b carries a call from 400 ms on; a keeps hearing from the peer. b's own silence counts from
+  // its first tick in use, so it pings on its own path an interval later and is dead a timeout
+  // after that: what a hears is no answer on b's path.
+  CHECK(a.tick(t0 + 400ms, false) == action::send_ping);
+  CHECK(b.tick(t0 + 400ms, true) == action::none);
+  a.on_received();
+  CHECK(a.tick(t0 + 500ms, false) == action::none);
+  CHECK(b.tick(t0 + 500ms, true) == action::send_ping);
+  a.on_received();
+  CHECK(a.tick(t0 + 600ms, false) == action::none);
+  CHECK(b.tick(t0 + 600ms, true) == action::peer_dead);
+}
+
+TEST_CASE("connection_liveness: a member that leaves while its shared ping is out spares the others",
+          "[liveness]") {
+  connection_liveness b(100ms, 100ms, t0);
+  auto shared = b.make_shareable(t0);
+  {
+    connection_liveness a(100ms, 100ms, t0);
+    a.share(shared);
+    b.share(shared);
+    CHECK(a.tick(t0 + 100ms, false) == action::none);
+    CHECK(b.tick(t0 + 100ms, false) == action::none);
+    CHECK(a.tick(t0 + 200ms, false) == action::send_ping);
+    CHECK(b.tick(t0 + 200ms, false) == action::none);
+  }                                                       // a's connection ended before the pong came
+  CHECK(b.tick(t0 + 300ms, false) == action::send_ping);  // pings again instead of peer_dead
+  b.on_pong(b.ping_value());
+  CHECK(b.tick(t0 + 400ms, false) == action::none);
 }
