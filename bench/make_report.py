@@ -612,7 +612,7 @@ def liveness_targets(res, add):
             note += (f"; raw sockets exchanging on every connection once per {h['floor_exchange_ms']} ms "
                      f"(heartbeat_floor: what any per-connection heartbeat pays) cost {pc(h['floor_cpu_percent'])} "
                      f"here, rdmarpc's {fmt(h['cost_over_floor'], 2)}× that, because its idle connections to one "
-                     f"peer share one exchange (clients in separate processes would each pay one); a null syscall "
+                     f"peer share their pings (clients in separate processes would each pay an exchange); a null syscall "
                      f"takes {fmt(h['null_syscall_us'], 2)} µs on this host")
     add("liveness, tcp on the host (event polling): heartbeats of 100 idle connections ≤ 0.2 % of one core "
         "(client + server sides, minus the same connections without heartbeats)", v, 0.2, True,
@@ -1086,8 +1086,9 @@ def liveness_section(res, tgts, w):
             w(f"{fmt(fl['floor_us_per_exchange'], 1)} µs of CPU per exchange, with a null syscall at "
               f"{fmt(fl['null_syscall_us'], 2)} µs (~0.1 µs on bare")
             w("metal): what any heartbeat that pings each connection pays in sends, reads and wake-ups.")
-            w("rdmarpc's connections to one peer share one exchange (one ping per period for all of them,")
-            w(f"docs/wire-format.md, Heartbeat domains), so they cost {fmt(fl['cost_over_floor'], 2)}× that.")
+            w("rdmarpc's idle connections to one peer share their heartbeats (one ping per period through two")
+            w(f"of them, docs/wire-format.md, Heartbeat domains), so they cost {fmt(fl['cost_over_floor'], 2)}× that;")
+            w("clients in separate processes would each pay an exchange.")
         if not any(h["where"] == "host" for h in lv["heartbeats"]):
             w("No host row in this run (an older run, --no-host-liveness, or the host probe failed): the")
             w("target is not measured.")

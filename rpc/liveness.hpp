@@ -6,6 +6,7 @@
 // connection on its executor.
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -131,16 +132,17 @@ class liveness {
 
 // The liveness of every connection from one heartbeat grid (a heartbeat_ticker group: one
 // executor, one tick period and phase) to one peer heartbeat domain (the peer's grid, named in its
-// pings and pongs: docs/wire-format.md, Heartbeats). A hung host, a stopped process or a cut link
-// silences all of those connections at once, so one ping answers for all of them, and any frame
-// received on any of them is a sign of life for all: 100 idle connections between two processes
-// cost one exchange per period, not 100 (eRPC's heartbeats are per remote process too). A
-// connection starts with one of its own and shares after its first heartbeat exchange names the
-// peer's domain (heartbeat_ticker::subscription::share).
+// pings and pongs: docs/wire-format.md, Heartbeat domains) while they are idle. A hung host, a
+// stopped process or a cut link silences all of those connections at once, so a ping through two
+// of them answers for all, and any frame received on any of them is a sign of life for all: 100
+// idle connections between two processes cost two exchanges per period, not 100 (eRPC's
+// heartbeats are per remote process too). Two carriers, not one: a failed path of one of them
+// (one ECMP route) ends only that connection (connection_liveness), since the other answers.
 // Layer: rpc. Threading: not thread-safe; its members all run on the grid's executor.
 class peer_liveness {
  public:
   using clock = liveness::clock;
+  static constexpr std::size_t kCarriers = 2;  // members a shared ping goes through
 
   peer_liveness(clock::duration interval, clock::duration timeout, clock::time_point now) noexcept
       : live_(interval, timeout, now), interval_(interval), timeout_(timeout) {}
@@ -153,55 +155,68 @@ class peer_liveness {
     return interval_ == other.interval_ && timeout_ == other.timeout_;
   }
 
-  // One member connection's tick at the grid `instant`. The first member to tick at an instant
-  // ticks the shared state; a ping goes out through one member only (the first to tick, or the
-  // next one after a member_ping_not_sent), and peer_dead reaches every member, which all end.
-  // `member` identifies the ticking member (any unique token, e.g. its address).
+  // One idle member connection's tick at the grid `instant`; `member` identifies it (any unique
+  // token, e.g. its address). The first member to tick at an instant ticks the shared state; a
+  // ping goes out through the first kCarriers members to tick (or the next ones after
+  // member_ping_not_sent), and peer_dead reaches every member, which all end.
   liveness::action member_tick(clock::time_point instant, const void* member) noexcept {
     if (instant != decided_at_) {
       decided_at_ = instant;
       decided_ = live_.tick(instant);
-      ping_claimed_ = false;
+      if (decided_ == liveness::action::send_ping) carriers_ = {};  // a new ping, new carriers
     }
     if (decided_ != liveness::action::send_ping) return decided_;
-    if (ping_claimed_) return liveness::action::none;
-    ping_claimed_ = true;
-    pinger_ = member;
-    return liveness::action::send_ping;
+    for (auto& c : carriers_) {
+      if (c == nullptr) {
+        c = member;
+        return liveness::action::send_ping;
+      }
+    }
+    return liveness::action::none;
   }
 
   // The member given send_ping had no send room: the next member ticking at the same instant
-  // sends it (the timeout runs from the instant regardless).
-  void member_ping_not_sent() noexcept {
-    ping_claimed_ = false;
-    pinger_ = nullptr;
-  }
+  // carries it instead (the timeout runs from the instant regardless).
+  void member_ping_not_sent(const void* member) noexcept { drop_carrier(member); }
 
-  // A member's connection ended. If it carried the outstanding ping, that ping's pong will never
-  // be read: forget it, so the next instant pings through another member instead of declaring
-  // every other member dead at its timeout.
+  // A member's connection ended. When no carrier of the outstanding ping is left, its pong will
+  // never be read: forget it, so the next instant pings through other members instead of
+  // declaring them all dead at its timeout (detection of a dead peer then takes a tick longer).
   void member_left(const void* member) noexcept {
-    if (member == nullptr || member != pinger_) return;
-    pinger_ = nullptr;
-    if (live_.ping_outstanding()) live_.forget_ping();
+    if (member == nullptr || !drop_carrier(member)) return;
+    const bool carried = std::any_of(carriers_.begin(), carriers_.end(), [](auto c) { return c != nullptr; });
+    if (!carried && live_.ping_outstanding()) live_.forget_ping();
   }
 
  private:
+  bool drop_carrier(const void* member) noexcept {
+    for (auto& c : carriers_) {
+      if (c == member) {
+        c = nullptr;
+        return true;
+      }
+    }
+    return false;
+  }
+
   liveness live_;
   clock::duration interval_;
   clock::duration timeout_;
   clock::time_point decided_at_ = clock::time_point::min();  // the instant decided_ is for
   liveness::action decided_ = liveness::action::none;
-  bool ping_claimed_ = false;     // a member took this instant's send_ping
-  const void* pinger_ = nullptr;  // the member that sent the last shared ping
+  std::array<const void*, kCarriers> carriers_{};  // of the last shared ping
 };
 
 // The heartbeats of one connection end: its own liveness, and the peer_liveness it shares with
 // the grid's other connections to the same peer once an exchange named the peer's domain.
-// An idle shared connection leaves the checking to the shared state (one ping per period for
-// all). A connection that carries calls or streams checks itself, with its own pings, as an
-// unshared one does: its path may be the one that failed (ECMP, a middlebox) while the others
-// answer, and its calls must still end within interval + timeout + a tick of the silence.
+// - Not shared: its own liveness decides, as for any connection.
+// - Shared and idle: the shared state decides; when this connection carried the shared ping and
+//   heard nothing itself within the timeout, it ends alone (its path failed; the other carrier
+//   answered, or everyone ends anyway).
+// - Shared and carrying calls or streams: its own liveness decides (its path may be the one that
+//   failed while the others answer), restarted when the work begins, so what waits ends within
+//   interval + timeout + a tick of the silence. It keeps checking itself after the work ended
+//   until it heard something, so a failed path used now and then is still found.
 // Layer: rpc. Threading: not thread-safe; on its connection's executor.
 class connection_liveness {
  public:
@@ -231,8 +246,7 @@ class connection_liveness {
     if (shared_) shared_->state().on_pong(value);
   }
 
-  // Joins `with` (what heartbeat_ticker::subscription::share returned for the peer's domain);
-  // a null or unshared result keeps the connection on its own.
+  // Joins `with` (what heartbeat_ticker::subscription::share returned for the peer's domain).
   void share(std::shared_ptr<peer_liveness> with) noexcept {
     leave();
     shared_ = std::move(with);
@@ -241,21 +255,37 @@ class connection_liveness {
 
   // A tick on the grid `instant`. `in_use`: the connection carries calls or streams.
   liveness::action tick(clock::time_point instant, bool in_use) noexcept {
-    if (!shared_ || in_use) {
+    last_was_shared_ = false;
+    if (!shared_) return own_tick(instant);
+    const bool heard = own_.heard_since_tick();
+    if (in_use || own_checking_) {
       if (!own_checking_) {
-        own_.restart(instant);  // the wait starts now: detection within interval + timeout + a tick
+        own_.restart(instant);  // the wait starts now
         own_checking_ = true;
+        heard_while_checking_ = false;
+        carried_ping_ = false;
+      } else if (heard) {
+        heard_while_checking_ = true;
       }
-      last_was_shared_ = false;
-      const auto a = own_.tick(instant);
-      if (a == liveness::action::send_ping) ping_value_ = own_.ping_value();
-      return a;
+      if (in_use || !heard_while_checking_) return own_tick(instant);
+      own_checking_ = false;  // idle, and its path answered: back to the shared state
     }
-    own_checking_ = false;
-    (void)own_.tick(instant);  // clears its flag; the shared state decides meanwhile
+    if (heard) {
+      own_.restart(instant);  // clears the flag
+      carried_ping_ = false;
+    } else if (carried_ping_ && instant - carried_at_ >= timeout_) {
+      carried_ping_ = false;
+      return liveness::action::peer_dead;  // our path did not answer our ping
+    }
     last_was_shared_ = true;
     const auto a = shared_->member_tick(instant, this);
-    if (a == liveness::action::send_ping) ping_value_ = shared_->state().ping_value();
+    if (a == liveness::action::send_ping) {
+      ping_value_ = shared_->state().ping_value();
+      if (!carried_ping_) {  // the silence on our path counts from our first unanswered ping
+        carried_ping_ = true;
+        carried_at_ = instant;
+      }
+    }
     return a;
   }
 
@@ -264,7 +294,9 @@ class connection_liveness {
 
   // The ping tick() asked for found no send room (a shared one goes to the next member).
   void ping_not_sent() noexcept {
-    if (last_was_shared_ && shared_) shared_->member_ping_not_sent();
+    if (!last_was_shared_ || !shared_) return;
+    carried_ping_ = false;
+    shared_->member_ping_not_sent(this);
   }
 
   // The connection ended: a shared ping it carried is forgotten (peer_liveness::member_left), and
@@ -281,12 +313,21 @@ class connection_liveness {
   }
 
  private:
+  liveness::action own_tick(clock::time_point instant) noexcept {
+    const auto a = own_.tick(instant);
+    if (a == liveness::action::send_ping) ping_value_ = own_.ping_value();
+    return a;
+  }
+
   clock::duration interval_;
   clock::duration timeout_;
   liveness own_;
   std::shared_ptr<peer_liveness> shared_;
+  clock::time_point carried_at_{};
   std::uint64_t ping_value_ = 0;
-  bool own_checking_ = true;  // own_ decides (not shared, or waiting for the peer)
+  bool own_checking_ = false;          // shared, but its own liveness decides (in use, or not yet heard)
+  bool heard_while_checking_ = false;  // something arrived since own checking began
+  bool carried_ping_ = false;          // it carried the shared ping sent at carried_at_
   bool last_was_shared_ = false;
 };
 

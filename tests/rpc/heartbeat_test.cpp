@@ -299,15 +299,16 @@ TEST_CASE("heartbeat: idle connections between two processes share one ping per 
   for (const auto& ch : channels) before.push_back(exchanges(*ch));
   const auto total_before = total();
   REQUIRE(run_until(f.io, [&] { return total() >= total_before + 20; }));
-  // Twenty exchanges later: all of them went through one connection (the first to tick on
-  // either side; the channels connected one after another), none through the other three.
+  // Twenty exchanges later: all of them went through two connections (the first two to tick on
+  // either side, peer_liveness::kCarriers; the channels connected one after another), none
+  // through the other two.
   std::size_t carrying = 0;
   for (std::size_t i = 0; i < channels.size(); ++i) {
     carrying += exchanges(*channels[i]) > before[i] ? 1 : 0;
     CHECK(channels[i]->stats().heartbeat_timeouts == 0);
     CHECK(channels[i]->stats().connects == 1);
   }
-  CHECK(carrying == 1);
+  CHECK(carrying == 2);
   CHECK(f.srv->stats().heartbeat_timeouts == 0);
   for (const auto& ch : channels) CHECK(f.call(*ch) == status_code::ok);
 }
@@ -331,37 +332,66 @@ TEST_CASE("heartbeat: a hung server ends every idle connection that shares its h
   }
 }
 
-TEST_CASE("heartbeat: a connection sharing heartbeats whose own path goes silent under a call is detected",
-          "[heartbeat]") {
-  // Two channels to one server share their heartbeats; then everything the server sends on the
-  // second one's connection is held back (a path that failed while the first one's works, as one
-  // ECMP route can). The second one's call has no deadline: its connection must check its own path.
-  hb_fixture f("loopback", pinging_server());
-  const auto first = connect_sharing(f, 1, fast_client(20ms, 60ms)).front();
+namespace {
+
+// A loopback channel to f's server whose server-to-client direction goes silent after the first
+// message (a path that failed while others to the same server work, as one ECMP route can). That
+// first message is a heartbeat frame (no call is made before), so the channel shares first.
+std::shared_ptr<channel> make_path_failing_channel(hb_fixture& f, const channel_options& o) {
   transport::loopback::loopback_options lo;
-  lo.b_to_a.delay_at = 3;  // after the first call's response and one heartbeat frame
+  lo.b_to_a.delay_at = 2;
   lo.b_to_a.delay = std::chrono::hours(1);
   auto [client_end, server_end] =
       transport::loopback::make_loopback_pair(f.io.get_executor(), f.server_io->executor(), lo);
   f.srv->serve(server_end);
-  auto second = channel::create(client_end, fast_client(20ms, 60ms));
-  REQUIRE(f.call(*second) == status_code::ok);
+  auto ch = channel::create(client_end, o);
   REQUIRE(run_until(f.io, [&] {
-    const auto s = second->stats();
+    const auto s = ch->stats();
     return s.pings_received + s.pongs_received > 0;  // it heard a heartbeat frame: it shares
   }));
+  return ch;
+}
+
+}  // namespace
+
+TEST_CASE("heartbeat: a shared connection whose own path goes silent under a call is detected",
+          "[heartbeat]") {
+  // Three channels to one server share their heartbeats; the third's path fails. It is not one
+  // of the two that carry the shared pings, and its call has no deadline: once in use, its
+  // connection must check its own path.
+  // A 500 ms timeout: the healthy ones must not look dead on a loaded machine (sanitizers).
+  hb_fixture f("loopback", pinging_server());
+  const auto healthy = connect_sharing(f, 2, fast_client(20ms, 500ms));
+  auto failing = make_path_failing_channel(f, fast_client(20ms, 500ms));
   client_context ctx;  // no deadline
   std::optional<boost::system::error_code> out;
-  f.start(*second, out, &ctx, /*sleep_ms=*/30000);
+  f.start(*failing, out, &ctx, /*sleep_ms=*/30000);
   REQUIRE(run_until(f.io, [&] { return out.has_value(); }));
   CHECK(to_status_code(*out) == status_code::unavailable);
   CHECK(contains(ctx.status_message(), "no heartbeat answer"));
-  CHECK(second->stats().heartbeat_timeouts == 1);
-  // The first connection, whose path works, carries on.
-  CHECK(first->stats().heartbeat_timeouts == 0);
-  CHECK(f.call(*first) == status_code::ok);
-  CHECK(first->stats().connects == 1);
+  CHECK(failing->stats().heartbeat_timeouts == 1);
+  // The others, whose paths work, carry on.
+  for (const auto& ch : healthy) {
+    CHECK(ch->stats().heartbeat_timeouts == 0);
+    CHECK(f.call(*ch) == status_code::ok);
+    CHECK(ch->stats().connects == 1);
+  }
   CHECK(f.service.wait_for([&] { return f.service.sleeps_cancelled.load() == 1; }));
+}
+
+TEST_CASE("heartbeat: a carrier of the shared ping whose own path goes silent ends alone", "[heartbeat]") {
+  // The first and second channels carry the shared pings; the second one's path fails. The first
+  // one's pongs keep the shared state alive, so only the second ends, and the third, idle, stays.
+  hb_fixture f("loopback", pinging_server());
+  const auto first = connect_sharing(f, 1, fast_client(20ms, 500ms)).front();
+  auto failing = make_path_failing_channel(f, fast_client(20ms, 500ms));
+  const auto third = connect_sharing(f, 1, fast_client(20ms, 500ms)).front();
+  REQUIRE(run_until(f.io, [&] { return failing->stats().heartbeat_timeouts == 1; }));
+  for (const auto& ch : {first, third}) {
+    CHECK(ch->stats().heartbeat_timeouts == 0);
+    CHECK(f.call(*ch) == status_code::ok);
+    CHECK(ch->stats().connects == 1);
+  }
 }
 
 TEST_CASE("heartbeat: no pings while replies flow", "[heartbeat]") {

@@ -198,42 +198,47 @@ TEST_CASE("liveness: after the peer stopped pinging, this side pings at its own 
   REQUIRE(l.tick(t0 + 1800ms) == action::send_ping);
 }
 
-TEST_CASE("peer_liveness: members ticking at one instant send one ping, and all see the peer dead",
-          "[liveness]") {
+TEST_CASE(
+    "peer_liveness: members ticking at one instant send one ping through two, and all see the peer dead",
+    "[liveness]") {
   peer_liveness shared(100ms, 100ms, t0);
+  const int a = 0, b = 0, c = 0;
   constexpr auto none = liveness::action::none;
   constexpr auto ping = liveness::action::send_ping;
   constexpr auto dead = liveness::action::peer_dead;
   // Three members tick at each instant; the shared state ticks once per instant.
-  CHECK(shared.member_tick(t0 + 100ms, nullptr) == ping);  // silence for the interval: the first member pings
-  CHECK(shared.member_tick(t0 + 100ms, nullptr) == none);
-  CHECK(shared.member_tick(t0 + 100ms, nullptr) == none);
+  CHECK(shared.member_tick(t0 + 100ms, &a) == ping);  // silence for the interval: two carry the ping
+  CHECK(shared.member_tick(t0 + 100ms, &b) == ping);
+  CHECK(shared.member_tick(t0 + 100ms, &c) == none);
   CHECK(shared.state().ping_outstanding());
-  CHECK(shared.member_tick(t0 + 200ms, nullptr) == dead);  // no answer within the timeout: every member ends
-  CHECK(shared.member_tick(t0 + 200ms, nullptr) == dead);
-  CHECK(shared.member_tick(t0 + 200ms, nullptr) == dead);
+  CHECK(shared.member_tick(t0 + 200ms, &a) == dead);  // no answer within the timeout: every member ends
+  CHECK(shared.member_tick(t0 + 200ms, &b) == dead);
+  CHECK(shared.member_tick(t0 + 200ms, &c) == dead);
 }
 
 TEST_CASE("peer_liveness: a member without send room passes the ping to the next one", "[liveness]") {
   peer_liveness shared(100ms, 100ms, t0);
-  CHECK(shared.member_tick(t0 + 100ms, nullptr) == liveness::action::send_ping);
-  shared.member_ping_not_sent();
-  CHECK(shared.member_tick(t0 + 100ms, nullptr) == liveness::action::send_ping);
-  CHECK(shared.member_tick(t0 + 100ms, nullptr) == liveness::action::none);
+  const int a = 0, b = 0, c = 0, d = 0;
+  CHECK(shared.member_tick(t0 + 100ms, &a) == liveness::action::send_ping);
+  shared.member_ping_not_sent(&a);
+  CHECK(shared.member_tick(t0 + 100ms, &b) == liveness::action::send_ping);
+  CHECK(shared.member_tick(t0 + 100ms, &c) == liveness::action::send_ping);
+  CHECK(shared.member_tick(t0 + 100ms, &d) == liveness::action::none);
 }
 
 TEST_CASE("peer_liveness: a frame on any member answers for all of them", "[liveness]") {
   peer_liveness shared(100ms, 100ms, t0);
-  CHECK(shared.member_tick(t0 + 100ms, nullptr) == liveness::action::send_ping);
-  CHECK(shared.member_tick(t0 + 100ms, nullptr) == liveness::action::none);
-  shared.state().on_pong(shared.state().ping_value());  // arrived on the member that pinged
-  CHECK(shared.member_tick(t0 + 200ms, nullptr) == liveness::action::none);
-  CHECK(shared.member_tick(t0 + 200ms, nullptr) == liveness::action::none);
+  const int a = 0, b = 0, c = 0;
+  CHECK(shared.member_tick(t0 + 100ms, &a) == liveness::action::send_ping);
+  CHECK(shared.member_tick(t0 + 100ms, &b) == liveness::action::send_ping);
+  CHECK(shared.member_tick(t0 + 100ms, &c) == liveness::action::none);
+  shared.state().on_pong(shared.state().ping_value());  // arrived on one carrier
+  CHECK(shared.member_tick(t0 + 200ms, &a) == liveness::action::none);
+  CHECK(shared.member_tick(t0 + 200ms, &c) == liveness::action::none);
   CHECK_FALSE(shared.state().ping_outstanding());
   shared.state().on_received();  // any frame on any member, later on
-  CHECK(shared.member_tick(t0 + 300ms, nullptr) == liveness::action::none);
-  CHECK(shared.member_tick(t0 + 400ms, nullptr) == liveness::action::send_ping);  // an interval since
-  CHECK(shared.member_tick(t0 + 400ms, nullptr) == liveness::action::none);
+  CHECK(shared.member_tick(t0 + 300ms, &a) == liveness::action::none);
+  CHECK(shared.member_tick(t0 + 400ms, &a) == liveness::action::send_ping);  // an interval since
 }
 
 TEST_CASE("peer_liveness: only the same settings are shared", "[liveness]") {
@@ -242,18 +247,19 @@ TEST_CASE("peer_liveness: only the same settings are shared", "[liveness]") {
   CHECK_FALSE(a.same_settings(c));  // the same tick period, other settings
 }
 
-TEST_CASE("peer_liveness: a member that carried the ping and left does not time out the others",
-          "[liveness]") {
+TEST_CASE("peer_liveness: when every carrier of the ping left, the others are not timed out", "[liveness]") {
   peer_liveness shared(100ms, 100ms, t0);
-  const int a = 0, b = 0;
+  const int a = 0, b = 0, c = 0;
   CHECK(shared.member_tick(t0 + 100ms, &a) == liveness::action::send_ping);
-  CHECK(shared.member_tick(t0 + 100ms, &b) == liveness::action::none);
-  shared.member_left(&b);  // not the pinger: nothing changes
+  CHECK(shared.member_tick(t0 + 100ms, &b) == liveness::action::send_ping);
+  CHECK(shared.member_tick(t0 + 100ms, &c) == liveness::action::none);
+  shared.member_left(&c);  // not a carrier: nothing changes
+  shared.member_left(&a);  // b still carries it
   CHECK(shared.state().ping_outstanding());
-  shared.member_left(&a);  // its pong will never be read
+  shared.member_left(&b);  // its pong will never be read
   CHECK_FALSE(shared.state().ping_outstanding());
-  CHECK(shared.member_tick(t0 + 200ms, &b) == liveness::action::send_ping);  // not peer_dead
-  CHECK(shared.member_tick(t0 + 300ms, &b) == liveness::action::peer_dead);  // this one unanswered
+  CHECK(shared.member_tick(t0 + 200ms, &c) == liveness::action::send_ping);  // not peer_dead
+  CHECK(shared.member_tick(t0 + 300ms, &c) == liveness::action::peer_dead);  // this one unanswered
 }
 
 TEST_CASE("connection_liveness: alone it behaves as liveness", "[liveness]") {
@@ -266,48 +272,89 @@ TEST_CASE("connection_liveness: alone it behaves as liveness", "[liveness]") {
   CHECK(live.tick(t0 + 400ms, false) == action::peer_dead);
 }
 
-TEST_CASE("connection_liveness: idle members share one ping, and one in use checks itself", "[liveness]") {
-  connection_liveness a(100ms, 100ms, t0), b(100ms, 100ms, t0);
+TEST_CASE("connection_liveness: idle members share the ping, and one in use checks itself", "[liveness]") {
+  connection_liveness a(100ms, 100ms, t0), b(100ms, 100ms, t0), c(100ms, 100ms, t0);
   auto shared = a.make_shareable(t0);
   a.share(shared);  // each joins on a heartbeat frame: the shared state heard from the peer
   b.share(shared);
+  c.share(shared);
   CHECK(a.shared());
   CHECK(a.tick(t0 + 100ms, false) == action::none);
   CHECK(b.tick(t0 + 100ms, false) == action::none);
-  // Idle: one ping for both, through the first to tick.
+  CHECK(c.tick(t0 + 100ms, false) == action::none);
+  // Idle: one ping, through the first two to tick.
   CHECK(a.tick(t0 + 200ms, false) == action::send_ping);
-  CHECK(b.tick(t0 + 200ms, false) == action::none);
+  CHECK(b.tick(t0 + 200ms, false) == action::send_ping);
+  CHECK(c.tick(t0 + 200ms, false) == action::none);
   a.on_pong(a.ping_value());
   a.on_received();
+  b.on_received();
   CHECK(a.tick(t0 + 300ms, false) == action::none);
   CHECK(b.tick(t0 + 300ms, false) == action::none);
-  // b carries a call from 400 ms on; a keeps hearing from the peer. b's own silence counts from
+  CHECK(c.tick(t0 + 300ms, false) == action::none);
+  // c carries a call from 400 ms on; a keeps hearing from the peer. c's own silence counts from
   // its first tick in use, so it pings on its own path an interval later and is dead a timeout
-  // after that: what a hears is no answer on b's path.
+  // after that: what a hears is no answer on c's path.
   CHECK(a.tick(t0 + 400ms, false) == action::send_ping);
-  CHECK(b.tick(t0 + 400ms, true) == action::none);
+  CHECK(b.tick(t0 + 400ms, false) == action::send_ping);
+  CHECK(c.tick(t0 + 400ms, true) == action::none);
   a.on_received();
+  b.on_received();
   CHECK(a.tick(t0 + 500ms, false) == action::none);
-  CHECK(b.tick(t0 + 500ms, true) == action::send_ping);
+  CHECK(b.tick(t0 + 500ms, false) == action::none);
+  CHECK(c.tick(t0 + 500ms, true) == action::send_ping);
   a.on_received();
   CHECK(a.tick(t0 + 600ms, false) == action::none);
-  CHECK(b.tick(t0 + 600ms, true) == action::peer_dead);
+  CHECK(c.tick(t0 + 600ms, true) == action::peer_dead);
 }
 
-TEST_CASE("connection_liveness: a member that leaves while its shared ping is out spares the others",
-          "[liveness]") {
-  connection_liveness b(100ms, 100ms, t0);
-  auto shared = b.make_shareable(t0);
-  {
-    connection_liveness a(100ms, 100ms, t0);
-    a.share(shared);
-    b.share(shared);
-    CHECK(a.tick(t0 + 100ms, false) == action::none);
-    CHECK(b.tick(t0 + 100ms, false) == action::none);
-    CHECK(a.tick(t0 + 200ms, false) == action::send_ping);
-    CHECK(b.tick(t0 + 200ms, false) == action::none);
-  }                                                       // a's connection ended before the pong came
-  CHECK(b.tick(t0 + 300ms, false) == action::send_ping);  // pings again instead of peer_dead
-  b.on_pong(b.ping_value());
+TEST_CASE("connection_liveness: a carrier whose own path stays silent ends alone", "[liveness]") {
+  connection_liveness a(100ms, 100ms, t0), b(100ms, 100ms, t0), c(100ms, 100ms, t0);
+  auto shared = a.make_shareable(t0);
+  a.share(shared);
+  b.share(shared);
+  c.share(shared);
+  for (auto* m : {&a, &b, &c}) CHECK(m->tick(t0 + 100ms, false) == action::none);
+  CHECK(a.tick(t0 + 200ms, false) == action::send_ping);
+  CHECK(b.tick(t0 + 200ms, false) == action::send_ping);
+  CHECK(c.tick(t0 + 200ms, false) == action::none);
+  b.on_pong(b.ping_value());  // b's path answers, a's does not
+  b.on_received();
+  CHECK(a.tick(t0 + 300ms, false) == action::peer_dead);
+  CHECK(b.tick(t0 + 300ms, false) == action::none);
+  CHECK(c.tick(t0 + 300ms, false) == action::none);
+}
+
+TEST_CASE("connection_liveness: a silent path used now and then stays checked until found", "[liveness]") {
+  connection_liveness a(100ms, 100ms, t0), b(100ms, 100ms, t0);
+  auto shared = a.make_shareable(t0);
+  a.share(shared);
+  b.share(shared);
+  CHECK(a.tick(t0 + 100ms, false) == action::none);
+  CHECK(b.tick(t0 + 100ms, true) == action::none);  // a short call begins: b checks itself
+  a.on_received();
+  CHECK(a.tick(t0 + 200ms, false) == action::none);
+  CHECK(b.tick(t0 + 200ms, false) == action::send_ping);  // the call ended (its deadline) unanswered
+  a.on_received();
+  CHECK(a.tick(t0 + 300ms, false) == action::none);
+  CHECK(b.tick(t0 + 300ms, true) == action::peer_dead);  // still its own check, not restarted
+}
+
+TEST_CASE("connection_liveness: a connection whose path answered goes back to sharing", "[liveness]") {
+  connection_liveness a(100ms, 100ms, t0), b(100ms, 100ms, t0);
+  auto shared = a.make_shareable(t0);
+  a.share(shared);
+  b.share(shared);
+  CHECK(a.tick(t0 + 100ms, false) == action::none);
+  CHECK(b.tick(t0 + 100ms, true) == action::none);
+  b.on_received();  // its reply
+  CHECK(a.tick(t0 + 200ms, false) == action::none);
+  CHECK(b.tick(t0 + 200ms, false) == action::none);  // shared again
+  // Both share one ping from here on.
+  CHECK(a.tick(t0 + 300ms, false) == action::send_ping);
+  CHECK(b.tick(t0 + 300ms, false) == action::send_ping);
+  a.on_received();
+  b.on_received();
+  CHECK(a.tick(t0 + 400ms, false) == action::none);
   CHECK(b.tick(t0 + 400ms, false) == action::none);
 }
