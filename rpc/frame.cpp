@@ -200,19 +200,13 @@ std::array<std::byte, kHeartbeatSize> encode_heartbeat(kind k, std::uint64_t val
   h.payload_length = kHeartbeatDomainSize;
   std::array<std::byte, kHeartbeatSize> out{};
   encode_header(h, std::span<std::byte, kHeaderSize>(out.data(), kHeaderSize));
-  for (std::size_t i = 0; i < kHeartbeatDomainSize; ++i) {
-    out[kHeaderSize + i] = static_cast<std::byte>(domain >> (8 * i));
-  }
+  put<std::uint64_t>(out.data() + kHeaderSize, domain);
   return out;
 }
 
 std::uint64_t heartbeat_domain(const view& v) noexcept {
-  if (v.payload.size() != kHeartbeatDomainSize) return 0;
-  std::uint64_t domain = 0;
-  for (std::size_t i = 0; i < kHeartbeatDomainSize; ++i) {
-    domain |= std::uint64_t{std::to_integer<std::uint8_t>(v.payload[i])} << (8 * i);
-  }
-  return domain;
+  static_assert(kHeartbeatDomainSize == sizeof(std::uint64_t));
+  return v.payload.size() == kHeartbeatDomainSize ? get<std::uint64_t>(v.payload.data()) : 0;
 }
 
 }  // namespace rdmarpc::frame
