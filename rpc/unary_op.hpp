@@ -35,10 +35,17 @@ class typed_unary_op final : public handler_op<unary_op, Handler> {
 
   google::protobuf::MessageLite& response() noexcept override { return reply_; }
   void complete(boost::system::error_code ec) override {
-    Handler handler(std::move(this->handler_));
-    Reply reply = ec ? Reply{} : std::move(reply_);
-    destroy();  // before the handler runs: the next call it starts reuses this memory
-    std::move(handler)(ec, std::move(reply));
+    // The handler takes the reply straight from this op (one move, into its parameter), so the op
+    // is freed after it returns, or when it throws.
+    struct destroy_on_exit {
+      typed_unary_op* op;
+      ~destroy_on_exit() { op->destroy(); }
+    } const guard{this};
+    if (ec) {
+      std::move(this->handler_)(ec, Reply{});
+    } else {
+      std::move(this->handler_)(ec, std::move(reply_));
+    }
   }
   void destroy() noexcept override { recycled_destroy(this); }
 
