@@ -34,7 +34,7 @@ struct interception {
 };
 
 // One request being served. Owned by its connection until its reply is sent; then kept for
-// the next request (ctx is emplaced per call, so reuse allocates nothing).
+// the next request (ctx too: reused, not rebuilt, so reuse allocates nothing).
 struct active_call {
   std::optional<server_context> ctx;
   boost::asio::cancellation_signal signal;  // terminal cancellation into the handler coroutine
@@ -512,7 +512,11 @@ class connection_impl final : public server_connection,
                               ? clock::now() + std::chrono::microseconds(v.header.timeout_us)
                               : clock::time_point::max();
     auto c = calls_.new_record();
-    c->ctx.emplace(ex_, m->full_name, peer_, deadline, std::move(md));
+    if (c->ctx) {
+      detail::server_context_reuse::reuse(*c->ctx, m->full_name, deadline, std::move(md));
+    } else {
+      c->ctx.emplace(ex_, m->full_name, peer_, deadline, std::move(md));
+    }
     for (auto& [key, value] : icpt.initial) c->ctx->add_initial_metadata(std::move(key), std::move(value));
     c->call = std::move(typed);
     c->method = m;
@@ -680,8 +684,7 @@ class connection_impl final : public server_connection,
     } else {
       keep_call(*c->method, std::move(c->call));
     }
-    c->ctx.reset();
-    c->timer.reset();
+    c->timer.reset();  // ctx stays: the next call reuses it
     c->method = nullptr;
     c->done = false;
     c->reply_wait.reset();

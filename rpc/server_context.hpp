@@ -14,6 +14,10 @@
 
 namespace rdmarpc {
 
+namespace detail {
+struct server_context_reuse;
+}
+
 class server_context {
  public:
   using clock = std::chrono::steady_clock;
@@ -64,6 +68,20 @@ class server_context {
   const rdmarpc::metadata& trailing_metadata() const noexcept { return trailing_metadata_; }
 
  private:
+  friend struct detail::server_context_reuse;
+  // The next call's context on the same connection: executor and peer stay, the metadata vectors
+  // keep their memory (the server keeps finished calls' records; see server_connection).
+  void reuse(std::string_view method, clock::time_point deadline, rdmarpc::metadata client_metadata) {
+    method_ = method;
+    deadline_ = deadline;
+    client_metadata_ = std::move(client_metadata);
+    cancelled_ = false;
+    status_ = status_code::ok;
+    status_message_.clear();
+    initial_metadata_.clear();
+    trailing_metadata_.clear();
+  }
+
   boost::asio::any_io_executor executor_;
   std::string_view method_;
   std::shared_ptr<const std::string> peer_;
@@ -74,5 +92,15 @@ class server_context {
   std::string status_message_;
   rdmarpc::metadata initial_metadata_, trailing_metadata_;
 };
+
+namespace detail {
+// The server's way to reuse() a finished call's context (not for handlers).
+struct server_context_reuse {
+  static void reuse(server_context& ctx, std::string_view method, server_context::clock::time_point deadline,
+                    rdmarpc::metadata client_metadata) {
+    ctx.reuse(method, deadline, std::move(client_metadata));
+  }
+};
+}  // namespace detail
 
 }  // namespace rdmarpc

@@ -328,6 +328,17 @@ TEST_CASE("e2e: unknown method, handler exceptions, bad payload and metadata", "
   CHECK(c5.server_trailing_metadata() == metadata{{"count", "2"}});
   CHECK(c3.server_initial_metadata().empty());  // a handler that set none
 
+  // The server reuses a finished call's context for the next call on the connection: nothing of
+  // the failed call's status, metadata or client metadata carries over.
+  client_context c6;
+  const auto after = call(*ch, test_service::meta, make_request(""), &c6);
+  REQUIRE_FALSE(after.ec);
+  CHECK(c6.status() == status_code::ok);
+  CHECK(c6.status_message().empty());
+  CHECK(after.reply.data().empty());
+  CHECK(c6.server_initial_metadata().empty());
+  CHECK(c6.server_trailing_metadata() == metadata{{"count", "0"}});
+
   // Metadata beyond the limits (64 entries, 8 KiB by default) is refused before it is parsed, on
   // the server for requests and on the client for responses; the connection carries on.
   client_context many;
