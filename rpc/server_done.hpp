@@ -49,7 +49,9 @@ class server_done {
   // Dropped without being invoked: the call answers INTERNAL ("the handler dropped its
   // completion"), so a forgotten call never leaks. Destroyed while an exception unwinds out of the
   // handler's start: the server answers with that exception instead.
-  ~server_done() { drop(); }
+  ~server_done() {
+    if (target_) drop();  // the common case (invoked or moved from) costs no call
+  }
 
   // Finishes the call. Call once; the context, request and reply must not be touched afterwards.
   void operator()() noexcept { finish(nullptr); }
