@@ -38,8 +38,9 @@ class completion_op {
   // True when the handler's executor is `io` itself (default or associated): a caller running on
   // `io` may complete it in place.
   virtual bool runs_on(const io_executor& io) const noexcept = 0;
-  // Frees the op, then calls the handler with `ec` (and whatever the op adds, e.g. a reply). Call
-  // it on the handler's executor, once.
+  // Calls the handler with `ec` (and whatever the op adds, e.g. a reply) and frees the op (before
+  // the handler runs, or after it when the handler takes a member such as the reply). Call it on
+  // the handler's executor, once.
   virtual void complete(boost::system::error_code ec) = 0;
   // Frees the op without calling its handler (an operation that can never complete).
   virtual void destroy() noexcept = 0;
