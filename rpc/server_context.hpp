@@ -69,8 +69,8 @@ class server_context {
 
  private:
   friend struct detail::server_context_reuse;
-  // The next call's context on the same connection: executor and peer stay, the metadata vectors
-  // keep their memory (the server keeps finished calls' records; see server_connection).
+  // The next call's context on the same connection: executor and peer stay, the initial and
+  // trailing metadata vectors keep their memory (client metadata is the new call's own).
   void reuse(std::string_view method, clock::time_point deadline, rdmarpc::metadata client_metadata) {
     method_ = method;
     deadline_ = deadline;
