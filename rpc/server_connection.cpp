@@ -684,7 +684,8 @@ class connection_impl final : public server_connection,
     } else {
       keep_call(*c->method, std::move(c->call));
     }
-    c->timer.reset();  // ctx stays: the next call reuses it
+    c->timer.reset();
+    if (c->ctx) detail::server_context_reuse::finish(*c->ctx);  // emptied; the next call reuses it
     c->method = nullptr;
     c->done = false;
     c->reply_wait.reset();

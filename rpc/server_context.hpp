@@ -4,6 +4,7 @@
 // Threading: use it on the executor the handler runs on, for the duration of the call only.
 
 #include <boost/asio/any_io_executor.hpp>
+#include <cassert>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -45,10 +46,14 @@ class server_context {
   // True once the client cancelled, the deadline passed or the connection ended: stop working.
   // (The server also emits terminal cancellation into the handler coroutine.)
   bool is_cancelled() const noexcept { return cancelled_; }
-  void mark_cancelled() noexcept { cancelled_ = true; }
+  void mark_cancelled() noexcept {
+    assert(!finished_ && "server_context used after its call finished");
+    cancelled_ = true;
+  }
 
   // Answer with this status; the reply the handler returns is then not sent.
   void set_status(status_code code, std::string message) {
+    assert(!finished_ && "server_context used after its call finished");
     status_ = code;
     status_message_ = std::move(message);
   }
@@ -59,9 +64,11 @@ class server_context {
   // initial metadata are response headers, trailing metadata go with the status. Both are sent
   // with the response, whatever its status; add them before the call finishes.
   void add_initial_metadata(std::string key, std::string value) {
+    assert(!finished_ && "server_context used after its call finished");
     initial_metadata_.emplace_back(std::move(key), std::move(value));
   }
   void add_trailing_metadata(std::string key, std::string value) {
+    assert(!finished_ && "server_context used after its call finished");
     trailing_metadata_.emplace_back(std::move(key), std::move(value));
   }
   const rdmarpc::metadata& initial_metadata() const noexcept { return initial_metadata_; }
@@ -69,17 +76,25 @@ class server_context {
 
  private:
   friend struct detail::server_context_reuse;
-  // The next call's context on the same connection: executor and peer stay, the initial and
-  // trailing metadata vectors keep their memory (client metadata is the new call's own).
-  void reuse(std::string_view method, clock::time_point deadline, rdmarpc::metadata client_metadata) {
-    method_ = method;
-    deadline_ = deadline;
-    client_metadata_ = std::move(client_metadata);
+  // The call ended: what it carried goes at once (client metadata may hold credentials), while
+  // the vectors keep their memory for the next call. A handler must not touch its context after
+  // done(); a debug build asserts it (a write would otherwise reach the next call's reply).
+  void finish() noexcept {
+    method_ = {};
+    client_metadata_.clear();
     cancelled_ = false;
     status_ = status_code::ok;
     status_message_.clear();
     initial_metadata_.clear();
     trailing_metadata_.clear();
+    finished_ = true;
+  }
+  // The next call's context on the same connection, after finish(): executor and peer stay.
+  void reuse(std::string_view method, clock::time_point deadline, rdmarpc::metadata client_metadata) {
+    method_ = method;
+    deadline_ = deadline;
+    client_metadata_ = std::move(client_metadata);
+    finished_ = false;
   }
 
   boost::asio::any_io_executor executor_;
@@ -91,11 +106,13 @@ class server_context {
   status_code status_ = status_code::ok;
   std::string status_message_;
   rdmarpc::metadata initial_metadata_, trailing_metadata_;
+  bool finished_ = false;  // between finish() and reuse(): no handler may write
 };
 
 namespace detail {
-// The server's way to reuse() a finished call's context (not for handlers).
+// The server's way to finish() a call's context and reuse() it for the next (not for handlers).
 struct server_context_reuse {
+  static void finish(server_context& ctx) noexcept { ctx.finish(); }
   static void reuse(server_context& ctx, std::string_view method, server_context::clock::time_point deadline,
                     rdmarpc::metadata client_metadata) {
     ctx.reuse(method, deadline, std::move(client_metadata));
