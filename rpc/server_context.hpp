@@ -47,13 +47,13 @@ class server_context {
   // (The server also emits terminal cancellation into the handler coroutine.)
   bool is_cancelled() const noexcept { return cancelled_; }
   void mark_cancelled() noexcept {
-    assert(!finished_ && "server_context used after its call finished");
+    if (!writable()) return;
     cancelled_ = true;
   }
 
   // Answer with this status; the reply the handler returns is then not sent.
   void set_status(status_code code, std::string message) {
-    assert(!finished_ && "server_context used after its call finished");
+    if (!writable()) return;
     status_ = code;
     status_message_ = std::move(message);
   }
@@ -64,11 +64,11 @@ class server_context {
   // initial metadata are response headers, trailing metadata go with the status. Both are sent
   // with the response, whatever its status; add them before the call finishes.
   void add_initial_metadata(std::string key, std::string value) {
-    assert(!finished_ && "server_context used after its call finished");
+    if (!writable()) return;
     initial_metadata_.emplace_back(std::move(key), std::move(value));
   }
   void add_trailing_metadata(std::string key, std::string value) {
-    assert(!finished_ && "server_context used after its call finished");
+    if (!writable()) return;
     trailing_metadata_.emplace_back(std::move(key), std::move(value));
   }
   const rdmarpc::metadata& initial_metadata() const noexcept { return initial_metadata_; }
@@ -76,9 +76,15 @@ class server_context {
 
  private:
   friend struct detail::server_context_reuse;
-  // The call ended: what it carried goes at once (client metadata may hold credentials), while
-  // the vectors keep their memory for the next call. A handler must not touch its context after
-  // done(); a debug build asserts it (a write would otherwise reach the next call's reply).
+  // A handler must not write to its context after done(). Such a write is ignored until the
+  // record serves the next call (it would otherwise reach that call's reply); a build without
+  // NDEBUG asserts.
+  bool writable() const noexcept {
+    assert(!finished_ && "server_context written after its call finished");
+    return !finished_;
+  }
+  // The call ended: what it carried is let go at once (client metadata may hold credentials); the
+  // response metadata lists keep their memory for the next call.
   void finish() noexcept {
     method_ = {};
     client_metadata_.clear();
@@ -106,7 +112,7 @@ class server_context {
   status_code status_ = status_code::ok;
   std::string status_message_;
   rdmarpc::metadata initial_metadata_, trailing_metadata_;
-  bool finished_ = false;  // between finish() and reuse(): no handler may write
+  bool finished_ = false;  // between finish() and reuse(): writes are ignored
 };
 
 namespace detail {

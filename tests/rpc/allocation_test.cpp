@@ -7,6 +7,7 @@
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <new>
@@ -194,8 +195,9 @@ TEST_CASE("allocations per unary call in steady state, client + server, loopback
 #else
   CHECK(framework <= kAllocationBudget);
   // What the framework allocates per call today is none: one more allocation per call is a
-  // regression even within the issue's budget.
-  CHECK(framework < 0.01);
+  // regression even within the issue's budget. Both ways: fewer than the protobuf baseline would
+  // hide a framework allocation of the same number (the baseline must then be measured anew).
+  CHECK(std::abs(framework) < 0.01);
 #endif
 }
 

@@ -38,5 +38,28 @@ TEST_CASE("server_context: finish() drops what the call carried, reuse() starts 
   CHECK(ctx.client_metadata() == metadata{{"k", "v"}});
   ctx.add_trailing_metadata("count", "0");  // writable again
   CHECK(ctx.trailing_metadata().size() == 1);
+  ctx.set_status(status_code::aborted, "next call's own");
+  CHECK(ctx.status() == status_code::aborted);
   CHECK(&ctx.peer() == peer.get());
 }
+
+#ifdef NDEBUG
+// (A build without NDEBUG asserts instead.)
+TEST_CASE("server_context: a write after the call finished is ignored, not kept for the next call",
+          "[server_context]") {
+  boost::asio::io_context io;
+  server_context ctx(io.get_executor(), "/kv.Store/Get", std::string("peer"),
+                     server_context::clock::time_point::max(), metadata{});
+  reuse::finish(ctx);
+  ctx.set_status(status_code::internal, "late");
+  ctx.add_initial_metadata("late", "1");
+  ctx.add_trailing_metadata("late", "2");
+  ctx.mark_cancelled();
+  reuse::reuse(ctx, "/kv.Store/Put", server_context::clock::time_point::max(), metadata{});
+  CHECK(ctx.status() == status_code::ok);
+  CHECK(ctx.status_message().empty());
+  CHECK(ctx.initial_metadata().empty());
+  CHECK(ctx.trailing_metadata().empty());
+  CHECK_FALSE(ctx.is_cancelled());
+}
+#endif
