@@ -11,6 +11,7 @@ using clock = closed_loop::clock;
 
 struct slot {
   clock::time_point started;
+  EchoReply reply;  // the caller's own reply message (caller_reply)
 };
 
 }  // namespace
@@ -41,15 +42,24 @@ bench_result echo_client::run_point(std::uint64_t payload, std::uint64_t concurr
   auto issue = [&](auto& self, slot& s) -> void {
     s.started = clock::now();
     loop.on_start();
-    stub_.async_echo(request, [&, &self = self, sp = &s](boost::system::error_code ec, EchoReply reply) {
+    const auto completed = [&, &self = self](slot& done, boost::system::error_code ec,
+                                             const EchoReply& reply) {
       const auto now = clock::now();
       const bool ok = !ec && reply.payload().size() == payload;
       if (!ok && first_error.empty()) first_error = ec ? ec.message() : "short reply";
-      loop.on_complete(sp->started, now, ok);
+      loop.on_complete(done.started, now, ok);
       out.tick(loop, now);
-      if (loop.may_start()) self(self, *sp);
+      if (loop.may_start()) self(self, done);
       if (loop.finished()) io_.stop();
-    });
+    };
+    if (caller_reply) {
+      stub_.async_echo(request, s.reply,
+                       [completed, sp = &s](boost::system::error_code ec) { completed(*sp, ec, sp->reply); });
+    } else {
+      stub_.async_echo(request, [completed, sp = &s](boost::system::error_code ec, EchoReply reply) {
+        completed(*sp, ec, reply);
+      });
+    }
   };
 
   io_.restart();

@@ -34,6 +34,9 @@ class echo_client {
                                 progress& out);
   // Asks the server to write each streamed message with async_write only (--async-writes).
   bool async_writes_only = false;
+  // Unary calls parse their replies into one reply message per slot, reused call after call
+  // (--caller-reply), instead of a new reply per call handed to the handler.
+  bool caller_reply = false;
 
  private:
   // Runs io_ until a handler stops it, redrawing progress every 200 ms; false when the point made

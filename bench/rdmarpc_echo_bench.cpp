@@ -48,6 +48,9 @@ void usage() {
                "          (EchoBench::Service, a co_spawn per call)\n"
                "--async-writes  (--stream) the server writes each message with co_await async_write; by\n"
                "          default it uses try_write while that need not wait\n"
+               "--caller-reply  unary calls parse into the caller's own reply message, one per call in\n"
+               "          flight, reused (the completion is void(error_code)); by default each call\n"
+               "          hands the handler a new reply\n"
                "--no-heartbeats, --heartbeat-interval MS, --heartbeat-timeout MS apply to every mode\n"
                "--metrics  the server's built-in metrics on; --interceptors  also a no-op interceptor on\n"
                "          each side (what interceptors cost)\n"
@@ -68,6 +71,7 @@ struct settings {
   double idle_seconds = 5;
   bool coroutine_handler = false;  // --handler coroutine
   bool async_writes_only = false;  // --async-writes
+  bool caller_reply = false;       // --caller-reply
   bool metrics = false;            // --metrics: the server's built-in metrics
   bool interceptors = false;       // --interceptors: a no-op interceptor on each side (and --metrics)
   std::size_t connections = 100;   // heartbeats mode
@@ -150,6 +154,7 @@ int run_client(const settings& s) {
   auto channel = rdmarpc::channel::create(io.get_executor(), s.uri, s.channel());
   echo_client client(io, channel, transport_of(s.uri), s.mode_label());
   client.async_writes_only = s.async_writes_only;
+  client.caller_reply = s.caller_reply;
   const auto results = run_matrix(client, s.client);
   channel->close();
   io.restart();
@@ -211,6 +216,7 @@ int run_inproc(const settings& s) {
     inproc_pair pair(s);
     echo_client client(pair.client_io(), pair.channel(), transport_of(s.uri), s.mode_label());
     client.async_writes_only = s.async_writes_only;
+    client.caller_reply = s.caller_reply;
     results = run_matrix(client, s.client);
   }
   print_table(std::cout, results);
@@ -221,6 +227,7 @@ int run_idle(const settings& s) {
   inproc_pair pair(s);
   echo_client client(pair.client_io(), pair.channel(), transport_of(s.uri), s.mode_label());
   client.async_writes_only = s.async_writes_only;
+  client.caller_reply = s.caller_reply;
   // One call proves the pair is connected; then both sides wait for work that never comes, each
   // running its io_context as a real program would.
   run_matrix(client, one_call_options());
@@ -358,6 +365,9 @@ int run(int argc, char** argv) {
       s.coroutine_handler = h == "coroutine";
     } else if (f == "--async-writes") {
       s.async_writes_only = true;
+      args.skip();
+    } else if (f == "--caller-reply") {
+      s.caller_reply = true;
       args.skip();
     } else if (f == "--metrics") {
       s.metrics = true;

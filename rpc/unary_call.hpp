@@ -1,10 +1,12 @@
 #pragma once
 // async_unary_call<Reply>: the completion-token front of channel::start_unary_call, used by
-// generated stubs. Completion signature void(error_code, Reply), so callers may pass a callback,
-// use_future, use_awaitable, as_tuple(use_awaitable) or deferred. Layer: rpc.
+// generated stubs. Completion signature void(error_code, Reply), or void(error_code) when the
+// caller passes its own reply message; callers may pass a callback, use_future, use_awaitable,
+// as_tuple(use_awaitable) or deferred. Layer: rpc.
 // The handler's associated executor and cancellation slot are honoured.
 
 #include <boost/asio/async_result.hpp>
+#include <type_traits>
 #include <utility>
 
 #include "rpc/channel.hpp"
@@ -16,6 +18,9 @@ namespace rdmarpc {
 template <typename Reply, typename CompletionToken>
 auto async_unary_call(channel& ch, const method_descriptor& method, client_context* context,
                       const google::protobuf::MessageLite& request, CompletionToken&& token);
+template <typename Reply, typename CompletionToken>
+auto async_unary_call(channel& ch, const method_descriptor& method, client_context* context,
+                      const google::protobuf::MessageLite& request, Reply& reply, CompletionToken&& token);
 
 namespace detail {
 
@@ -24,6 +29,15 @@ struct unary_call_initiation {
   void operator()(Handler&& handler, channel* ch, method_descriptor method, client_context* context,
                   const google::protobuf::MessageLite* request, Reply*) const {
     ch->start_unary_call(method, context, *request, make_unary_op<Reply>(std::forward<Handler>(handler)));
+  }
+};
+
+struct caller_reply_call_initiation {
+  template <typename Handler>
+  void operator()(Handler&& handler, channel* ch, method_descriptor method, client_context* context,
+                  const google::protobuf::MessageLite* request, google::protobuf::MessageLite* reply) const {
+    ch->start_unary_call(method, context, *request,
+                         make_caller_reply_op(std::forward<Handler>(handler), *reply));
   }
 };
 
@@ -40,6 +54,19 @@ auto async_unary_call(channel& ch, const method_descriptor& method, client_conte
                       const google::protobuf::MessageLite& request, CompletionToken&& token) {
   return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code, Reply)>(
       detail::unary_call_initiation{}, token, &ch, method, context, &request, static_cast<Reply*>(nullptr));
+}
+
+// The same, parsing the reply into the caller's `reply` (completion: void(error_code)). `reply`
+// must stay valid and untouched until the handler runs; it is cleared when the call fails. A caller
+// that passes the same message call after call (one per call in flight) builds no reply per call:
+// its fields keep their memory, the fastest way to make calls in a loop.
+template <typename Reply, typename CompletionToken>
+auto async_unary_call(channel& ch, const method_descriptor& method, client_context* context,
+                      const google::protobuf::MessageLite& request, Reply& reply, CompletionToken&& token) {
+  static_assert(std::is_base_of_v<google::protobuf::MessageLite, Reply>, "reply must be a protobuf message");
+  return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
+      detail::caller_reply_call_initiation{}, token, &ch, method, context, &request,
+      static_cast<google::protobuf::MessageLite*>(&reply));
 }
 
 }  // namespace rdmarpc

@@ -22,12 +22,20 @@ class unary_completion {
     return unary_completion(make_unary_op<Reply>(std::forward<Handler>(handler)));
   }
 
+  // The completion of a call whose reply goes into the caller's `reply` and whose handler is
+  // void(error_code) (rpc/unary_call.hpp).
+  template <typename Handler>
+  static unary_completion make_into(Reply& reply, Handler&& handler) {
+    return unary_completion(make_caller_reply_op(std::forward<Handler>(handler), reply));
+  }
+
   explicit unary_completion(unary_op_ptr op) noexcept : op_(std::move(op)) {}
 
   // Calls the handler with (ec, reply) here and now, as invoking a completion handler directly
   // would: a fake calls it from work it posted (never inside do_*, which is the initiating
   // function) on the handler's executor. `reply` is dropped when ec is set (the handler then gets
-  // a default-constructed Reply, as from a real channel).
+  // a default-constructed Reply, as from a real channel). For a caller's own reply message
+  // (make_into), `reply` is moved into it, and the handler gets (ec).
   void operator()(boost::system::error_code ec, Reply reply) {
     if (!ec) static_cast<Reply&>(op_->response()) = std::move(reply);
     op_.release()->complete(ec);

@@ -14,7 +14,8 @@
 
 namespace rdmarpc {
 
-// complete(ec) calls the handler with (ec, reply); the reply is default-constructed when ec is set.
+// complete(ec) calls the handler: with (ec, reply) for a reply the op holds (default-constructed
+// when ec is set), with (ec) for a reply the caller owns (cleared when ec is set).
 class unary_op : public completion_op {
  public:
   // The message the channel parses the reply into.
@@ -53,6 +54,27 @@ class typed_unary_op final : public handler_op<unary_op, Handler> {
   Reply reply_;
 };
 
+// The reply goes into the caller's own message, which a caller may reuse from call to call: its
+// strings and repeated fields keep their memory, so no reply is built, moved or destroyed per call.
+template <typename Handler>
+class caller_reply_op final : public handler_op<unary_op, Handler> {
+ public:
+  caller_reply_op(Handler handler, google::protobuf::MessageLite& reply)
+      : handler_op<unary_op, Handler>(std::move(handler)), reply_(&reply) {}
+
+  google::protobuf::MessageLite& response() noexcept override { return *reply_; }
+  void complete(boost::system::error_code ec) override {
+    if (ec) reply_->Clear();  // nothing of a failed call (or of the call before) is left in it
+    Handler handler(std::move(this->handler_));
+    destroy();  // before the handler runs: the next call it starts reuses this memory
+    std::move(handler)(ec);
+  }
+  void destroy() noexcept override { recycled_destroy(this); }
+
+ private:
+  google::protobuf::MessageLite* reply_;
+};
+
 }  // namespace detail
 
 // A unary_op for a call whose reply is a Reply and whose handler is void(error_code, Reply).
@@ -60,6 +82,14 @@ template <typename Reply, typename Handler>
 unary_op_ptr make_unary_op(Handler&& handler) {
   return detail::make_recycled<detail::typed_unary_op<Reply, std::decay_t<Handler>>>(
       std::forward<Handler>(handler));
+}
+
+// A unary_op whose reply is parsed into `reply` (owned by the caller, valid until the handler
+// runs) and whose handler is void(error_code).
+template <typename Handler>
+unary_op_ptr make_caller_reply_op(Handler&& handler, google::protobuf::MessageLite& reply) {
+  return detail::make_recycled<detail::caller_reply_op<std::decay_t<Handler>>>(std::forward<Handler>(handler),
+                                                                               reply);
 }
 
 }  // namespace rdmarpc

@@ -189,6 +189,32 @@ TEST_CASE("every completion token kind works against the Interface") {
     CHECK(result == 1250);
     CHECK(shop.total_calls == 1);
   }
+  SECTION("the caller's own reply message: filled on success, cleared on error, reusable") {
+    Money reply;
+    reply.set_currency("stale");  // left from an earlier call: must not survive either outcome
+    error_code first = rdmarpc::status_code::unknown;
+    client.async_price(book, reply, [&](error_code ec) { first = ec; });
+    io.run_for(std::chrono::seconds(10));
+    CHECK_FALSE(first);
+    CHECK(reply.units() == 1250);
+    CHECK(reply.currency() == "EUR");
+    rdmarpc::client_context context;
+    error_code second;
+    io.restart();
+    client.async_price(context, lamp, reply, [&](error_code ec) { second = ec; });
+    io.run_for(std::chrono::seconds(10));
+    CHECK(second == rdmarpc::status_code::not_found);
+    CHECK(reply.units() == 0);
+    CHECK(reply.currency().empty());
+    CHECK(shop.saw_context == std::vector<bool>{false, true});
+    io.restart();
+    const error_code third = run_coroutine(io, [&]() -> asio::awaitable<error_code> {
+      auto [ec] = co_await client.async_price(book, reply, asio::as_tuple(asio::use_awaitable));
+      co_return ec;
+    }());
+    CHECK_FALSE(third);
+    CHECK(reply.units() == 1250);
+  }
   SECTION("deferred starts nothing until launched") {
     auto op = client.async_price(book, asio::deferred);
     CHECK(shop.price_calls == 0);

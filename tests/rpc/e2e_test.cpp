@@ -97,6 +97,39 @@ TEST_CASE("e2e: unary echo with 0 B, 1 KiB and 4 MiB payloads", "[e2e]") {
   CHECK(stats.calls_failed == 0);
 }
 
+TEST_CASE("e2e: a caller's own reply message is filled call after call, and a failed call clears it",
+          "[e2e]") {
+  const auto target = GENERATE(from_range(e2e_targets()));
+  CAPTURE(target);
+  e2e_harness h(target);
+  auto ch = h.make_channel();
+  EchoReply reply;  // one message for every call (one call at a time)
+  const auto call_into = [&](const method_descriptor& method, const EchoRequest& request,
+                             client_context* ctx) {
+    std::promise<boost::system::error_code> done;
+    auto f = done.get_future();
+    async_unary_call(*ch, method, ctx, request, reply,
+                     [&done](boost::system::error_code ec) { done.set_value(ec); });
+    REQUIRE(f.wait_for(30s) == std::future_status::ready);
+    return f.get();
+  };
+  for (std::size_t size : {std::size_t{64}, std::size_t{1024}, std::size_t{16}, std::size_t{0}}) {
+    CAPTURE(size);
+    const auto data = pattern(size, static_cast<unsigned>(size) + 1);
+    REQUIRE_FALSE(call_into(test_service::echo, make_request(data), nullptr));
+    CHECK(reply.data() == data);  // the shorter reply replaced the longer one
+  }
+  reply.set_data("left from before");
+  client_context ctx;
+  const auto ec = call_into(test_service::fail, make_request("x"), &ctx);
+  CHECK(ec);
+  CHECK(ctx.status() != status_code::ok);
+  CHECK(reply.data().empty());
+  REQUIRE_FALSE(call_into(test_service::echo, make_request("again"), nullptr));
+  CHECK(reply.data() == "again");
+  CHECK(ch->stats().calls_ok == 5);
+}
+
 TEST_CASE("e2e: 10000 calls with 64 in flight are all answered and matched to their callers", "[e2e]") {
   const auto target = GENERATE(from_range(e2e_targets()));
   CAPTURE(target);
