@@ -186,7 +186,8 @@ void print_interface(code_writer& p, const service_model& s) {
       "  // when it is given the caller's own reply message to fill), so a callback,\n"
       "  // use_future, use_awaitable, as_tuple(use_awaitable) or deferred all work; errors are in\n"
       "  // rdmarpc::status_category(). `request` (and `context`) must stay valid until the operation\n"
-      "  // has started (for deferred: until it is launched), `context` until it completes.\n");
+      "  // has started (for deferred: until it is launched), `context` until it completes; a `reply`\n"
+      "  // passed in is written by the call until it completes (cleared if it fails).\n");
   if (s.has_streaming()) {
     p.print(
         "  // A streaming rpc's function opens the stream at once and returns its rdmarpc::client_stream\n"

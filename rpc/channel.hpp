@@ -123,7 +123,8 @@ class channel {
   // `request` is serialized before this returns; `context` (may be null) must stay alive until
   // the op completes. Completion: op->complete(error_code) with error_code in status_category(),
   // on the op's handler's executor; the handler's associated cancellation slot cancels the call
-  // (CANCELLED, and the server is told to stop).
+  // (CANCELLED, and the server is told to stop). The reply is parsed into op->response() (which
+  // may be the caller's own message) on the channel's executor, before the completion.
   virtual void start_unary_call(const method_descriptor& method, client_context* context,
                                 const google::protobuf::MessageLite& request, unary_op_ptr op) = 0;
 

@@ -57,13 +57,17 @@ auto async_unary_call(channel& ch, const method_descriptor& method, client_conte
 }
 
 // The same, parsing the reply into the caller's `reply` (completion: void(error_code)). `reply`
-// must stay valid and untouched until the handler runs; it is cleared when the call fails. A caller
-// that passes the same message call after call (one per call in flight) builds no reply per call:
-// its fields keep their memory, the fastest way to make calls in a loop.
+// belongs to the call from this call until the handler runs: the channel writes it on its own
+// executor, so it must stay valid and untouched until then (a handler that starts the next call
+// into it must be done reading it first). It is cleared when the call fails; if the handler never
+// runs (its executor destroyed first), its content is unspecified. A caller that passes the same
+// message call after call (one per call in flight) builds no reply per call: its fields keep their
+// memory, the fastest way to make calls in a loop.
 template <typename Reply, typename CompletionToken>
 auto async_unary_call(channel& ch, const method_descriptor& method, client_context* context,
                       const google::protobuf::MessageLite& request, Reply& reply, CompletionToken&& token) {
   static_assert(std::is_base_of_v<google::protobuf::MessageLite, Reply>, "reply must be a protobuf message");
+  static_assert(!std::is_const_v<Reply>, "the reply is written: it cannot be const");
   return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
       detail::caller_reply_call_initiation{}, token, &ch, method, context, &request,
       static_cast<google::protobuf::MessageLite*>(&reply));

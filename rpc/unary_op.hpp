@@ -1,13 +1,14 @@
 #pragma once
 // unary_op: a unary call's client-side completion as the channel sees it: the reply message the
-// channel parses into and the caller's handler, in one block of Asio's recycled memory (no
-// allocation per call in steady state). async_unary_call makes it; the channel uses it through
-// this small interface (completion_op plus the reply), so the channel is no template.
-// Layer: rpc. Threading: made on any thread, used on the channel's executor, completed on the
-// handler's associated executor.
+// channel parses into (held in the op, or the caller's own) and the caller's handler, in one block
+// of Asio's recycled memory (no allocation per call in steady state). async_unary_call makes it; the channel
+// uses it through this small interface (completion_op plus the reply), so the channel is no template. Layer:
+// rpc. Threading: made on any thread, used on the channel's executor, completed on the handler's associated
+// executor.
 
 #include <google/protobuf/message_lite.h>
 
+#include <optional>
 #include <utility>
 
 #include "rpc/completion_op.hpp"
@@ -64,10 +65,16 @@ class caller_reply_op final : public handler_op<unary_op, Handler> {
 
   google::protobuf::MessageLite& response() noexcept override { return *reply_; }
   void complete(boost::system::error_code ec) override {
-    if (ec) reply_->Clear();  // nothing of a failed call (or of the call before) is left in it
-    Handler handler(std::move(this->handler_));
-    destroy();  // before the handler runs: the next call it starts reuses this memory
-    std::move(handler)(ec);
+    std::optional<Handler> handler;
+    {
+      struct destroy_on_exit {  // also when Clear() or the handler's move throws
+        caller_reply_op* op;
+        ~destroy_on_exit() { op->destroy(); }
+      } const guard{this};
+      if (ec) reply_->Clear();  // nothing of a failed call (or of the call before) is left in it
+      handler.emplace(std::move(this->handler_));
+    }  // destroyed before the handler runs: the next call it starts reuses this memory
+    (*std::move(handler))(ec);
   }
   void destroy() noexcept override { recycled_destroy(this); }
 

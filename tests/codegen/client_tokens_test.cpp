@@ -66,7 +66,31 @@ using boost::system::error_code;
                                                                             asio::deferred))>::value);       \
   static_assert(asio::is_deferred<decltype(std::declval<Client&>().async_fn(                                 \
                     std::declval<rdmarpc::client_context&>(), std::declval<const Request&>(),                \
-                    asio::deferred))>::value)
+                    asio::deferred))>::value);                                                               \
+  RDMARPC_CHECK_REPLY_TOKENS(Client, async_fn, Request, Reply)
+
+// The overloads that parse into the caller's own reply message: completion void(error_code).
+#define RDMARPC_CHECK_REPLY_TOKENS(Client, async_fn, Request, Reply)                                         \
+  static_assert(std::is_void_v<decltype(std::declval<Client&>().async_fn(                                    \
+                    std::declval<const Request&>(), std::declval<Reply&>(), [](error_code) {}))>);           \
+  static_assert(std::is_void_v<decltype(std::declval<Client&>().async_fn(                                    \
+                    std::declval<rdmarpc::client_context&>(), std::declval<const Request&>(),                \
+                    std::declval<Reply&>(), [](error_code) {}))>);                                           \
+  static_assert(                                                                                             \
+      std::is_same_v<decltype(std::declval<Client&>().async_fn(std::declval<const Request&>(),               \
+                                                               std::declval<Reply&>(), asio::use_future)),   \
+                     std::future<void>>);                                                                    \
+  static_assert(std::is_same_v<decltype(std::declval<Client&>().async_fn(                                    \
+                                   std::declval<rdmarpc::client_context&>(), std::declval<const Request&>(), \
+                                   std::declval<Reply&>(), asio::use_awaitable)),                            \
+                               asio::awaitable<void>>);                                                      \
+  static_assert(std::is_same_v<decltype(std::declval<Client&>().async_fn(                                    \
+                                   std::declval<const Request&>(), std::declval<Reply&>(),                   \
+                                   asio::as_tuple(asio::use_awaitable))),                                    \
+                               asio::awaitable<std::tuple<error_code>>>);                                    \
+  static_assert(asio::is_deferred<decltype(std::declval<Client&>().async_fn(                                 \
+                    std::declval<rdmarpc::client_context&>(), std::declval<const Request&>(),                \
+                    std::declval<Reply&>(), asio::deferred))>::value)
 
 // a.b.c: nested package, nested message as request and reply.
 RDMARPC_CHECK_TOKENS(a::b::c::Deep::Interface, async_ping, a::b::c::PingRequest, a::b::c::PingReply);

@@ -127,7 +127,15 @@ TEST_CASE("e2e: a caller's own reply message is filled call after call, and a fa
   CHECK(reply.data().empty());
   REQUIRE_FALSE(call_into(test_service::echo, make_request("again"), nullptr));
   CHECK(reply.data() == "again");
-  CHECK(ch->stats().calls_ok == 5);
+  // A deadline: cleared too, and the expired call's late answer never lands in the next call's.
+  client_context short_deadline;
+  short_deadline.set_timeout(20ms);
+  CHECK(call_into(test_service::sleep, make_request("slow", 2000), &short_deadline) ==
+        status_code::deadline_exceeded);
+  CHECK(reply.data().empty());
+  REQUIRE_FALSE(call_into(test_service::echo, make_request("after the deadline"), nullptr));
+  CHECK(reply.data() == "after the deadline");
+  CHECK(ch->stats().calls_ok == 6);
 }
 
 TEST_CASE("e2e: 10000 calls with 64 in flight are all answered and matched to their callers", "[e2e]") {

@@ -1,8 +1,8 @@
 #pragma once
-// Calls on messages known only at run time (google::protobuf::Message, e.g. DynamicMessage): the
-// tool's unary op, which the channel parses the reply into, and the method_descriptor of a method
-// found in a descriptor pool. Streams need nothing of their own: channel::start_stream takes any
-// MessageLite, so a client_stream<Message, Message> carries dynamic messages.
+// Calls on messages known only at run time (google::protobuf::Message, e.g. DynamicMessage): a
+// unary call into the caller's own reply message (rdmarpc::async_unary_call), and the
+// method_descriptor of a method found in a descriptor pool. Streams need nothing of their own:
+// channel::start_stream takes any MessageLite, so a client_stream<Message, Message> carries dynamic messages.
 // Layer: tools/cli, over the public rpc API. Threading: as rdmarpc::channel (the reply is written on
 // the channel's executor; the handler runs on its associated executor).
 
@@ -12,6 +12,7 @@
 #include <boost/asio/async_result.hpp>
 #include <rdmarpc/channel.hpp>
 #include <rdmarpc/method.hpp>
+#include <rdmarpc/unary_call.hpp>
 #include <string>
 #include <utility>
 
@@ -40,45 +41,17 @@ class method_ref {
   std::string full_name_;
 };
 
-namespace detail {
-
-// The channel's unary_op for a reply the caller owns (`reply` must outlive the call); the handler is
-// void(error_code). Allocated per call: a tool's calls are not the hot path of a server.
-template <typename Handler>
-class message_unary_op final : public rdmarpc::detail::handler_op<unary_op, Handler> {
- public:
-  message_unary_op(google::protobuf::MessageLite& reply, Handler handler)
-      : rdmarpc::detail::handler_op<unary_op, Handler>(std::move(handler)), reply_(&reply) {}
-
-  google::protobuf::MessageLite& response() noexcept override { return *reply_; }
-  void complete(boost::system::error_code ec) override {
-    Handler handler(std::move(this->handler_));
-    delete this;
-    std::move(handler)(ec);
-  }
-  void destroy() noexcept override { delete this; }
-
- private:
-  google::protobuf::MessageLite* reply_;
-};
-
-}  // namespace detail
-
 // Calls unary `method` with `request` and parses the reply into `reply` (both must be of the
 // method's message types, or stand in for them as the bench's do; `reply` and `context` must
 // outlive the call). Completion:
-// void(error_code), error_code in status_category(); on error `context` holds the status message.
+// void(error_code), error_code in status_category(); on error `reply` is cleared and `context` holds
+// the status message.
 // Handler's associated executor and cancellation slot honoured, as for async_unary_call.
 template <typename CompletionToken>
 auto async_generic_call(channel& ch, const method_descriptor& method, client_context* context,
                         const google::protobuf::MessageLite& request, google::protobuf::MessageLite& reply,
                         CompletionToken&& token) {
-  return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
-      [&ch, method, context, &request, &reply](auto handler) {
-        using op = detail::message_unary_op<std::decay_t<decltype(handler)>>;
-        ch.start_unary_call(method, context, request, unary_op_ptr(new op(reply, std::move(handler))));
-      },
-      token);
+  return async_unary_call(ch, method, context, request, reply, std::forward<CompletionToken>(token));
 }
 
 // A stream of dynamic messages (client_stream's operations take any Message of the method's types).
