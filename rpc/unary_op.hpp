@@ -1,10 +1,11 @@
 #pragma once
 // unary_op: a unary call's client-side completion as the channel sees it: the reply message the
 // channel parses into (held in the op, or the caller's own) and the caller's handler, in one block
-// of Asio's recycled memory (no allocation per call in steady state). async_unary_call makes it; the channel
-// uses it through this small interface (completion_op plus the reply), so the channel is no template. Layer:
-// rpc. Threading: made on any thread, used on the channel's executor, completed on the handler's associated
-// executor.
+// of Asio's recycled memory (no allocation per call in steady state). async_unary_call makes it;
+// the channel uses it through this small interface (completion_op plus the reply), so the channel
+// is no template.
+// Layer: rpc. Threading: made on any thread, used on the channel's executor, completed on the
+// handler's associated executor.
 
 #include <google/protobuf/message_lite.h>
 
@@ -30,6 +31,12 @@ using unary_op_ptr = op_ptr<unary_op>;
 
 namespace detail {
 
+// Destroys the op when the scope ends, however it ends (a handler or a move that throws).
+struct destroy_on_exit {
+  unary_op* op;
+  ~destroy_on_exit() { op->destroy(); }
+};
+
 template <typename Reply, typename Handler>
 class typed_unary_op final : public handler_op<unary_op, Handler> {
  public:
@@ -39,10 +46,7 @@ class typed_unary_op final : public handler_op<unary_op, Handler> {
   void complete(boost::system::error_code ec) override {
     // The handler takes the reply straight from this op (one move, into its parameter), so the op
     // is freed after it returns, or when it throws.
-    struct destroy_on_exit {
-      typed_unary_op* op;
-      ~destroy_on_exit() { op->destroy(); }
-    } const guard{this};
+    const destroy_on_exit guard{this};
     if (ec) {
       std::move(this->handler_)(ec, Reply{});
     } else {
@@ -67,11 +71,8 @@ class caller_reply_op final : public handler_op<unary_op, Handler> {
   void complete(boost::system::error_code ec) override {
     std::optional<Handler> handler;
     {
-      struct destroy_on_exit {  // also when Clear() or the handler's move throws
-        caller_reply_op* op;
-        ~destroy_on_exit() { op->destroy(); }
-      } const guard{this};
-      if (ec) reply_->Clear();  // nothing of a failed call (or of the call before) is left in it
+      const destroy_on_exit guard{this};  // also when Clear() or the handler's move throws
+      if (ec) reply_->Clear();            // nothing of a failed call (or of the call before) is left in it
       handler.emplace(std::move(this->handler_));
     }  // destroyed before the handler runs: the next call it starts reuses this memory
     (*std::move(handler))(ec);

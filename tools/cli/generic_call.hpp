@@ -2,14 +2,14 @@
 // Calls on messages known only at run time (google::protobuf::Message, e.g. DynamicMessage): a
 // unary call into the caller's own reply message (rdmarpc::async_unary_call), and the
 // method_descriptor of a method found in a descriptor pool. Streams need nothing of their own:
-// channel::start_stream takes any MessageLite, so a client_stream<Message, Message> carries dynamic messages.
+// channel::start_stream takes any MessageLite, so a client_stream<Message, Message> carries
+// dynamic messages.
 // Layer: tools/cli, over the public rpc API. Threading: as rdmarpc::channel (the reply is written on
 // the channel's executor; the handler runs on its associated executor).
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
 
-#include <boost/asio/async_result.hpp>
 #include <rdmarpc/channel.hpp>
 #include <rdmarpc/method.hpp>
 #include <rdmarpc/unary_call.hpp>
