@@ -130,7 +130,7 @@ TEST_CASE("e2e: a caller's own reply message is filled call after call, and a fa
   // A deadline: cleared too, and the expired call's late answer never lands in the next call's.
   client_context short_deadline;
   short_deadline.set_timeout(20ms);
-  CHECK(call_into(test_service::sleep, make_request("slow", 2000), &short_deadline) ==
+  CHECK(call_into(test_service::sleep, make_request("slow", test_service::until_released), &short_deadline) ==
         status_code::deadline_exceeded);
   CHECK(reply.data().empty());
   REQUIRE_FALSE(call_into(test_service::echo, make_request("after the deadline"), nullptr));
@@ -415,10 +415,12 @@ TEST_CASE("e2e: max_in_flight bounds calls on the wire and the wait queue, beyon
   REQUIRE_FALSE(call(*ch, test_service::echo, make_request("warm up")).ec);  // connected
   std::vector<std::future<call_result>> calls;
   for (int i = 0; i < 5; ++i)
-    calls.push_back(start_call(*ch, test_service::sleep, make_request(std::to_string(i), 300)));
-  // Two run, three wait in the queue: the sixth is refused at once.
+    calls.push_back(
+        start_call(*ch, test_service::sleep, make_request(std::to_string(i), test_service::until_released)));
+  // Two run (held until released), three wait in the queue: the sixth is refused at once.
   const auto refused = call(*ch, test_service::echo, make_request("one too many"));
   CHECK(code_of(refused) == status_code::resource_exhausted);
+  h.service().release_held();
   for (int i = 0; i < 5; ++i) {
     REQUIRE(calls[i].wait_for(30s) == std::future_status::ready);
     const auto r = calls[i].get();
@@ -436,12 +438,13 @@ TEST_CASE("e2e: the server's per-connection in-flight bound answers RESOURCE_EXH
   so.max_in_flight_per_connection = 2;
   e2e_harness h(target, so);
   auto ch = h.make_channel();
-  auto a = start_call(*ch, test_service::sleep, make_request("a", 500));
-  auto b = start_call(*ch, test_service::sleep, make_request("b", 500));
+  auto a = start_call(*ch, test_service::sleep, make_request("a", test_service::until_released));
+  auto b = start_call(*ch, test_service::sleep, make_request("b", test_service::until_released));
   REQUIRE(h.service().wait_for([&] { return h.service().sleeps_started.load() == 2; }));
   client_context ctx;
   CHECK(code_of(call(*ch, test_service::echo, make_request("c"), &ctx)) == status_code::resource_exhausted);
   CHECK_FALSE(ctx.status_message().empty());
+  h.service().release_held();
   REQUIRE(a.wait_for(30s) == std::future_status::ready);
   REQUIRE(b.wait_for(30s) == std::future_status::ready);
   CHECK_FALSE(a.get().ec);

@@ -176,11 +176,13 @@ TEST_CASE("a limit a connection hits is logged once for that connection, not onc
   const std::string needle = "max_in_flight_per_connection";
   // Each connection holds its one slot with a sleeping call; its further calls are refused.
   const auto refuse_three = [&](channel& ch, int sleeps_before) {
-    auto slow = start_call(ch, test_service::sleep, make_request("hold", 2000));
+    h.service().hold_again();
+    auto slow = start_call(ch, test_service::sleep, make_request("hold", test_service::until_released));
     REQUIRE(h.service().wait_for([&] { return h.service().sleeps_started.load() == sleeps_before + 1; }));
     for (int i = 0; i < 3; ++i)
       CHECK(to_status_code(call(ch, test_service::echo, make_request("over")).ec) ==
             status_code::resource_exhausted);
+    h.service().release_held();
     REQUIRE(slow.wait_for(30s) == std::future_status::ready);
     CHECK_FALSE(slow.get().ec);
   };

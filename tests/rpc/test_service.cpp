@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -18,16 +19,33 @@ boost::asio::awaitable<EchoReply> test_service::do_sleep(server_context& ctx, co
   }
   ++sleeps_started;
   notify();
-  boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor,
-                                  std::chrono::milliseconds(req.sleep_ms()));
+  auto timer = std::make_shared<boost::asio::steady_timer>(co_await boost::asio::this_coro::executor);
+  bool held = false;
+  if (req.sleep_ms() == until_released) {
+    std::lock_guard lock(mutex_);
+    held = !released_;
+    if (held) {
+      timer->expires_at(boost::asio::steady_timer::time_point::max());
+      held_.push_back(timer);
+    }
+  } else {
+    timer->expires_after(std::chrono::milliseconds(req.sleep_ms()));
+  }
   try {
-    co_await timer.async_wait(boost::asio::use_awaitable);
+    co_await timer->async_wait(boost::asio::use_awaitable);
   } catch (const boost::system::system_error&) {
-    // Terminal cancellation from the server (deadline, cancel frame, connection closed).
-    --concurrent;
-    if (ctx.is_cancelled()) ++sleeps_cancelled;
-    notify();
-    throw;
+    // release_held() cancels a held timer; anything else is terminal cancellation from the server
+    // (deadline, cancel frame, connection closed).
+    const bool released = held && !ctx.is_cancelled() && [&] {
+      std::lock_guard lock(mutex_);
+      return released_;
+    }();
+    if (!released) {
+      --concurrent;
+      if (ctx.is_cancelled()) ++sleeps_cancelled;
+      notify();
+      throw;
+    }
   }
   --concurrent;
   ++sleeps_finished;
@@ -35,6 +53,21 @@ boost::asio::awaitable<EchoReply> test_service::do_sleep(server_context& ctx, co
   EchoReply reply;
   reply.set_data(req.data());
   co_return reply;
+}
+
+void test_service::release_held() {
+  std::vector<std::weak_ptr<boost::asio::steady_timer>> held;
+  {
+    std::lock_guard lock(mutex_);
+    released_ = true;
+    held.swap(held_);
+  }
+  // A timer is cancelled on its own executor: the handler waiting on it may run on another thread.
+  for (auto& weak : held) {
+    if (auto timer = weak.lock()) {
+      boost::asio::post(timer->get_executor(), [timer] { timer->cancel(); });
+    }
+  }
 }
 
 boost::asio::awaitable<EchoReply> test_service::do_echo(server_context&, const EchoRequest& req) {

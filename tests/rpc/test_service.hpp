@@ -1,6 +1,7 @@
 #pragma once
 // A hand-written rdmarpc::service for the rpc tests (independent of protoc-gen-rdmarpc): Echo,
-// Sleep (waits on a timer, records cancellation), Throw, Fail (status_error), Metadata (client
+// Sleep (waits on a timer, or with sleep_ms == until_released until release_held(); records
+// cancellation), Throw, Fail (status_error), Metadata (client
 // metadata back in the reply and as server initial metadata, their count as trailing metadata;
 // data "fail" answers NOT_FOUND with the same metadata, "flood" adds 100 trailing entries).
 // Threading: handlers run on the server's connection executors; counters are atomics and the
@@ -8,11 +9,14 @@
 
 #include <array>
 #include <atomic>
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "rpc/service.hpp"
 #include "rpc_test.pb.h"
@@ -48,6 +52,18 @@ class test_service final : public rdmarpc::service {
   // Largest reply data Echo (reply_size) and Ticks (size, sizes) make up from a request; larger
   // asks are clamped. Unbounded for the tests; the fuzzer (tests/fuzz) keeps its inputs cheap.
   std::uint32_t max_made_up_bytes = UINT32_MAX;
+  // A Sleep with this sleep_ms waits until release_held() (or its cancellation), not on a clock:
+  // a test that needs calls to stay in flight while it checks something holds them this way, so
+  // a slow machine cannot let them finish early.
+  static constexpr std::uint32_t until_released = UINT32_MAX;
+  // Lets every held Sleep, and every later one, finish normally; hold_again() makes later ones
+  // wait again. Callable from any thread.
+  void release_held();
+  void hold_again() {
+    std::lock_guard lock(mutex_);
+    released_ = false;
+  }
+
   // When set, Metadata adds the trailing entry "server" = name: which server of several answered.
   std::string name;
 
@@ -89,6 +105,8 @@ class test_service final : public rdmarpc::service {
                                                              meta, ticks, sum,    chat};
   std::mutex mutex_;
   std::condition_variable cv_;
+  bool released_ = false;                                       // guarded by mutex_
+  std::vector<std::weak_ptr<boost::asio::steady_timer>> held_;  // guarded by mutex_
 };
 
 }  // namespace rdmarpc::test
