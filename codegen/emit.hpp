@@ -1,6 +1,6 @@
 #pragma once
 // Printing the generated files: foo.rdmarpc.pb.h and foo.rdmarpc.pb.cc from a file_model.
-// Layer: codegen. The shape is the contract in notes/GENERATED_API.md. Threading: stateless.
+// Layer: codegen. The shape is the contract in docs/generated-api.md. Threading: stateless.
 
 #include <string>
 

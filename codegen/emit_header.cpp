@@ -1,5 +1,5 @@
 // Prints foo.rdmarpc.pb.h: per service a holder class with method descriptors, the client
-// Interface, the Stub and the abstract Service and CallbackService (see notes/GENERATED_API.md for the
+// Interface, the Stub and the abstract Service and CallbackService (see docs/generated-api.md for the
 // contract). Unary and streaming methods differ in their client function, do_* and handler.
 
 #include "emit.hpp"

@@ -47,7 +47,7 @@ TEST_CASE("escape_identifier appends an underscore to keywords and macro-like na
   }
 }
 
-TEST_CASE("make_method_names follows GENERATED_API.md") {
+TEST_CASE("make_method_names follows docs/generated-api.md") {
   const method_names get = make_method_names("GetUserInfo");
   CHECK(get.handler == "get_user_info");
   CHECK(get.async_name == "async_get_user_info");

@@ -434,7 +434,9 @@ TEST_CASE("connectivity: going away lets calls in flight finish, then new calls 
   CHECK(c.call() == status_code::ok);
   std::vector<std::optional<boost::system::error_code>> slow(4);
   for (auto& out : slow) {
-    async_unary_call<test::EchoReply>(*c.ch, test::test_service::sleep, nullptr, test::make_request("s", 200),
+    // Held until the client has seen the going-away: however slow the machine, they are in flight.
+    async_unary_call<test::EchoReply>(*c.ch, test::test_service::sleep, nullptr,
+                                      test::make_request("s", test::test_service::until_released),
                                       [&out](boost::system::error_code ec, test::EchoReply) { out = ec; });
   }
   REQUIRE(run_until(c.io, [&] { return s.service.sleeps_started.load() == 5; }));
@@ -442,6 +444,8 @@ TEST_CASE("connectivity: going away lets calls in flight finish, then new calls 
   s.srv->async_shutdown(30s, [&] { shut.set_value(); });
   auto shut_done = shut.get_future();
   REQUIRE(run_until(c.io, [&] { return c.ch->stats().going_aways == 1; }));
+  for (const auto& out : slow) CHECK_FALSE(out.has_value());  // still in flight after the going-away
+  s.service.release_held();
   REQUIRE(run_until(c.io, [&] { return shut_done.wait_for(0s) == std::future_status::ready; }));
   for (const auto& out : slow) {
     REQUIRE(out.has_value());
