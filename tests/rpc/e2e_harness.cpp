@@ -33,22 +33,6 @@ bool io_thread::drain(std::chrono::milliseconds timeout) {
   return false;
 }
 
-namespace {
-
-// The suite's heartbeat timeout where a test leaves the default (heartbeat tests set their own).
-// Under TCG with the sanitizers a side can be busy for longer than the default 300 ms, e.g. parsing
-// or serializing a 4 MiB message, and a connection ended for that is not what these tests test.
-constexpr std::chrono::seconds kRelaxedHeartbeatTimeout{5};
-
-template <typename Options>
-Options with_relaxed_liveness(Options options) {
-  if (options.heartbeat_timeout == Options{}.heartbeat_timeout)
-    options.heartbeat_timeout = kRelaxedHeartbeatTimeout;
-  return options;
-}
-
-}  // namespace
-
 e2e_harness::e2e_harness(std::string target, server_options options) : target_(std::move(target)) {
   options = with_relaxed_liveness(std::move(options));
   server_ptr_ = std::make_unique<rdmarpc::server>(server_io_.executor(), std::move(options));

@@ -519,7 +519,7 @@ TEST_CASE(
   uri = uri.substr(0, uri.rfind(':') + 1) + std::to_string(port);
   {
     io_thread client;
-    auto ch = channel::create(client.executor(), uri);
+    auto ch = channel::create(client.executor(), uri, with_relaxed_liveness(channel_options{}));
     REQUIRE_FALSE(call(*ch, test_service::echo, make_request("hello")).ec);
     std::vector<std::future<call_result>> calls;
     for (int i = 0; i < 8; ++i)
@@ -573,7 +573,7 @@ TEST_CASE("e2e-helper: serve", "[.]") {
   const int out = std::atoi(fd);
   boost::asio::io_context io;
   test_service svc;
-  rdmarpc::server srv(io.get_executor());
+  rdmarpc::server srv(io.get_executor(), with_relaxed_liveness(server_options{}));
   srv.add_service(svc);
   std::uint16_t bound = 0;
   try {
@@ -797,7 +797,7 @@ TEST_CASE("e2e: a server running its own io_context threads serves many connecti
   CHECK(ok == 200);
   // Deadlines and cancellation work on the server's own threads too.
   client_context ctx;
-  ctx.set_timeout(100ms);
+  ctx.set_timeout(2s);  // long enough for the request to reach the handler on a slow machine
   CHECK(code_of(call(*channels[0], test_service::sleep, make_request("z", 20000), &ctx)) ==
         status_code::deadline_exceeded);
   CHECK(h.service().wait_for([&] { return h.service().sleeps_cancelled.load() == 1; }));
@@ -886,12 +886,12 @@ TEST_CASE("e2e: heartbeats keep a healthy idle connection up", "[e2e][heartbeat]
   CAPTURE(target);
   server_options so;
   so.heartbeat_interval = 20ms;
-  so.heartbeat_timeout = 2s;  // generous: a loaded machine (sanitizers, TCG) must not look dead
+  so.heartbeat_timeout = 5s;  // generous: a loaded machine (sanitizers, TCG) must not look dead
   so.min_ping_interval_allowed = 10ms;
   e2e_harness h(target, so);
   channel_options co;
   co.heartbeat_interval = 20ms;
-  co.heartbeat_timeout = 2s;
+  co.heartbeat_timeout = 5s;
   auto ch = h.make_channel(co);
   REQUIRE_FALSE(call(*ch, test_service::echo, make_request("up")).ec);
   // Polled from the test thread (the channel runs on its io thread); bounded.
@@ -923,8 +923,10 @@ TEST_CASE("e2e: a stopped server process is detected by heartbeats", "[e2e][hear
   std::string uri = listen_uri(target);
   uri = uri.substr(0, uri.rfind(':') + 1) + std::to_string(port);
   channel_options co;
-  co.heartbeat_interval = 50ms;
-  co.heartbeat_timeout = 200ms;
+  // Short enough to detect in about a second, long enough for a freshly started (sanitized,
+  // emulated) server process to answer the first call while it checks itself.
+  co.heartbeat_interval = 100ms;
+  co.heartbeat_timeout = 1s;
   auto ch = channel::create(client.executor(), uri, co);
   REQUIRE_FALSE(call(*ch, test_service::echo, make_request("alive")).ec);
   REQUIRE(::kill(child, SIGSTOP) == 0);

@@ -123,7 +123,7 @@ TEST_CASE("heartbeat: a call with no deadline to a hung server fails UNAVAILABLE
           "[heartbeat]") {
   const auto target = GENERATE(as<std::string>{}, "loopback", "tcp");
   hb_fixture f(target, quiet_server());
-  auto ch = f.make_channel(fast_client(20ms, 60ms));
+  auto ch = f.make_channel(fast_client(20ms, 500ms));
   REQUIRE(f.call(*ch) == status_code::ok);
   hang h(f.server_io->executor());
   client_context ctx;  // no deadline
@@ -142,7 +142,7 @@ TEST_CASE("heartbeat: a bidi stream open to a hung server ends UNAVAILABLE (conn
           "[heartbeat][stream]") {
   const auto target = GENERATE(as<std::string>{}, "loopback", "tcp");
   hb_fixture f(target, quiet_server());
-  auto ch = f.make_channel(fast_client(20ms, 60ms));
+  auto ch = f.make_channel(fast_client(20ms, 500ms));
   REQUIRE(f.call(*ch) == status_code::ok);
   // One echo through the stream, then the server hangs while the client waits for the next
   // message: no deadline, no close, only heartbeats can end the wait.
@@ -177,7 +177,7 @@ TEST_CASE("heartbeat: a bidi stream open to a hung server ends UNAVAILABLE (conn
 TEST_CASE("heartbeat: an idle connection to a hung server is closed", "[heartbeat]") {
   const auto target = GENERATE(as<std::string>{}, "loopback", "tcp");
   hb_fixture f(target, quiet_server());
-  auto ch = f.make_channel(fast_client(20ms, 60ms));
+  auto ch = f.make_channel(fast_client(20ms, 500ms));
   REQUIRE(f.call(*ch) == status_code::ok);
   {
     hang h(f.server_io->executor());
@@ -316,7 +316,7 @@ TEST_CASE("heartbeat: idle connections between two processes share one ping per 
 TEST_CASE("heartbeat: a hung server ends every idle connection that shares its heartbeats", "[heartbeat]") {
   const auto target = GENERATE(as<std::string>{}, "loopback", "tcp");
   hb_fixture f(target, pinging_server());
-  const auto channels = connect_sharing(f, 4, fast_client(20ms, 60ms));
+  const auto channels = connect_sharing(f, 4, fast_client(20ms, 500ms));
   {
     hang h(f.server_io->executor());
     REQUIRE(run_until(f.io, [&] {

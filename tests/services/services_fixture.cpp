@@ -23,7 +23,7 @@ services_fixture::services_fixture(std::string target, channel_options client_op
     : target_(std::move(target)) {
   server_options options;
   options.metrics = true;  // for the admin service's per-method figures
-  server_ = std::make_unique<rdmarpc::server>(server_io_.executor(), options);
+  server_ = std::make_unique<rdmarpc::server>(server_io_.executor(), with_relaxed_liveness(options));
   server_->add_service(counter_);
   server_->add_service(hand_written_);
   // The one line each a user writes.
@@ -42,6 +42,7 @@ services_fixture::~services_fixture() {
 }
 
 std::shared_ptr<channel> services_fixture::make_channel(channel_options options) {
+  options = with_relaxed_liveness(std::move(options));
   if (target_ != "loopback") return channel::create(client_io_.executor(), uri_, std::move(options));
   transport::loopback::loopback_options lo;
   lo.connection = options.transport;

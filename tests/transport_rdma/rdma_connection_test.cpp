@@ -71,6 +71,7 @@ TEST_CASE("rdma messages of 1 B, exactly one slot, one slot + 1 and 16 MiB arriv
   boost::asio::io_context io;
   transport::connection_options options;
   options.slot_size = 4096;
+  options.reassembly_timeout = std::chrono::seconds(60);  // 16 MiB in 4096 fragments, on a slow machine
   auto p = connect_pair(io, 7502, options, options);
   p.server->start(p.server_rec);
   p.client->start(p.client_rec);
@@ -255,6 +256,8 @@ TEST_CASE("rdma listener serves 100 concurrent connections") {
   options.slot_size = 1024;
   options.send_buffers = 16;
   options.signal_every = 4;
+  // 100 handshakes at once on one (emulated, perhaps sanitized) thread: none may time out.
+  options.connect_timeout = options.handshake_timeout = std::chrono::seconds(60);
   constexpr int kClients = 100;
   constexpr int kMessages = 20;
 

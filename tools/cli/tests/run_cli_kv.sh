@@ -51,9 +51,9 @@ shown() {  # kv_client's shown(): without the session prefix, long ones shortene
 rpc() {
   local method=$1 request=$2 rc
   if [[ $request == @* ]]; then
-    out=$("$cli" call "$bound" "kv.Store/$method" -d "$request" "${proto[@]}" --timeout 5 2>"$work/err")
+    out=$("$cli" call "$bound" "kv.Store/$method" -d "$request" "${proto[@]}" --timeout 30 2>"$work/err")
   else
-    out=$("$cli" call "$bound" "kv.Store/$method" "$request" "${proto[@]}" --timeout 5 2>"$work/err")
+    out=$("$cli" call "$bound" "kv.Store/$method" "$request" "${proto[@]}" --timeout 30 2>"$work/err")
   fi
   rc=$?
   st=OK msg=""
