@@ -226,8 +226,9 @@ TEST_CASE("connectivity: with nothing listening calls fail fast and wait_for_rea
   std::optional<tcp_server> s;  // outlives the client: see tcp_server::stop
   client c;
   channel_options o;
-  o.reconnect.initial = 20ms;
-  o.reconnect.max = 100ms;
+  // A backoff long enough that the second call below surely falls inside it on a loaded host.
+  o.reconnect.initial = 500ms;
+  o.reconnect.max = 500ms;
   c.ch = channel::create(c.io.get_executor(), "tcp://127.0.0.1:" + std::to_string(port), o);
   client_context failed;
   CHECK(c.call(&failed) == status_code::unavailable);

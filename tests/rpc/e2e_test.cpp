@@ -456,9 +456,15 @@ TEST_CASE("e2e: graceful shutdown drains in-flight calls, then refuses new ones"
   CAPTURE(target);
   e2e_harness h(target);
   auto ch = h.make_channel();
-  auto slow = start_call(*ch, test_service::sleep, make_request("drain me", 300));
+  auto slow = start_call(*ch, test_service::sleep, make_request("drain me", test_service::until_released));
   REQUIRE(h.service().wait_for([&] { return h.service().sleeps_started.load() == 1; }));
-  REQUIRE(h.shutdown(10s));
+  auto shut = std::async(std::launch::async, [&] { return h.shutdown(30s, 60s); });
+  // The shutdown waits for the held call (how long it is watched here proves nothing on a slow
+  // machine, but a shutdown that did not wait fails this on any normal one).
+  CHECK(shut.wait_for(200ms) == std::future_status::timeout);
+  CHECK(h.service().sleeps_finished.load() == 0);
+  h.service().release_held();
+  REQUIRE(shut.get());
   // Shutdown completed only after the in-flight handler had run to its end, uncancelled.
   CHECK(h.service().sleeps_finished.load() == 1);
   CHECK(h.service().sleeps_cancelled.load() == 0);
@@ -623,7 +629,9 @@ TEST_CASE("e2e: a malformed frame closes only that connection - other clients ca
   e2e_harness h(target);
   auto good = h.make_channel();
   REQUIRE_FALSE(call(*good, test_service::echo, make_request("before")).ec);
-  auto slow = start_call(*good, test_service::sleep, make_request("across the incident", 300));
+  auto slow = start_call(*good, test_service::sleep,
+                         make_request("across the incident", test_service::until_released));
+  REQUIRE(h.service().wait_for([&] { return h.service().sleeps_started.load() == 1; }));
 
   if (target == "loopback") {
     transport::loopback::loopback_faults c2s;
@@ -694,8 +702,10 @@ TEST_CASE("e2e: a malformed frame closes only that connection - other clients ca
     REQUIRE(done);
     CHECK((read_ec == boost::asio::error::eof || read_ec == boost::asio::error::connection_reset));
   }
-  // The other client's connection and its in-flight call were not affected.
-  REQUIRE(slow.wait_for(10s) == std::future_status::ready);
+  // The other client's connection and its in-flight call (held until now) were not affected.
+  CHECK(slow.wait_for(0s) == std::future_status::timeout);
+  h.service().release_held();
+  REQUIRE(slow.wait_for(30s) == std::future_status::ready);
   CHECK_FALSE(slow.get().ec);
   CHECK_FALSE(call(*good, test_service::echo, make_request("after")).ec);
   auto fresh = h.make_channel();

@@ -397,11 +397,13 @@ TEST_CASE("heartbeat: a carrier of the shared ping whose own path goes silent en
 TEST_CASE("heartbeat: no pings while replies flow", "[heartbeat]") {
   const auto target = GENERATE(as<std::string>{}, "loopback", "tcp");
   server_options so;
-  so.heartbeat_interval = 200ms;
+  // An interval far above one call's time even on a loaded, sanitized host: a single call slower
+  // than it would rightly cost a ping.
+  so.heartbeat_interval = 500ms;
   so.heartbeat_timeout = 2s;
   hb_fixture f(target, so);
-  auto ch = f.make_channel(fast_client(200ms, 2s));
-  const auto until = std::chrono::steady_clock::now() + 1s;  // five intervals of back-to-back calls
+  auto ch = f.make_channel(fast_client(500ms, 2s));
+  const auto until = std::chrono::steady_clock::now() + 1500ms;  // three intervals of back-to-back calls
   while (std::chrono::steady_clock::now() < until) REQUIRE(f.call(*ch) == status_code::ok);
   CHECK(ch->stats().pings_sent == 0);
   CHECK(f.srv->stats().pings_sent == 0);
