@@ -77,11 +77,10 @@ struct heartbeat_ticker::group : std::enable_shared_from_this<group> {
     // heartbeats: the round finishes, the timer re-arms, then the exception leaves run() as it
     // would have from a connection's own timer.
     std::exception_ptr error;
-    const auto tick_at = liveness::tick_instant(instant, clock::now(), period);
     for (const auto& e : ticking) {
       if (!e->active.load(std::memory_order_acquire)) continue;
       try {
-        e->tick(tick_at);
+        e->tick(instant);
       } catch (...) {
         if (!error) error = std::current_exception();
       }

@@ -57,17 +57,6 @@ class liveness {
     return clock::time_point(shifted - shifted % period + period + phase % period);
   }
 
-  // The time to pass to tick() for a tick scheduled at `scheduled` that runs at `now`: the
-  // scheduled instant (see tick()), unless it runs a whole period or more late (the process
-  // stalled: CPU throttling, swapping, a debugger). Then `now`: a ping that late tick sends gets
-  // its whole timeout from when it really left, instead of one stamped at an instant long past,
-  // which the next tick would find overdue however soon the pong came. The price: the silence
-  // after such a tick is measured off the grid, which can cost one more period once.
-  static clock::time_point tick_instant(clock::time_point scheduled, clock::time_point now,
-                                        clock::duration period) noexcept {
-    return now - scheduled >= period ? now : scheduled;
-  }
-
   // Any frame arrived. Called per message, so it only sets a flag; tick() looks at it.
   void on_received() noexcept { received_ = true; }
 
