@@ -418,6 +418,7 @@ TEST_CASE("e2e: max_in_flight bounds calls on the wire and the wait queue, beyon
     calls.push_back(
         start_call(*ch, test_service::sleep, make_request(std::to_string(i), test_service::until_released)));
   // Two run (held until released), three wait in the queue: the sixth is refused at once.
+  REQUIRE(h.service().wait_for([&] { return h.service().sleeps_started.load() == 2; }));
   const auto refused = call(*ch, test_service::echo, make_request("one too many"));
   CHECK(code_of(refused) == status_code::resource_exhausted);
   h.service().release_held();
