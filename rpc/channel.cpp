@@ -862,20 +862,23 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     endpoint_slot& slot = *slots_[e];
     slot.live.emplace(options_.heartbeat_interval, options_.heartbeat_timeout, clock::now());
     if (!slot.live->enabled()) return;
-    slot.heartbeat = heartbeat_ticker::of(ex_).subscribe(
-        ex_, slot.live->tick_period(), {},
-        [weak = weak_from_this(), e, gen = slot.generation](clock::time_point instant) {
-          if (auto self = weak.lock()) self->heartbeat_tick(e, gen, instant);
-        });
+    slot.heartbeat =
+        heartbeat_ticker::of(ex_).subscribe(ex_, slot.live->tick_period(), {},
+                                            [weak = weak_from_this(), e, gen = slot.generation](
+                                                clock::time_point instant, clock::time_point ran_at) {
+                                              if (auto self = weak.lock())
+                                                self->heartbeat_tick(e, gen, instant, ran_at);
+                                            });
   }
 
-  void heartbeat_tick(std::size_t e, std::uint64_t gen, clock::time_point instant) {
+  void heartbeat_tick(std::size_t e, std::uint64_t gen, clock::time_point instant, clock::time_point ran_at) {
     endpoint_slot& slot = *slots_[e];
     if (gen != slot.generation || !slot.conn) return;
     // Decide on the grid instant this tick stands for, not on when the timer ran: with `now`, a tick
     // running a little less late than the one that saw the last frame measures 299.9 ms of silence
     // against a 300 ms interval and waits a whole period more (measured: 1.2 s detection, not 0.9).
-    switch (slot.live->tick(instant, carries_work(e))) {
+    // Only a ping sent by a tick that ran late is timed from when it ran (liveness::ping_stamp).
+    switch (slot.live->tick(instant, ran_at, carries_work(e))) {
       case liveness::action::none: break;
       case liveness::action::send_ping:
         // No room now: another connection sharing the liveness may send it; if none can, the

@@ -65,6 +65,7 @@ struct heartbeat_ticker::group : std::enable_shared_from_this<group> {
 
   void on_instant(std::uint64_t generation) {
     clock::time_point instant;
+    const auto ran_at = clock::now();
     {
       const std::lock_guard lock(mutex);
       if (!armed || generation != wait_generation) return;  // stopped meanwhile
@@ -80,7 +81,7 @@ struct heartbeat_ticker::group : std::enable_shared_from_this<group> {
     for (const auto& e : ticking) {
       if (!e->active.load(std::memory_order_acquire)) continue;
       try {
-        e->tick(instant);
+        e->tick(instant, ran_at);
       } catch (...) {
         if (!error) error = std::current_exception();
       }

@@ -24,9 +24,10 @@ class peer_liveness;
 class heartbeat_ticker : public boost::asio::execution_context::service {
  public:
   using clock = std::chrono::steady_clock;
-  // Called on the executor at each grid instant, with that instant (not the time it ran: timer
-  // latency differs from tick to tick, the grid does not).
-  using tick_function = std::function<void(clock::time_point grid_instant)>;
+  // Called on the executor at each grid instant, with that instant (timer latency differs from
+  // tick to tick, the grid does not) and the time the round of ticks began (later than the instant
+  // by the timer's latency, or by a whole stall of the process: liveness::ping_stamp).
+  using tick_function = std::function<void(clock::time_point grid_instant, clock::time_point ran_at)>;
 
   static boost::asio::execution_context::id id;
 

@@ -77,27 +77,43 @@ class liveness {
     if (outstanding_ && value == ping_value_) outstanding_ = false;
   }
 
-  // Periodic: only received traffic is a sign of life (calls waiting for replies are not). Pass the
-  // tick's scheduled instant on the next_tick grid, not the time its timer ran: timer latency
-  // differs from tick to tick, and a silence measured a few microseconds short of the interval
-  // would cost a whole period.
-  action tick(clock::time_point now) noexcept {
+  // Periodic: only received traffic is a sign of life (calls waiting for replies are not).
+  // `instant`: the tick's scheduled instant on the next_tick grid, on which every silence and
+  // timeout is judged (timer latency differs from tick to tick, and a silence measured a few
+  // microseconds short of the interval would cost a whole period). `ran_at`: when the tick ran;
+  // only a ping sent by a tick that ran late uses it (ping_stamp).
+  action tick(clock::time_point instant, clock::time_point ran_at) noexcept {
     if (!enabled()) return action::none;
     if (received_) {
       // Something arrived since the last tick: the peer lives, and no ping is needed.
       received_ = false;
       outstanding_ = false;
-      last_heard_ = now;
+      last_heard_ = instant;
       return action::none;
     }
-    if (outstanding_) return now - ping_sent_ >= timeout_ ? action::peer_dead : action::none;
+    if (outstanding_) return instant - ping_sent_ >= timeout_ ? action::peer_dead : action::none;
     const auto silence_allowed = peer_pings_ ? interval_ + timeout_ + tick_period() : interval_;
-    if (now - last_heard_ < silence_allowed) return action::none;
+    if (instant - last_heard_ < silence_allowed) return action::none;
     peer_pings_ = false;  // its next ping is overdue: from now on this side pings at its interval
     outstanding_ = true;
-    ping_sent_ = now;
+    ping_sent_ = ping_stamp(instant, ran_at);
     ++ping_value_;
     return action::send_ping;
+  }
+  // A tick that ran on time.
+  action tick(clock::time_point instant) noexcept { return tick(instant, instant); }
+
+  // The grid instant from which a ping sent at `ran_at` by the tick of `instant` is timed. On time
+  // (within a quarter period of timer latency): `instant`, so a timeout of k periods is judged
+  // exactly k ticks later. Later (the process stalled: CPU throttling, swapping, a debugger): the
+  // first grid instant at or after `ran_at`, so the pong gets at least the timeout of real time;
+  // timed from the long-past instant, it could get none and a live peer would be declared dead.
+  // Detection of a dead peer then takes up to a period longer, only after such a stall.
+  clock::time_point ping_stamp(clock::time_point instant, clock::time_point ran_at) const noexcept {
+    const auto late = ran_at - instant;
+    const auto period = tick_period();
+    if (late <= period / 4) return instant;
+    return instant + ((late + period - clock::duration(1)) / period) * period;
   }
 
   // A ping that found no send room was not sent: the timeout still runs (a peer that stopped
@@ -105,6 +121,8 @@ class liveness {
 
   std::uint64_t ping_value() const noexcept { return ping_value_; }
   bool ping_outstanding() const noexcept { return outstanding_; }
+  // The grid instant the last ping is timed from (ping_stamp).
+  clock::time_point ping_sent_at() const noexcept { return ping_sent_; }
   // Something arrived since the last tick.
   bool heard_since_tick() const noexcept { return received_; }
 
@@ -155,14 +173,16 @@ class peer_liveness {
     return interval_ == other.interval_ && timeout_ == other.timeout_;
   }
 
-  // One idle member connection's tick at the grid `instant`; `member` identifies it (any unique
+  // One idle member connection's tick at the grid `instant` (run at `ran_at`: liveness::tick);
+  // `member` identifies it (any unique
   // token, e.g. its address). The first member to tick at an instant ticks the shared state; a
   // ping goes out through the first kCarriers members to tick (or the next ones after
   // member_ping_not_sent), and peer_dead reaches every member, which all end.
-  liveness::action member_tick(clock::time_point instant, const void* member) noexcept {
+  liveness::action member_tick(clock::time_point instant, clock::time_point ran_at,
+                               const void* member) noexcept {
     if (instant != decided_at_) {
       decided_at_ = instant;
-      decided_ = live_.tick(instant);
+      decided_ = live_.tick(instant, ran_at);
       if (decided_ == liveness::action::send_ping) carriers_ = {};  // a new ping, new carriers
     }
     if (decided_ != liveness::action::send_ping) return decided_;
@@ -173,6 +193,9 @@ class peer_liveness {
       }
     }
     return liveness::action::none;
+  }
+  liveness::action member_tick(clock::time_point instant, const void* member) noexcept {
+    return member_tick(instant, instant, member);
   }
 
   // The member given send_ping had no send room: the next member ticking at the same instant
@@ -253,10 +276,11 @@ class connection_liveness {
     if (shared_) shared_->state().on_received();  // we share because a heartbeat frame just arrived
   }
 
-  // A tick on the grid `instant`. `in_use`: the connection carries calls or streams.
-  liveness::action tick(clock::time_point instant, bool in_use) noexcept {
+  // A tick on the grid `instant`, run at `ran_at` (liveness::tick). `in_use`: the connection
+  // carries calls or streams.
+  liveness::action tick(clock::time_point instant, clock::time_point ran_at, bool in_use) noexcept {
     last_was_shared_ = false;
-    if (!shared_) return own_tick(instant);
+    if (!shared_) return own_tick(instant, ran_at);
     const bool heard = own_.heard_since_tick();
     if (in_use || own_checking_) {
       if (!own_checking_) {
@@ -267,7 +291,7 @@ class connection_liveness {
       } else if (heard) {
         heard_while_checking_ = true;
       }
-      if (in_use || !heard_while_checking_) return own_tick(instant);
+      if (in_use || !heard_while_checking_) return own_tick(instant, ran_at);
       own_checking_ = false;  // idle, and its path answered: back to the shared state
     }
     if (heard) {
@@ -278,15 +302,19 @@ class connection_liveness {
       return liveness::action::peer_dead;  // our path did not answer our ping
     }
     last_was_shared_ = true;
-    const auto a = shared_->member_tick(instant, this);
+    const auto a = shared_->member_tick(instant, ran_at, this);
     if (a == liveness::action::send_ping) {
       ping_value_ = shared_->state().ping_value();
       if (!carried_ping_) {  // the silence on our path counts from our first unanswered ping
         carried_ping_ = true;
-        carried_at_ = instant;
+        carried_at_ = shared_->state().ping_sent_at();
       }
     }
     return a;
+  }
+  // A tick that ran on time.
+  liveness::action tick(clock::time_point instant, bool in_use) noexcept {
+    return tick(instant, instant, in_use);
   }
 
   // What the ping that tick() asked for carries.
@@ -313,8 +341,8 @@ class connection_liveness {
   }
 
  private:
-  liveness::action own_tick(clock::time_point instant) noexcept {
-    const auto a = own_.tick(instant);
+  liveness::action own_tick(clock::time_point instant, clock::time_point ran_at) noexcept {
+    const auto a = own_.tick(instant, ran_at);
     if (a == liveness::action::send_ping) ping_value_ = own_.ping_value();
     return a;
   }

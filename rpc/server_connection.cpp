@@ -138,11 +138,11 @@ class connection_impl final : public server_connection,
     if (!live_->enabled()) return;
     // Half a period after the clients' grid: a client and its server then never decide to ping at
     // the same instant.
-    heartbeat_ = heartbeat_ticker::of(ex_).subscribe(ex_, live_->tick_period(), live_->tick_period() / 2,
-                                                     [weak = weak_from_this()](clock::time_point instant) {
-                                                       if (auto self = weak.lock())
-                                                         self->heartbeat_tick(instant);
-                                                     });
+    heartbeat_ = heartbeat_ticker::of(ex_).subscribe(
+        ex_, live_->tick_period(), live_->tick_period() / 2,
+        [weak = weak_from_this()](clock::time_point instant, clock::time_point ran_at) {
+          if (auto self = weak.lock()) self->heartbeat_tick(instant, ran_at);
+        });
   }
   const boost::asio::any_io_executor& get_executor() const noexcept override { return ex_; }
   connection_figures figures() const override {
@@ -253,11 +253,11 @@ class connection_impl final : public server_connection,
   // --- heartbeats ---------------------------------------------------------------------------
   // The executor's heartbeat_ticker ticks every connection with the same settings from one timer;
   // nothing per message but liveness's flag.
-  void heartbeat_tick(clock::time_point instant) {
+  void heartbeat_tick(clock::time_point instant, clock::time_point ran_at) {
     if (closed_) return;
-    // The grid instant this tick stands for, not when it ran (see the channel's heartbeat_tick).
+    // Decided on the grid instant this tick stands for (see the channel's heartbeat_tick).
     // A connection with calls or streams checks its own path too (connection_liveness).
-    switch (live_->tick(instant, !calls_.empty() || !streams_.empty())) {
+    switch (live_->tick(instant, ran_at, !calls_.empty() || !streams_.empty())) {
       case liveness::action::none: break;
       case liveness::action::send_ping:
         // No room now: another connection sharing the liveness may send it; if none can, the

@@ -33,15 +33,16 @@ TEST_CASE("heartbeat_ticker: one timer per executor and grid, the same instants 
   CHECK(&ticker == &heartbeat_ticker::of(ex));
   instants a, b, shifted;
   heartbeat_ticker::subscription sa, sb, sc;
-  sa = ticker.subscribe(ex, kPeriod, {}, [&](auto t) {
+  sa = ticker.subscribe(ex, kPeriod, {}, [&](auto t, auto) {
     a.push_back(t);
     if (a.size() == 5) sa.reset();  // ends itself inside its tick
   });
-  sb = ticker.subscribe(ex, kPeriod, {}, [&](auto t) {
+  sb = ticker.subscribe(ex, kPeriod, {}, [&](auto t, auto ran_at) {
+    CHECK(ran_at >= t);  // the round began once the instant was due
     b.push_back(t);
     if (b.size() == 8) sb.reset();
   });
-  sc = ticker.subscribe(ex, kPeriod, kPeriod / 2, [&](auto t) {
+  sc = ticker.subscribe(ex, kPeriod, kPeriod / 2, [&](auto t, auto) {
     shifted.push_back(t);
     if (shifted.size() == 3) sc.reset();
   });
@@ -66,18 +67,18 @@ TEST_CASE(
   auto& ticker = heartbeat_ticker::of(s1);
   instants first, late, other;
   heartbeat_ticker::subscription sf, sl, so;
-  sf = ticker.subscribe(s1, kPeriod, {}, [&](auto t) {
+  sf = ticker.subscribe(s1, kPeriod, {}, [&](auto t, auto) {
     CHECK(strand1.running_in_this_thread());
     first.push_back(t);
     if (first.size() == 2) {  // a new subscriber from inside a tick joins at the next instant
-      sl = ticker.subscribe(s1, kPeriod, {}, [&](auto u) {
+      sl = ticker.subscribe(s1, kPeriod, {}, [&](auto u, auto) {
         late.push_back(u);
         if (late.size() == 3) sl.reset();
       });
     }
     if (first.size() == 6) sf.reset();
   });
-  so = ticker.subscribe(s2, kPeriod, {}, [&](auto t) {
+  so = ticker.subscribe(s2, kPeriod, {}, [&](auto t, auto) {
     CHECK(strand2.running_in_this_thread());
     other.push_back(t);
     if (other.size() == 2) so.reset();
@@ -95,8 +96,8 @@ TEST_CASE("heartbeat_ticker: the last subscription's end cancels the timer at on
   const boost::asio::any_io_executor ex = io.get_executor();
   auto& ticker = heartbeat_ticker::of(ex);
   int ticks = 0;
-  auto a = ticker.subscribe(ex, std::chrono::hours(1), {}, [&](auto) { ++ticks; });
-  auto b = ticker.subscribe(ex, std::chrono::hours(1), {}, [&](auto) { ++ticks; });
+  auto a = ticker.subscribe(ex, std::chrono::hours(1), {}, [&](auto, auto) { ++ticks; });
+  auto b = ticker.subscribe(ex, std::chrono::hours(1), {}, [&](auto, auto) { ++ticks; });
   CHECK(ticker.running_groups() == 1);
   a.reset();
   io.poll();
@@ -116,7 +117,7 @@ TEST_CASE("heartbeat_ticker: one grid's connections to one peer domain share a p
   const boost::asio::any_io_executor ex = io.get_executor();
   const auto strand = boost::asio::make_strand(io);
   auto& ticker = heartbeat_ticker::of(ex);
-  const auto noop = [](auto) {};
+  const auto noop = [](auto, auto) {};
   auto a = ticker.subscribe(ex, std::chrono::hours(1), {}, noop);
   auto b = ticker.subscribe(ex, std::chrono::hours(1), {}, noop);
   auto other_grid = ticker.subscribe(ex, std::chrono::hours(2), {}, noop);

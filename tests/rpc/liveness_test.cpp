@@ -78,6 +78,38 @@ TEST_CASE("liveness: worst case detection is interval + timeout + one tick perio
   CHECK(now - t0 == 900ms);
 }
 
+TEST_CASE("liveness: a ping sent after a stall gets its whole timeout, one already out does not",
+          "[liveness]") {
+  liveness l(300ms, 300ms, t0);  // the defaults: a 300 ms grid
+  // The process stalled 5.2 s: the tick of the instant t0 + 300ms runs at t0 + 5.5 s and pings.
+  REQUIRE(l.tick(t0 + 300ms, t0 + 5500ms) == action::send_ping);
+  // Timed from the first grid instant at or after it went out, not from the long-past instant:
+  // the ticker's next instant (t0 + 5.7 s) finds it 0.2 s old, not 5.4 s.
+  CHECK(l.ping_sent_at() == t0 + 5700ms);
+  CHECK(l.tick(t0 + 5700ms) == action::none);
+  CHECK(l.tick(t0 + 6000ms) == action::peer_dead);  // 0.5 s of real time went by unanswered
+  // A ping sent on time is timed from its instant, and judged on the grid, however late the tick
+  // that judges it runs (its pong may be waiting, unread, behind the stall).
+  liveness m(300ms, 300ms, t0);
+  REQUIRE(m.tick(t0 + 300ms, t0 + 300ms + 2ms) == action::send_ping);  // 2 ms of timer latency
+  CHECK(m.ping_sent_at() == t0 + 300ms);
+  CHECK(m.tick(t0 + 600ms, t0 + 5s) == action::peer_dead);
+  liveness n(300ms, 300ms, t0);
+  REQUIRE(n.tick(t0 + 300ms) == action::send_ping);
+  n.on_pong(n.ping_value());  // read before the late tick: answered
+  CHECK(n.tick(t0 + 600ms, t0 + 5s) == action::none);
+}
+
+TEST_CASE("liveness: a ping is timed from its instant within a quarter period of timer latency",
+          "[liveness]") {
+  liveness l(100ms, 200ms, t0);  // period 100 ms
+  CHECK(l.ping_stamp(t0, t0) == t0);
+  CHECK(l.ping_stamp(t0, t0 + 25ms) == t0);
+  CHECK(l.ping_stamp(t0, t0 + 26ms) == t0 + 100ms);
+  CHECK(l.ping_stamp(t0, t0 + 100ms) == t0 + 100ms);
+  CHECK(l.ping_stamp(t0, t0 + 101ms) == t0 + 200ms);
+}
+
 TEST_CASE("liveness: any received traffic is a sign of life and costs no ping", "[liveness]") {
   liveness l(500ms, 300ms, t0);
   for (int i = 1; i <= 20; ++i) {
@@ -323,6 +355,26 @@ TEST_CASE("connection_liveness: a carrier whose own path stays silent ends alone
   CHECK(a.tick(t0 + 300ms, false) == action::peer_dead);
   CHECK(b.tick(t0 + 300ms, false) == action::none);
   CHECK(c.tick(t0 + 300ms, false) == action::none);
+}
+
+TEST_CASE("connection_liveness: a shared ping sent after a stall times its carriers from when it went out",
+          "[liveness]") {
+  connection_liveness a(100ms, 100ms, t0), b(100ms, 100ms, t0);
+  auto shared = a.make_shareable(t0);
+  a.share(shared);
+  b.share(shared);
+  for (auto* m : {&a, &b}) CHECK(m->tick(t0 + 100ms, false) == action::none);
+  // The tick of t0 + 200ms runs 1.05 s late and sends the shared ping through both.
+  CHECK(a.tick(t0 + 200ms, t0 + 1250ms, false) == action::send_ping);
+  CHECK(b.tick(t0 + 200ms, t0 + 1250ms, false) == action::send_ping);
+  // Timed from t0 + 1.3 s (the ticker's next instant), neither the shared state nor a carrier's own
+  // path is overdue there.
+  CHECK(a.tick(t0 + 1300ms, false) == action::none);
+  CHECK(b.tick(t0 + 1300ms, false) == action::none);
+  b.on_pong(b.ping_value());  // b's path answers, a's does not
+  b.on_received();
+  CHECK(a.tick(t0 + 1400ms, false) == action::peer_dead);
+  CHECK(b.tick(t0 + 1400ms, false) == action::none);
 }
 
 TEST_CASE("connection_liveness: a silent path used now and then stays checked until found", "[liveness]") {
