@@ -79,9 +79,11 @@ function(rdmarpc_generate)
     endforeach()
     file(RELATIVE_PATH rel "${root}" "${proto}")
     string(REGEX REPLACE "\\.proto$" "" base "${rel}")
+    # In the order protoc's --dependency_out names them (sorted): Ninja checks that a depfile's
+    # first target is the command's first output, and reruns the command on every build if not.
     set(outputs
-      "${out_dir}/${base}.pb.h" "${out_dir}/${base}.pb.cc"
-      "${out_dir}/${base}.rdmarpc.pb.h" "${out_dir}/${base}.rdmarpc.pb.cc")
+      "${out_dir}/${base}.pb.cc" "${out_dir}/${base}.pb.h"
+      "${out_dir}/${base}.rdmarpc.pb.cc" "${out_dir}/${base}.rdmarpc.pb.h")
     string(MAKE_C_IDENTIFIER "${base}" depname)
     set(depfile "${out_dir}/${depname}.d")
     add_custom_command(

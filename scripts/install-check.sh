@@ -52,6 +52,12 @@ cmake -S "$ROOT/examples/greeter/standalone" -B "$WORK/greeter" -G Ninja -DCMAKE
   -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS=-Wall -Wextra -Werror" >"$WORK/greeter-configure.log" ||
   { cat "$WORK/greeter-configure.log"; fail "configuring the standalone greeter"; }
 cmake --build "$WORK/greeter" -j "$JOBS" || fail "building the standalone greeter"
+# Built again unchanged, nothing runs: Ninja reruns a command whose depfile does not name its first
+# output, and rdmarpc_generate's once regenerated and recompiled every proto on every build.
+if ! ninja -C "$WORK/greeter" -n | grep -q "no work to do"; then
+  ninja -C "$WORK/greeter" -n -d explain 2>&1 | head -20
+  fail "a second build of the unchanged standalone greeter would run the commands above"
+fi
 # The plugin that generated its code is the installed one.
 grep -q -- "--plugin=protoc-gen-rdmarpc=$PREFIX/bin/protoc-gen-rdmarpc" "$WORK/greeter/build.ninja" ||
   fail "rdmarpc_generate did not use the installed plugin"
