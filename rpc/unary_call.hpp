@@ -15,10 +15,11 @@
 namespace rdmarpc {
 
 // Declared here, defined by the rpc layer in this header (below this line is the rpc layer's):
-template <typename Reply, typename CompletionToken>
+template <typename Reply,
+          boost::asio::completion_token_for<void(boost::system::error_code, Reply)> CompletionToken>
 auto async_unary_call(channel& ch, const method_descriptor& method, client_context* context,
                       const google::protobuf::MessageLite& request, CompletionToken&& token);
-template <typename Reply, typename CompletionToken>
+template <typename Reply, boost::asio::completion_token_for<void(boost::system::error_code)> CompletionToken>
 auto async_unary_call(channel& ch, const method_descriptor& method, client_context* context,
                       const google::protobuf::MessageLite& request, Reply& reply, CompletionToken&& token);
 
@@ -49,7 +50,8 @@ struct caller_reply_call_initiation {
 // is default-constructed and `context` (may be null; must outlive the call) holds the status
 // message. The handler runs on its associated executor (default: the channel's); its associated
 // cancellation slot cancels the call (CANCELLED; the server is told to stop).
-template <typename Reply, typename CompletionToken>
+template <typename Reply,
+          boost::asio::completion_token_for<void(boost::system::error_code, Reply)> CompletionToken>
 auto async_unary_call(channel& ch, const method_descriptor& method, client_context* context,
                       const google::protobuf::MessageLite& request, CompletionToken&& token) {
   return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code, Reply)>(
@@ -63,7 +65,7 @@ auto async_unary_call(channel& ch, const method_descriptor& method, client_conte
 // runs (its executor destroyed first), its content is unspecified. A caller that passes the same
 // message call after call (one per call in flight) builds no reply per call: its fields keep their
 // memory, the fastest way to make calls in a loop.
-template <typename Reply, typename CompletionToken>
+template <typename Reply, boost::asio::completion_token_for<void(boost::system::error_code)> CompletionToken>
 auto async_unary_call(channel& ch, const method_descriptor& method, client_context* context,
                       const google::protobuf::MessageLite& request, Reply& reply, CompletionToken&& token) {
   static_assert(std::is_base_of_v<google::protobuf::MessageLite, Reply>, "reply must be a protobuf message");

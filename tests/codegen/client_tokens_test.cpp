@@ -90,7 +90,23 @@ using boost::system::error_code;
                                asio::awaitable<std::tuple<error_code>>>);                                    \
   static_assert(asio::is_deferred<decltype(std::declval<Client&>().async_fn(                                 \
                     std::declval<rdmarpc::client_context&>(), std::declval<const Request&>(),                \
-                    std::declval<Reply&>(), asio::deferred))>::value)
+                    std::declval<Reply&>(), asio::deferred))>::value);                                       \
+  /* Tokens are constrained: a reply message where the token goes (the token forgotten), or a */             \
+  /* handler of the wrong signature, matches no overload instead of failing deep inside Asio. */             \
+  static_assert(![]<typename C, typename Q, typename P>(std::type_identity<C>, std::type_identity<Q>,        \
+                                                        std::type_identity<P>) {                             \
+    return requires(C & c, rdmarpc::client_context & x, const Q& q, P& p) {                                  \
+      c.async_fn(q, p);                                                                                      \
+    }                                                                                                        \
+    || requires(C & c, rdmarpc::client_context & x, const Q& q, P& p) {                                      \
+      c.async_fn(x, q, p);                                                                                   \
+    };                                                                                                       \
+  }(std::type_identity<Client>{}, std::type_identity<Request>{}, std::type_identity<Reply>{}));              \
+  static_assert(![]<typename C, typename Q>(std::type_identity<C>, std::type_identity<Q>) {                  \
+    return requires(C & c, const Q& q) {                                                                     \
+      c.async_fn(q, [](error_code, int) {});                                                                 \
+    };                                                                                                       \
+  }(std::type_identity<Client>{}, std::type_identity<Request>{}))
 
 // a.b.c: nested package, nested message as request and reply.
 RDMARPC_CHECK_TOKENS(a::b::c::Deep::Interface, async_ping, a::b::c::PingRequest, a::b::c::PingReply);
