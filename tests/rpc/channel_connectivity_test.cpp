@@ -429,11 +429,14 @@ TEST_CASE("connectivity: a server going away under load loses no call", "[connec
 
 TEST_CASE("connectivity: going away lets calls in flight finish, then new calls find no server",
           "[connectivity]") {
+  // Declared before the server and the client that write them, so they outlive both even when a
+  // REQUIRE below fails.
+  std::promise<void> shut;
+  std::vector<std::optional<boost::system::error_code>> slow(4);
   tcp_server s;
   client c;
   c.ch = channel::create(c.io.get_executor(), "tcp://" + s.host_port());
   CHECK(c.call() == status_code::ok);
-  std::vector<std::optional<boost::system::error_code>> slow(4);
   for (auto& out : slow) {
     // Held until the client has seen the going-away: however slow the machine, they are in flight.
     async_unary_call<test::EchoReply>(*c.ch, test::test_service::sleep, nullptr,
@@ -441,7 +444,6 @@ TEST_CASE("connectivity: going away lets calls in flight finish, then new calls 
                                       [&out](boost::system::error_code ec, test::EchoReply) { out = ec; });
   }
   REQUIRE(run_until(c.io, [&] { return s.service.sleeps_started.load() == 5; }));
-  std::promise<void> shut;
   s.srv->async_shutdown(30s, [&] { shut.set_value(); });
   auto shut_done = shut.get_future();
   REQUIRE(run_until(c.io, [&] { return c.ch->stats().going_aways == 1; }));

@@ -34,12 +34,11 @@ boost::asio::awaitable<EchoReply> test_service::do_sleep(server_context& ctx, co
   try {
     co_await timer->async_wait(boost::asio::use_awaitable);
   } catch (const boost::system::system_error&) {
-    // release_held() cancels a held timer; anything else is terminal cancellation from the server
-    // (deadline, cancel frame, connection closed).
-    const bool released = held && !ctx.is_cancelled() && [&] {
-      std::lock_guard lock(mutex_);
-      return released_;
-    }();
+    // Only release_held() cancels a held timer without cancelling the call; anything else is
+    // terminal cancellation from the server (deadline, cancel frame, connection closed). Not
+    // re-checked against released_: a hold_again() right after release_held() must not turn the
+    // release into a failure.
+    const bool released = held && !ctx.is_cancelled();
     if (!released) {
       --concurrent;
       if (ctx.is_cancelled()) ++sleeps_cancelled;
