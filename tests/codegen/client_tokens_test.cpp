@@ -5,10 +5,13 @@
 // call into; one test case then runs each token against a fake stream_io (no network).
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 #include <catch2/catch.hpp>
@@ -122,6 +125,20 @@ RDMARPC_CHECK_TOKENS(shop::Shop::Interface, async_total, shop::Basket, common::t
 RDMARPC_CHECK_TOKENS(multi::Adder::Interface, async_add, multi::Number, multi::Number);
 RDMARPC_CHECK_TOKENS(multi::Negator::Interface, async_negate, multi::Number, multi::Number);
 RDMARPC_CHECK_TOKENS(multi::Negator::Interface, async_get_http_status, multi::Number, multi::Number);
+// Tokens that adapt another (a bound executor or cancellation slot, a redirected error) satisfy
+// the constraint as well.
+static_assert(std::is_void_v<decltype(std::declval<multi::Adder::Interface&>().async_add(
+                  std::declval<const multi::Number&>(),
+                  asio::bind_executor(std::declval<asio::io_context&>().get_executor(),
+                                      [](error_code, multi::Number) {})))>);
+static_assert(
+    std::is_void_v<decltype(std::declval<multi::Adder::Interface&>().async_add(
+        std::declval<const multi::Number&>(), std::declval<multi::Number&>(),
+        asio::bind_cancellation_slot(std::declval<asio::cancellation_slot>(), [](error_code) {})))>);
+static_assert(std::is_same_v<decltype(std::declval<multi::Adder::Interface&>().async_add(
+                                 std::declval<const multi::Number&>(),
+                                 asio::redirect_error(asio::use_awaitable, std::declval<error_code&>()))),
+                             asio::awaitable<multi::Number>>);
 // Keywords and collisions.
 RDMARPC_CHECK_TOKENS(kw::Collide::Interface, async_delete, kw::class_, kw::new_);
 RDMARPC_CHECK_TOKENS(kw::Collide::Interface, async_dispatch, kw::new_, kw::class_);
