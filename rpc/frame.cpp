@@ -1,32 +1,14 @@
 #include "rpc/frame.hpp"
 
-#include <bit>
 #include <cstring>
+
+#include "transport/little_endian.hpp"
 
 namespace rdmarpc::frame {
 namespace {
 
-// Little-endian access without alignment assumptions: one unaligned load or store on a
-// little-endian host (the compiler turns the memcpy into a mov), byte by byte elsewhere.
-template <typename T>
-void put(std::byte* p, T v) noexcept {
-  if constexpr (std::endian::native == std::endian::little) {
-    std::memcpy(p, &v, sizeof(T));
-  } else {
-    for (std::size_t i = 0; i < sizeof(T); ++i) p[i] = static_cast<std::byte>((v >> (8 * i)) & 0xff);
-  }
-}
-
-template <typename T>
-T get(const std::byte* p) noexcept {
-  T v = 0;
-  if constexpr (std::endian::native == std::endian::little) {
-    std::memcpy(&v, p, sizeof(T));
-  } else {
-    for (std::size_t i = 0; i < sizeof(T); ++i) v |= static_cast<T>(static_cast<T>(p[i]) << (8 * i));
-  }
-  return v;
-}
+using transport::load_le;
+using transport::store_le;
 
 // Field offsets (see docs/wire-format.md).
 constexpr std::size_t kOffMagic = 0;
@@ -120,17 +102,17 @@ const char* to_string(decode_error e) noexcept {
 
 void encode_header(const header& h, std::span<std::byte, kHeaderSize> out) noexcept {
   std::byte* p = out.data();
-  put<std::uint16_t>(p + kOffMagic, kMagic);
-  put<std::uint8_t>(p + kOffVersion, kVersion);
-  put<std::uint8_t>(p + kOffKind, static_cast<std::uint8_t>(h.kind));
-  put<std::uint8_t>(p + kOffFlags, h.flags);
-  put<std::uint8_t>(p + kOffStatus, static_cast<std::uint8_t>(h.status));
-  put<std::uint16_t>(p + kOffReserved, 0);
-  put<std::uint32_t>(p + kOffCallId, h.call_id);
-  put<std::uint32_t>(p + kOffMethodId, h.method_id);
-  put<std::uint64_t>(p + kOffTimeout, h.timeout_us);
-  put<std::uint32_t>(p + kOffExtras, h.extras_length);
-  put<std::uint32_t>(p + kOffPayload, h.payload_length);
+  store_le<std::uint16_t>(p + kOffMagic, kMagic);
+  store_le<std::uint8_t>(p + kOffVersion, kVersion);
+  store_le<std::uint8_t>(p + kOffKind, static_cast<std::uint8_t>(h.kind));
+  store_le<std::uint8_t>(p + kOffFlags, h.flags);
+  store_le<std::uint8_t>(p + kOffStatus, static_cast<std::uint8_t>(h.status));
+  store_le<std::uint16_t>(p + kOffReserved, 0);
+  store_le<std::uint32_t>(p + kOffCallId, h.call_id);
+  store_le<std::uint32_t>(p + kOffMethodId, h.method_id);
+  store_le<std::uint64_t>(p + kOffTimeout, h.timeout_us);
+  store_le<std::uint32_t>(p + kOffExtras, h.extras_length);
+  store_le<std::uint32_t>(p + kOffPayload, h.payload_length);
 }
 
 std::array<std::byte, kHeaderSize> encode_header(const header& h) noexcept {
@@ -147,34 +129,34 @@ view decode(std::span<const std::byte> message, decode_error& err) noexcept {
     return v;
   }
   const std::byte* p = message.data();
-  if (get<std::uint16_t>(p + kOffMagic) != kMagic) {
+  if (load_le<std::uint16_t>(p + kOffMagic) != kMagic) {
     err = decode_error::bad_magic;
     return v;
   }
-  if (get<std::uint8_t>(p + kOffVersion) != kVersion) {
+  if (load_le<std::uint8_t>(p + kOffVersion) != kVersion) {
     err = decode_error::bad_version;
     return v;
   }
   header& h = v.header;
-  const auto raw_kind = get<std::uint8_t>(p + kOffKind);
+  const auto raw_kind = load_le<std::uint8_t>(p + kOffKind);
   if (raw_kind < static_cast<std::uint8_t>(kind::request) || raw_kind > kLastKind) {
     err = decode_error::bad_kind;
     return v;
   }
   h.kind = static_cast<kind>(raw_kind);
-  h.flags = get<std::uint8_t>(p + kOffFlags);
-  const auto raw_status = get<std::uint8_t>(p + kOffStatus);
-  h.call_id = get<std::uint32_t>(p + kOffCallId);
-  h.method_id = get<std::uint32_t>(p + kOffMethodId);
-  h.timeout_us = get<std::uint64_t>(p + kOffTimeout);
-  h.extras_length = get<std::uint32_t>(p + kOffExtras);
-  h.payload_length = get<std::uint32_t>(p + kOffPayload);
+  h.flags = load_le<std::uint8_t>(p + kOffFlags);
+  const auto raw_status = load_le<std::uint8_t>(p + kOffStatus);
+  h.call_id = load_le<std::uint32_t>(p + kOffCallId);
+  h.method_id = load_le<std::uint32_t>(p + kOffMethodId);
+  h.timeout_us = load_le<std::uint64_t>(p + kOffTimeout);
+  h.extras_length = load_le<std::uint32_t>(p + kOffExtras);
+  h.payload_length = load_le<std::uint32_t>(p + kOffPayload);
 
   if ((h.flags & ~kKnownFlags) != 0) {
     err = decode_error::bad_flags;
     return v;
   }
-  if (get<std::uint16_t>(p + kOffReserved) != 0) {
+  if (load_le<std::uint16_t>(p + kOffReserved) != 0) {
     err = decode_error::bad_field;
     return v;
   }
@@ -200,13 +182,13 @@ std::array<std::byte, kHeartbeatSize> encode_heartbeat(kind k, std::uint64_t val
   h.payload_length = kHeartbeatDomainSize;
   std::array<std::byte, kHeartbeatSize> out{};
   encode_header(h, std::span<std::byte, kHeaderSize>(out.data(), kHeaderSize));
-  put<std::uint64_t>(out.data() + kHeaderSize, domain);
+  store_le<std::uint64_t>(out.data() + kHeaderSize, domain);
   return out;
 }
 
 std::uint64_t heartbeat_domain(const view& v) noexcept {
   static_assert(kHeartbeatDomainSize == sizeof(std::uint64_t));
-  return v.payload.size() == kHeartbeatDomainSize ? get<std::uint64_t>(v.payload.data()) : 0;
+  return v.payload.size() == kHeartbeatDomainSize ? load_le<std::uint64_t>(v.payload.data()) : 0;
 }
 
 }  // namespace rdmarpc::frame

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "transport/error.hpp"
+#include "transport/little_endian.hpp"
 
 namespace rdmarpc::transport::rdma::wire {
 
@@ -91,14 +92,6 @@ std::vector<std::byte> reassembler::take() noexcept {
 namespace {
 constexpr std::array<std::byte, 4> kMagic{std::byte{'R'}, std::byte{'R'}, std::byte{'P'}, std::byte{'C'}};
 
-void put_le(std::byte* out, std::uint32_t value, std::size_t width) noexcept {
-  for (std::size_t i = 0; i < width; ++i) out[i] = static_cast<std::byte>((value >> (8 * i)) & 0xffu);
-}
-std::uint32_t get_le(const std::byte* in, std::size_t width) noexcept {
-  std::uint32_t value = 0;
-  for (std::size_t i = 0; i < width; ++i) value |= static_cast<std::uint32_t>(in[i]) << (8 * i);
-  return value;
-}
 // Offsets of the fields in the 20-byte handshake.
 constexpr std::size_t kVersionAt = 4, kFlagsAt = 6, kDepthAt = 8, kSlotAt = 12, kMaxMessageAt = 16;
 }  // namespace
@@ -106,11 +99,11 @@ constexpr std::size_t kVersionAt = 4, kFlagsAt = 6, kDepthAt = 8, kSlotAt = 12, 
 std::array<std::byte, kHandshakeSize> encode_handshake(const handshake& h) noexcept {
   std::array<std::byte, kHandshakeSize> out{};
   std::memcpy(out.data(), kMagic.data(), kMagic.size());
-  put_le(out.data() + kVersionAt, h.version, 2);
-  put_le(out.data() + kFlagsAt, 0, 2);
-  put_le(out.data() + kDepthAt, h.ring_depth, 4);
-  put_le(out.data() + kSlotAt, h.slot_size, 4);
-  put_le(out.data() + kMaxMessageAt, h.max_message_size, 4);
+  store_le(out.data() + kVersionAt, h.version);
+  store_le(out.data() + kFlagsAt, std::uint16_t{0});
+  store_le(out.data() + kDepthAt, h.ring_depth);
+  store_le(out.data() + kSlotAt, h.slot_size);
+  store_le(out.data() + kMaxMessageAt, h.max_message_size);
   return out;
 }
 
@@ -119,12 +112,12 @@ boost::system::result<handshake> decode_handshake(std::span<const std::byte> byt
   if (bytes.size() < kHandshakeSize) return rejected;
   if (std::memcmp(bytes.data(), kMagic.data(), kMagic.size()) != 0) return rejected;
   handshake h;
-  h.version = static_cast<std::uint16_t>(get_le(bytes.data() + kVersionAt, 2));
+  h.version = load_le<std::uint16_t>(bytes.data() + kVersionAt);
   if (h.version != kProtocolVersion) return rejected;
-  if (get_le(bytes.data() + kFlagsAt, 2) != 0) return rejected;
-  h.ring_depth = get_le(bytes.data() + kDepthAt, 4);
-  h.slot_size = get_le(bytes.data() + kSlotAt, 4);
-  h.max_message_size = get_le(bytes.data() + kMaxMessageAt, 4);
+  if (load_le<std::uint16_t>(bytes.data() + kFlagsAt) != 0) return rejected;
+  h.ring_depth = load_le<std::uint32_t>(bytes.data() + kDepthAt);
+  h.slot_size = load_le<std::uint32_t>(bytes.data() + kSlotAt);
+  h.max_message_size = load_le<std::uint32_t>(bytes.data() + kMaxMessageAt);
   if (h.ring_depth < kMinRingDepth || h.ring_depth > kMaxRingDepth) return rejected;
   if (h.slot_size < kMinSlotSize || h.slot_size > kMaxSlotSize) return rejected;
   return h;

@@ -5,12 +5,12 @@
 // events from next(); unit tests and the fuzzer drive it the same way, byte by byte.
 // Layer: transport. Threading: belongs to one connection (its executor).
 
-#include <bit>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <span>
 #include <vector>
+
+#include "transport/little_endian.hpp"
 
 namespace rdmarpc::transport::tcp {
 
@@ -32,25 +32,9 @@ class tcp_framer {
     too_large,      // a header announcing more than max_message_size (announced()): a protocol error
   };
 
-  // A frame header's length, little-endian: one unaligned load or store on a little-endian host.
-  static void put_length(std::byte* header, std::uint32_t length) noexcept {
-    if constexpr (std::endian::native == std::endian::little) {
-      std::memcpy(header, &length, kHeaderSize);
-    } else {
-      for (std::size_t i = 0; i < kHeaderSize; ++i)
-        header[i] = static_cast<std::byte>((length >> (8 * i)) & 0xffu);
-    }
-  }
-  static std::uint32_t get_length(const std::byte* header) noexcept {
-    std::uint32_t length = 0;
-    if constexpr (std::endian::native == std::endian::little) {
-      std::memcpy(&length, header, kHeaderSize);
-    } else {
-      for (std::size_t i = 0; i < kHeaderSize; ++i)
-        length |= static_cast<std::uint32_t>(header[i]) << (8 * i);
-    }
-    return length;
-  }
+  // A frame header's length, little-endian.
+  static void put_length(std::byte* header, std::uint32_t length) noexcept { store_le(header, length); }
+  static std::uint32_t get_length(const std::byte* header) noexcept { return load_le<std::uint32_t>(header); }
 
   explicit tcp_framer(std::size_t max_message_size, std::size_t buffer_size = kDefaultBufferSize,
                       std::size_t body_chunk = kDefaultBodyChunk);
