@@ -24,6 +24,13 @@ if(NOT Protobuf_PROTOC_EXECUTABLE)
   find_program(Protobuf_PROTOC_EXECUTABLE protoc REQUIRED)
 endif()
 
+# A function runs with the policies in force where it was defined. CMP0116 NEW makes CMake rewrite
+# protoc's depfile to the paths Ninja knows the outputs by, whatever the caller's
+# cmake_minimum_required (with it OLD, every build would rerun protoc and recompile).
+cmake_policy(PUSH)
+if(POLICY CMP0116)
+  cmake_policy(SET CMP0116 NEW)
+endif()
 function(rdmarpc_generate)
   cmake_parse_arguments(ARG "" "TARGET" "PROTOS;IMPORT_DIRS" ${ARGN})
   if(NOT ARG_TARGET)
@@ -105,3 +112,4 @@ function(rdmarpc_generate)
   target_include_directories(${ARG_TARGET} PUBLIC "$<BUILD_INTERFACE:${out_dir}>")
   target_link_libraries(${ARG_TARGET} PUBLIC rdmarpc::rdmarpc)
 endfunction()
+cmake_policy(POP)

@@ -55,7 +55,7 @@ cmake --build "$WORK/greeter" -j "$JOBS" || fail "building the standalone greete
 # Built again unchanged, nothing runs: Ninja reruns a command whose depfile does not name its first
 # output, and rdmarpc_generate's once regenerated and recompiled every proto on every build.
 if ! ninja -C "$WORK/greeter" -n | grep -q "no work to do"; then
-  ninja -C "$WORK/greeter" -n -d explain 2>&1 | head -20
+  ninja -C "$WORK/greeter" -n -d explain 2>&1 | sed -n 1,20p  # sed reads it all: no SIGPIPE
   fail "a second build of the unchanged standalone greeter would run the commands above"
 fi
 # The plugin that generated its code is the installed one.
