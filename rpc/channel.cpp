@@ -877,7 +877,8 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     // Decide on the grid instant this tick stands for, not on when the timer ran: with `now`, a tick
     // running a little less late than the one that saw the last frame measures 299.9 ms of silence
     // against a 300 ms interval and waits a whole period more (measured: 1.2 s detection, not 0.9).
-    // Only a ping sent by a tick that ran late is timed from when it ran (liveness::ping_stamp).
+    // A tick that ran late (a stall) times a ping it sends from when it ran and lets the next tick
+    // judge an overdue one (liveness::ping_stamp, holds_verdict).
     switch (slot.live->tick(instant, ran_at, carries_work(e))) {
       case liveness::action::none: break;
       case liveness::action::send_ping:

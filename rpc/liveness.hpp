@@ -35,7 +35,8 @@ class liveness {
 
   // How often tick() should run: the shorter of interval and timeout (300 ms for both by default),
   // so detection takes at most interval + timeout + period when they are multiples of it (900 ms
-  // by default). Fewer ticks would stretch that bound; more would only cost CPU.
+  // by default; a period more after a stall of the process: ping_stamp, holds_verdict). Fewer
+  // ticks would stretch that bound; more would only cost CPU.
   clock::duration tick_period() const noexcept {
     return std::max<clock::duration>(std::min(interval_, timeout_), std::chrono::milliseconds(1));
   }
@@ -91,11 +92,16 @@ class liveness {
       last_heard_ = instant;
       return action::none;
     }
-    if (outstanding_) return instant - ping_sent_ >= timeout_ ? action::peer_dead : action::none;
+    if (outstanding_) {
+      if (instant - ping_sent_ < timeout_) return action::none;
+      if (holds_verdict(instant, ran_at, verdict_held_)) return action::none;
+      return action::peer_dead;
+    }
     const auto silence_allowed = peer_pings_ ? interval_ + timeout_ + tick_period() : interval_;
     if (instant - last_heard_ < silence_allowed) return action::none;
     peer_pings_ = false;  // its next ping is overdue: from now on this side pings at its interval
     outstanding_ = true;
+    verdict_held_ = false;
     ping_sent_ = ping_stamp(instant, ran_at);
     ++ping_value_;
     return action::send_ping;
@@ -103,17 +109,31 @@ class liveness {
   // A tick that ran on time.
   action tick(clock::time_point instant) noexcept { return tick(instant, instant); }
 
-  // The grid instant from which a ping sent at `ran_at` by the tick of `instant` is timed. On time
-  // (within a quarter period of timer latency): `instant`, so a timeout of k periods is judged
-  // exactly k ticks later. Later (the process stalled: CPU throttling, swapping, a debugger): the
-  // first grid instant at or after `ran_at`, so the pong gets at least the timeout of real time;
-  // timed from the long-past instant, it could get none and a live peer would be declared dead.
-  // Detection of a dead peer then takes up to a period longer, only after such a stall.
+  // A tick that ran more than a quarter period (timer latency) after its instant: the process
+  // stalled (CPU throttling, swapping, a debugger).
+  bool late(clock::time_point instant, clock::time_point ran_at) const noexcept {
+    return ran_at - instant > tick_period() / 4;
+  }
+
+  // The grid instant from which a ping sent by the tick of `instant`, which ran at `ran_at`, is
+  // timed. On time: `instant`, so a timeout of k periods is judged exactly k ticks later. Late: the
+  // first grid instant at or after `ran_at` (the ping went out a little after that, as the round
+  // reached it), so the pong gets the timeout of real time less that; timed from the long-past
+  // instant it could get none, and a live peer would be declared dead.
   clock::time_point ping_stamp(clock::time_point instant, clock::time_point ran_at) const noexcept {
-    const auto late = ran_at - instant;
+    if (!late(instant, ran_at)) return instant;
     const auto period = tick_period();
-    if (late <= period / 4) return instant;
-    return instant + ((late + period - clock::duration(1)) / period) * period;
+    return instant + ((ran_at - instant + period - clock::duration(1)) / period) * period;
+  }
+
+  // Whether a late tick holds back its peer_dead verdict on a ping that is overdue: frames that
+  // arrived during the stall (the pong among them) may not have been read yet, and the next tick,
+  // which runs after them, decides. Once per ping (`held`), so a process whose every tick runs late
+  // still finds a dead peer, a period later.
+  bool holds_verdict(clock::time_point instant, clock::time_point ran_at, bool& held) const noexcept {
+    if (held || !late(instant, ran_at)) return false;
+    held = true;
+    return true;
   }
 
   // A ping that found no send room was not sent: the timeout still runs (a peer that stopped
@@ -145,7 +165,8 @@ class liveness {
   std::uint64_t ping_value_ = 0;  // opaque on the wire; a counter tells a late pong from a fresh one
   bool received_ = false;
   bool outstanding_ = false;
-  bool peer_pings_ = false;  // the peer pinged since our last ping: we need not ping
+  bool verdict_held_ = false;  // a late tick held back the outstanding ping's verdict
+  bool peer_pings_ = false;    // the peer pinged since our last ping: we need not ping
 };
 
 // The liveness of every connection from one heartbeat grid (a heartbeat_ticker group: one
@@ -199,7 +220,7 @@ class peer_liveness {
   }
 
   // The member given send_ping had no send room: the next member ticking at the same instant
-  // carries it instead (the timeout runs from the instant regardless).
+  // carries it instead (the timeout runs from the ping's stamp regardless).
   void member_ping_not_sent(const void* member) noexcept { drop_carrier(member); }
 
   // A member's connection ended. When no carrier of the outstanding ping is left, its pong will
@@ -297,7 +318,8 @@ class connection_liveness {
     if (heard) {
       own_.restart(instant);  // clears the flag
       carried_ping_ = false;
-    } else if (carried_ping_ && instant - carried_at_ >= timeout_) {
+    } else if (carried_ping_ && instant - carried_at_ >= timeout_ &&
+               !own_.holds_verdict(instant, ran_at, carried_verdict_held_)) {
       carried_ping_ = false;
       return liveness::action::peer_dead;  // our path did not answer our ping
     }
@@ -307,6 +329,7 @@ class connection_liveness {
       ping_value_ = shared_->state().ping_value();
       if (!carried_ping_) {  // the silence on our path counts from our first unanswered ping
         carried_ping_ = true;
+        carried_verdict_held_ = false;
         carried_at_ = shared_->state().ping_sent_at();
       }
     }
@@ -356,6 +379,7 @@ class connection_liveness {
   bool own_checking_ = false;          // shared, but its own liveness decides (in use, or not yet heard)
   bool heard_while_checking_ = false;  // something arrived since own checking began
   bool carried_ping_ = false;          // it carried the shared ping sent at carried_at_
+  bool carried_verdict_held_ = false;  // a late tick held back that ping's verdict (holds_verdict)
   bool last_was_shared_ = false;
 };
 

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <memory>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "rpc/liveness.hpp"
@@ -56,6 +57,27 @@ TEST_CASE("heartbeat_ticker: one timer per executor and grid, the same instants 
   for (std::size_t i = 1; i < b.size(); ++i) CHECK(b[i] > b[i - 1]);
   for (const auto t : b) CHECK(t.time_since_epoch() % kPeriod == heartbeat_ticker::clock::duration::zero());
   for (const auto t : shifted) CHECK(t.time_since_epoch() % kPeriod == kPeriod / 2);
+}
+
+TEST_CASE("heartbeat_ticker: a round that runs late says when it ran", "[liveness][ticker]") {
+  boost::asio::io_context io(1);
+  const boost::asio::any_io_executor ex = io.get_executor();
+  auto& ticker = heartbeat_ticker::of(ex);
+  std::vector<std::pair<heartbeat_ticker::clock::time_point, heartbeat_ticker::clock::time_point>> rounds;
+  heartbeat_ticker::subscription s;
+  s = ticker.subscribe(ex, kPeriod, {}, [&](auto instant, auto ran_at) {
+    rounds.emplace_back(instant, ran_at);
+    // The executor stalls for five periods after the first round (a handler queued now runs before
+    // the timer's next one, whenever that instant passes), then the second round ends it all.
+    if (rounds.size() == 1) boost::asio::post(io, [] { std::this_thread::sleep_for(5 * kPeriod); });
+    if (rounds.size() == 2) s.reset();
+  });
+  io.run();
+  REQUIRE(rounds.size() == 2);
+  // The second instant is at most a period after the first round ran; the round itself only after
+  // the stall: at least four periods late, and it says so (liveness::ping_stamp relies on it).
+  CHECK(rounds[1].second - rounds[0].second >= 5 * kPeriod);
+  CHECK(rounds[1].second - rounds[1].first >= 4 * kPeriod);
 }
 
 TEST_CASE(

@@ -78,8 +78,7 @@ TEST_CASE("liveness: worst case detection is interval + timeout + one tick perio
   CHECK(now - t0 == 900ms);
 }
 
-TEST_CASE("liveness: a ping sent after a stall gets its whole timeout, one already out does not",
-          "[liveness]") {
+TEST_CASE("liveness: a ping sent after a stall gets its whole timeout", "[liveness]") {
   liveness l(300ms, 300ms, t0);  // the defaults: a 300 ms grid
   // The process stalled 5.2 s: the tick of the instant t0 + 300ms runs at t0 + 5.5 s and pings.
   REQUIRE(l.tick(t0 + 300ms, t0 + 5500ms) == action::send_ping);
@@ -88,16 +87,36 @@ TEST_CASE("liveness: a ping sent after a stall gets its whole timeout, one alrea
   CHECK(l.ping_sent_at() == t0 + 5700ms);
   CHECK(l.tick(t0 + 5700ms) == action::none);
   CHECK(l.tick(t0 + 6000ms) == action::peer_dead);  // 0.5 s of real time went by unanswered
-  // A ping sent on time is timed from its instant, and judged on the grid, however late the tick
-  // that judges it runs (its pong may be waiting, unread, behind the stall).
+  // A ping sent on time is timed from its instant (2 ms of timer latency is not a stall).
   liveness m(300ms, 300ms, t0);
-  REQUIRE(m.tick(t0 + 300ms, t0 + 300ms + 2ms) == action::send_ping);  // 2 ms of timer latency
+  REQUIRE(m.tick(t0 + 300ms, t0 + 300ms + 2ms) == action::send_ping);
   CHECK(m.ping_sent_at() == t0 + 300ms);
-  CHECK(m.tick(t0 + 600ms, t0 + 5s) == action::peer_dead);
+  CHECK(m.tick(t0 + 600ms, t0 + 600ms + 2ms) == action::peer_dead);
+}
+
+TEST_CASE(
+    "liveness: a late tick holds back its verdict on an overdue ping once, for what the stall left unread",
+    "[liveness]") {
+  liveness l(300ms, 300ms, t0);
+  REQUIRE(l.tick(t0 + 300ms) == action::send_ping);
+  // The process stalls; the pong arrives meanwhile, unread. The tick of t0 + 600ms runs at 5 s.
+  CHECK(l.tick(t0 + 600ms, t0 + 5s) == action::none);  // held: the pong may be waiting
+  l.on_pong(l.ping_value());                           // read after the late tick
+  CHECK(l.tick(t0 + 5100ms) == action::none);
+  CHECK_FALSE(l.ping_outstanding());
+  // No pong at all: the next tick decides, late or not.
+  liveness m(300ms, 300ms, t0);
+  REQUIRE(m.tick(t0 + 300ms) == action::send_ping);
+  CHECK(m.tick(t0 + 600ms, t0 + 5s) == action::none);
+  CHECK(m.tick(t0 + 5100ms, t0 + 5500ms) == action::peer_dead);  // held once only: late again, still dead
+  // A later ping gets its own hold.
   liveness n(300ms, 300ms, t0);
   REQUIRE(n.tick(t0 + 300ms) == action::send_ping);
-  n.on_pong(n.ping_value());  // read before the late tick: answered
   CHECK(n.tick(t0 + 600ms, t0 + 5s) == action::none);
+  n.on_pong(n.ping_value());
+  CHECK(n.tick(t0 + 5100ms) == action::none);
+  REQUIRE(n.tick(t0 + 5400ms) == action::send_ping);
+  CHECK(n.tick(t0 + 5700ms, t0 + 9s) == action::none);
 }
 
 TEST_CASE("liveness: a ping is timed from its instant within a quarter period of timer latency",
@@ -373,8 +392,11 @@ TEST_CASE("connection_liveness: a shared ping sent after a stall times its carri
   CHECK(b.tick(t0 + 1300ms, false) == action::none);
   b.on_pong(b.ping_value());  // b's path answers, a's does not
   b.on_received();
-  CHECK(a.tick(t0 + 1400ms, false) == action::peer_dead);
-  CHECK(b.tick(t0 + 1400ms, false) == action::none);
+  // A late tick holds back a's own verdict once (what the stall left unread); the next decides.
+  CHECK(a.tick(t0 + 1400ms, t0 + 2s, false) == action::none);
+  CHECK(b.tick(t0 + 1400ms, t0 + 2s, false) == action::none);
+  CHECK(a.tick(t0 + 2100ms, false) == action::peer_dead);
+  CHECK(b.tick(t0 + 2100ms, false) == action::send_ping);  // 700 ms of silence: b pings for the group
 }
 
 TEST_CASE("connection_liveness: a silent path used now and then stays checked until found", "[liveness]") {
