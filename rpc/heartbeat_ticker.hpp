@@ -26,7 +26,8 @@ class heartbeat_ticker : public boost::asio::execution_context::service {
   using clock = std::chrono::steady_clock;
   // Called on the executor at each grid instant, with that instant (timer latency differs from
   // tick to tick, the grid does not) and the time the round of ticks began (later than the instant
-  // by the timer's latency, or by a whole stall of the process: liveness::ping_stamp).
+  // by the timer's latency, or by a whole stall of the process: liveness::ping_stamp and
+  // holds_verdict).
   using tick_function = std::function<void(clock::time_point grid_instant, clock::time_point ran_at)>;
 
   static boost::asio::execution_context::id id;

@@ -35,8 +35,8 @@ class liveness {
 
   // How often tick() should run: the shorter of interval and timeout (300 ms for both by default),
   // so detection takes at most interval + timeout + period when they are multiples of it (900 ms
-  // by default; a period more after a stall of the process: ping_stamp, holds_verdict). Fewer
-  // ticks would stretch that bound; more would only cost CPU.
+  // by default; a period more after a stall of the process, up to two while ticks keep running
+  // late: ping_stamp, holds_verdict). Fewer ticks would stretch that bound; more would only cost CPU.
   clock::duration tick_period() const noexcept {
     return std::max<clock::duration>(std::min(interval_, timeout_), std::chrono::milliseconds(1));
   }
@@ -82,7 +82,8 @@ class liveness {
   // `instant`: the tick's scheduled instant on the next_tick grid, on which every silence and
   // timeout is judged (timer latency differs from tick to tick, and a silence measured a few
   // microseconds short of the interval would cost a whole period). `ran_at`: when the tick ran;
-  // only a ping sent by a tick that ran late uses it (ping_stamp).
+  // only a tick that ran late uses it, for the ping it sends (ping_stamp) and the verdict on one
+  // that is overdue (holds_verdict).
   action tick(clock::time_point instant, clock::time_point ran_at) noexcept {
     if (!enabled()) return action::none;
     if (received_) {

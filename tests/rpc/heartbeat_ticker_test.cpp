@@ -75,7 +75,8 @@ TEST_CASE("heartbeat_ticker: a round that runs late says when it ran", "[livenes
   io.run();
   REQUIRE(rounds.size() == 2);
   // The second instant is at most a period after the first round ran; the round itself only after
-  // the stall: at least four periods late, and it says so (liveness::ping_stamp relies on it).
+  // the stall: at least four periods late, and it says so (liveness::ping_stamp and holds_verdict
+  // rely on it).
   CHECK(rounds[1].second - rounds[0].second >= 5 * kPeriod);
   CHECK(rounds[1].second - rounds[1].first >= 4 * kPeriod);
 }

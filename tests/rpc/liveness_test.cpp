@@ -399,6 +399,35 @@ TEST_CASE("connection_liveness: a shared ping sent after a stall times its carri
   CHECK(b.tick(t0 + 2100ms, false) == action::send_ping);  // 700 ms of silence: b pings for the group
 }
 
+TEST_CASE(
+    "connection_liveness: a late tick holds back the shared verdict and an in-use connection's own, once",
+    "[liveness]") {
+  // Shared and idle: the overdue shared ping's verdict waits for the next tick.
+  connection_liveness a(100ms, 100ms, t0), b(100ms, 100ms, t0);
+  auto shared = a.make_shareable(t0);
+  a.share(shared);
+  b.share(shared);
+  for (auto* m : {&a, &b}) CHECK(m->tick(t0 + 100ms, false) == action::none);
+  CHECK(a.tick(t0 + 200ms, false) == action::send_ping);
+  CHECK(b.tick(t0 + 200ms, false) == action::send_ping);
+  // The tick of t0 + 300ms runs 1 s late: neither the shared state nor a carrier's own path ends it.
+  CHECK(a.tick(t0 + 300ms, t0 + 1300ms, false) == action::none);
+  CHECK(b.tick(t0 + 300ms, t0 + 1300ms, false) == action::none);
+  // Nothing was waiting behind the stall: the next tick decides.
+  CHECK(a.tick(t0 + 1400ms, false) == action::peer_dead);
+  CHECK(b.tick(t0 + 1400ms, false) == action::peer_dead);
+
+  // In use: its own liveness decides, with the same hold.
+  connection_liveness c(100ms, 100ms, t0);
+  auto other = c.make_shareable(t0);
+  c.share(other);
+  CHECK(c.tick(t0 + 100ms, true) == action::none);  // the work begins: its own check restarts
+  CHECK(c.tick(t0 + 200ms, true) == action::send_ping);
+  CHECK(c.tick(t0 + 300ms, t0 + 1300ms, true) == action::none);  // late: held
+  c.on_pong(c.ping_value());                                     // the answer the stall hid
+  CHECK(c.tick(t0 + 1400ms, true) == action::none);
+}
+
 TEST_CASE("connection_liveness: a silent path used now and then stays checked until found", "[liveness]") {
   connection_liveness a(100ms, 100ms, t0), b(100ms, 100ms, t0);
   auto shared = a.make_shareable(t0);
