@@ -3,6 +3,7 @@
 #include "rpc/liveness.hpp"
 
 #include <catch2/catch.hpp>
+#include <initializer_list>
 
 using rdmarpc::connection_liveness;
 using rdmarpc::liveness;
@@ -14,6 +15,13 @@ using action = liveness::action;
 namespace {
 
 const liveness::clock::time_point t0{std::chrono::seconds(1000)};
+
+// The members share one peer_liveness, as connections to one peer domain do once a heartbeat
+// frame named it (each share() counts as hearing from the peer).
+void share_all(std::initializer_list<connection_liveness*> members) {
+  const auto shared = (*members.begin())->make_shareable(t0);
+  for (auto* m : members) m->share(shared);
+}
 
 }  // namespace
 
@@ -325,10 +333,7 @@ TEST_CASE("connection_liveness: alone it behaves as liveness", "[liveness]") {
 
 TEST_CASE("connection_liveness: idle members share the ping, and one in use checks itself", "[liveness]") {
   connection_liveness a(100ms, 100ms, t0), b(100ms, 100ms, t0), c(100ms, 100ms, t0);
-  auto shared = a.make_shareable(t0);
-  a.share(shared);  // each joins on a heartbeat frame: the shared state heard from the peer
-  b.share(shared);
-  c.share(shared);
+  share_all({&a, &b, &c});  // each joins on a heartbeat frame: the shared state heard from the peer
   CHECK(a.shared());
   CHECK(a.tick(t0 + 100ms, false) == action::none);
   CHECK(b.tick(t0 + 100ms, false) == action::none);
@@ -361,10 +366,7 @@ TEST_CASE("connection_liveness: idle members share the ping, and one in use chec
 
 TEST_CASE("connection_liveness: a carrier whose own path stays silent ends alone", "[liveness]") {
   connection_liveness a(100ms, 100ms, t0), b(100ms, 100ms, t0), c(100ms, 100ms, t0);
-  auto shared = a.make_shareable(t0);
-  a.share(shared);
-  b.share(shared);
-  c.share(shared);
+  share_all({&a, &b, &c});
   for (auto* m : {&a, &b, &c}) CHECK(m->tick(t0 + 100ms, false) == action::none);
   CHECK(a.tick(t0 + 200ms, false) == action::send_ping);
   CHECK(b.tick(t0 + 200ms, false) == action::send_ping);
@@ -379,9 +381,7 @@ TEST_CASE("connection_liveness: a carrier whose own path stays silent ends alone
 TEST_CASE("connection_liveness: a shared ping sent after a stall times its carriers from when it went out",
           "[liveness]") {
   connection_liveness a(100ms, 100ms, t0), b(100ms, 100ms, t0);
-  auto shared = a.make_shareable(t0);
-  a.share(shared);
-  b.share(shared);
+  share_all({&a, &b});
   for (auto* m : {&a, &b}) CHECK(m->tick(t0 + 100ms, false) == action::none);
   // The tick of t0 + 200ms runs 1.05 s late and sends the shared ping through both.
   CHECK(a.tick(t0 + 200ms, t0 + 1250ms, false) == action::send_ping);
@@ -404,9 +404,7 @@ TEST_CASE(
     "[liveness]") {
   // Shared and idle: the overdue shared ping's verdict waits for the next tick.
   connection_liveness a(100ms, 100ms, t0), b(100ms, 100ms, t0);
-  auto shared = a.make_shareable(t0);
-  a.share(shared);
-  b.share(shared);
+  share_all({&a, &b});
   for (auto* m : {&a, &b}) CHECK(m->tick(t0 + 100ms, false) == action::none);
   CHECK(a.tick(t0 + 200ms, false) == action::send_ping);
   CHECK(b.tick(t0 + 200ms, false) == action::send_ping);
@@ -419,8 +417,7 @@ TEST_CASE(
 
   // In use: its own liveness decides, with the same hold.
   connection_liveness c(100ms, 100ms, t0);
-  auto other = c.make_shareable(t0);
-  c.share(other);
+  share_all({&c});
   CHECK(c.tick(t0 + 100ms, true) == action::none);  // the work begins: its own check restarts
   CHECK(c.tick(t0 + 200ms, true) == action::send_ping);
   CHECK(c.tick(t0 + 300ms, t0 + 1300ms, true) == action::none);  // late: held
@@ -430,9 +427,7 @@ TEST_CASE(
 
 TEST_CASE("connection_liveness: a silent path used now and then stays checked until found", "[liveness]") {
   connection_liveness a(100ms, 100ms, t0), b(100ms, 100ms, t0);
-  auto shared = a.make_shareable(t0);
-  a.share(shared);
-  b.share(shared);
+  share_all({&a, &b});
   CHECK(a.tick(t0 + 100ms, false) == action::none);
   CHECK(b.tick(t0 + 100ms, true) == action::none);  // a short call begins: b checks itself
   a.on_received();
@@ -445,9 +440,7 @@ TEST_CASE("connection_liveness: a silent path used now and then stays checked un
 
 TEST_CASE("connection_liveness: a connection whose path answered goes back to sharing", "[liveness]") {
   connection_liveness a(100ms, 100ms, t0), b(100ms, 100ms, t0);
-  auto shared = a.make_shareable(t0);
-  a.share(shared);
-  b.share(shared);
+  share_all({&a, &b});
   CHECK(a.tick(t0 + 100ms, false) == action::none);
   CHECK(b.tick(t0 + 100ms, true) == action::none);
   b.on_received();  // its reply
