@@ -2,6 +2,8 @@
 // reads of varying size, as tcp_connection does. The events must match a straightforward parse of
 // the whole stream (messages, goodbye, data after it, a frame above the maximum), and the memory
 // held for a large frame must follow the bytes that arrived, never the length a header announced.
+// Messages are lent (as tcp_connection does) and given back at random moments: a lent message must
+// read the same until it comes back, and lending never keeps more than kMaxLendingBuffers buffers.
 //
 // Input: u8 read buffer size, u16 max_message_size, u8 body chunk, u8 seed of the read sizes, then
 // the stream itself (so a seed is a real tcp stream behind 5 bytes).
@@ -79,6 +81,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::vector<item> want = reference(stream, max, consumed);
 
   tcp_framer f(max, buffer_size, chunk);
+  struct lent_message {
+    std::uint32_t id;
+    std::span<const std::byte> bytes;
+    std::string want;
+  };
+  std::vector<lent_message> lent;
+  const auto text = [](std::span<const std::byte> b) {
+    return std::string(reinterpret_cast<const char*>(b.data()), b.size());
+  };
   std::vector<item> got;
   std::size_t fed = 0;
   bool stopped = false;
@@ -88,8 +99,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         case tcp_framer::event::need_more: more = false; break;
         case tcp_framer::event::message: {
           const auto m = f.message();
-          got.push_back(
-              {tcp_framer::event::message, std::string(reinterpret_cast<const char*>(m.data()), m.size())});
+          got.push_back({tcp_framer::event::message, text(m)});
+          rng = rng * 1664525u + 1013904223u;
+          if ((rng >> 28) < 12 && f.can_lend()) lent.push_back({f.lend(), m, text(m)});
+          RDMARPC_FUZZ_CHECK(f.lending_buffers() <= tcp_framer::kMaxLendingBuffers);
           break;
         }
         case tcp_framer::event::large_message: {
@@ -107,6 +120,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           break;
       }
     }
+    for (const auto& m : lent) RDMARPC_FUZZ_CHECK(text(m.bytes) == m.want);
+    rng = rng * 1664525u + 1013904223u;
+    if (!lent.empty() && (rng >> 28) < 6) {  // give some back, from anywhere in the list
+      const std::size_t from = (rng >> 8) % lent.size();
+      const std::size_t n = 1 + (rng >> 16) % (lent.size() - from);
+      for (std::size_t i = from; i < from + n; ++i) f.give_back(lent[i].id);
+      lent.erase(lent.begin() + static_cast<std::ptrdiff_t>(from),
+                 lent.begin() + static_cast<std::ptrdiff_t>(from + n));
+    }
     if (stopped || fed == stream.size()) break;
     const auto space = f.read_space();
     RDMARPC_FUZZ_CHECK(!space.empty());
@@ -122,5 +144,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (!stopped) RDMARPC_FUZZ_CHECK(f.idle() == (consumed == stream.size()));
   f.discard();
   RDMARPC_FUZZ_CHECK(f.idle() && f.body_capacity() == 0);
+  for (const auto& m : lent) RDMARPC_FUZZ_CHECK(text(m.bytes) == m.want);
+  for (const auto& m : lent) f.give_back(m.id);
+  RDMARPC_FUZZ_CHECK(f.lending_buffers() == 0);
   return 0;
 }

@@ -111,3 +111,117 @@ TEST_CASE("tcp_framer: a partial header or body is not idle", "[tcp_framer]") {
   CHECK(feed(g, frame("hello").substr(0, 6), 64).empty());
   CHECK_FALSE(g.idle());
 }
+
+namespace {
+
+// A message lent from the framer: where it lives and what it must still read.
+struct held {
+  std::uint32_t id;
+  std::span<const std::byte> bytes;
+  std::string want;
+};
+
+std::string text(std::span<const std::byte> b) {
+  return {reinterpret_cast<const char*>(b.data()), b.size()};
+}
+
+// Feeds `bytes` in reads of `step`, lending every message while can_lend() allows (the rest are
+// only read), and checks after every read that every lent message still reads as it arrived.
+std::size_t feed_lending(tcp_framer& f, const std::string& bytes, std::size_t step, std::vector<held>& out) {
+  std::size_t messages = 0;
+  for (std::size_t at = 0;;) {
+    for (auto e = f.next(); e != event::need_more; e = f.next()) {
+      ++messages;
+      if (e == event::large_message) {  // in its own memory, never lent
+        f.take_large();
+        continue;
+      }
+      REQUIRE(e == event::message);
+      if (f.can_lend()) out.push_back({0, f.message(), text(f.message())}), out.back().id = f.lend();
+      REQUIRE(f.lending_buffers() <= tcp_framer::kMaxLendingBuffers);
+    }
+    for (const auto& h : out) REQUIRE(text(h.bytes) == h.want);
+    if (at == bytes.size()) return messages;
+    const auto space = f.read_space();
+    REQUIRE_FALSE(space.empty());
+    const std::size_t n = std::min({step, space.size(), bytes.size() - at});
+    std::memcpy(space.data(), bytes.data() + at, n);
+    f.commit(n);
+    at += n;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("tcp_framer: a lent message is never overwritten, up to the bound on lending buffers",
+          "[tcp_framer]") {
+  std::string stream;
+  for (int i = 0; i < 200; ++i) stream += frame(std::string(5 + i % 11, static_cast<char>('a' + i % 26)));
+  for (std::size_t step : {1u, 7u, 64u, 5000u}) {
+    tcp_framer f(1024, 64);
+    std::vector<held> lent;
+    CHECK(feed_lending(f, stream, step, lent) == 200);
+    // 200 frames of 9-19 bytes fill far more than eight 64-byte buffers: lending stopped there.
+    CHECK(f.lending_buffers() == tcp_framer::kMaxLendingBuffers);
+    CHECK(lent.size() < 200);
+    CHECK(lent.size() >= tcp_framer::kMaxLendingBuffers * 3);
+    for (const auto& h : lent) f.give_back(h.id);
+    CHECK(f.lending_buffers() == 0);
+    // Given back, the buffers serve again: the same stream lends as much as the first time.
+    std::vector<held> again;
+    CHECK(feed_lending(f, stream, step, again) == 200);
+    CHECK(again.size() == lent.size());
+    for (const auto& h : again) f.give_back(h.id);
+    CHECK(f.idle());
+  }
+}
+
+TEST_CASE("tcp_framer: messages given back at once lend from one buffer", "[tcp_framer]") {
+  tcp_framer f(1024, 64);
+  std::string stream;
+  for (int i = 0; i < 50; ++i) stream += frame("message " + std::to_string(i));
+  std::size_t at = 0;
+  int seen = 0;
+  while (at < stream.size()) {
+    const auto space = f.read_space();
+    const std::size_t n = std::min<std::size_t>({13, space.size(), stream.size() - at});
+    std::memcpy(space.data(), stream.data() + at, n);
+    f.commit(n);
+    at += n;
+    while (f.next() == event::message) {
+      CHECK(text(f.message()) == "message " + std::to_string(seen++));
+      REQUIRE(f.can_lend());
+      const auto id = f.lend();
+      CHECK(id == 0);  // released before the next read: the buffer is reused in place
+      f.give_back(id);
+    }
+  }
+  CHECK(seen == 50);
+  CHECK(f.lending_buffers() == 0);
+}
+
+TEST_CASE("tcp_framer: discard keeps lent messages intact", "[tcp_framer]") {
+  tcp_framer f(1024, 64);
+  std::vector<held> lent;
+  feed_lending(f, frame("kept") + frame("also kept") + frame("partial").substr(0, 6), 64, lent);
+  REQUIRE(lent.size() == 2);
+  f.discard();
+  CHECK(f.idle());
+  const auto space = f.read_space();
+  std::memset(space.data(), 0x55, space.size());  // a read after discard (draining)
+  f.commit(space.size());
+  for (const auto& h : lent) CHECK(text(h.bytes) == h.want);
+  for (const auto& h : lent) f.give_back(h.id);
+  CHECK(f.lending_buffers() == 0);
+}
+
+TEST_CASE("tcp_framer: a large frame read into its own memory leaves lent messages intact", "[tcp_framer]") {
+  tcp_framer f(1024, 64, 16);
+  std::vector<held> lent;
+  const std::string big(300, 'B');
+  feed_lending(f, frame("first") + frame("second") + frame(big) + frame("after"), 64, lent);
+  REQUIRE(lent.size() == 3);  // the large frame is never lent: it has its own memory
+  CHECK(lent[2].want == "after");
+  for (const auto& h : lent) f.give_back(h.id);
+  CHECK(f.lending_buffers() == 0);
+}

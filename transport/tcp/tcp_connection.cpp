@@ -213,28 +213,34 @@ bool tcp_connection::parse_frames() {
             remote_address_, framer_.announced(), options_.max_message_size);
         finish(errc::protocol_error, true);
         return false;
-      case tcp_framer::event::message: {
-        const auto bytes = framer_.message();
-        auto message = buffers_.take_spare(bytes.size());
-        if (!bytes.empty()) std::memcpy(message.data(), bytes.data(), bytes.size());
-        deliver(std::move(message));
-        continue;
-      }
+      case tcp_framer::event::message: deliver_in_place(); continue;
       case tcp_framer::event::large_message: deliver(framer_.take_large()); continue;
     }
   }
   return false;
 }
 
+void tcp_connection::deliver_in_place() {
+  if (state_ != state::open) return;  // close() was called: no deliveries after it
+  const auto bytes = framer_.message();
+  if (framer_.can_lend()) return deliver(bytes, kReadBufferToken | framer_.lend());
+  auto message = buffers_.take_spare(bytes.size());
+  if (!bytes.empty()) std::memcpy(message.data(), bytes.data(), bytes.size());
+  deliver(std::move(message));
+}
+
 void tcp_connection::deliver(std::vector<std::byte> message) {
   if (state_ != state::open) return;  // close() was called: no deliveries after it
-  ++stats_.messages_received;
-  stats_.bytes_received += message.size();
-  auto handler = handler_;  // on_message may close() us
   // Lent, not given: its buffer comes back on release and carries a later message.
   const std::uint64_t token = buffers_.lend(std::move(message));
-  handler->on_message(
-      received_message(buffers_.lent(token), std::shared_ptr<received_message::owner>(self(), this), token));
+  deliver(buffers_.lent(token), token);
+}
+
+void tcp_connection::deliver(std::span<const std::byte> bytes, std::uint64_t token) {
+  ++stats_.messages_received;
+  stats_.bytes_received += bytes.size();
+  auto handler = handler_;  // on_message may close() us
+  handler->on_message(received_message(bytes, std::shared_ptr<received_message::owner>(self(), this), token));
 }
 
 // --- sending -----------------------------------------------------------------------------------

@@ -34,7 +34,10 @@ class tcp_connection final : public connection, public received_message::owner {
   const connection_stats& stats() const noexcept override { return stats_; }
   std::string remote_address() const override { return remote_address_; }
 
-  void release_message(std::uint64_t token) noexcept override { buffers_.give_back(token); }
+  void release_message(std::uint64_t token) noexcept override {
+    if ((token & kReadBufferToken) != 0) return framer_.give_back(static_cast<std::uint32_t>(token));
+    buffers_.give_back(token);
+  }
 
   static constexpr std::size_t kHeaderSize = tcp_framer::kHeaderSize;
   static constexpr std::uint32_t kGoodbyeLength = tcp_framer::kGoodbyeLength;  // never a message's length
@@ -57,7 +60,13 @@ class tcp_connection final : public connection, public received_message::owner {
   void start_read();
   void on_read(boost::system::error_code ec, std::size_t n);
   bool parse_frames();  // false once the connection ended (protocol error or close from a handler)
+  // A message lent in place from the framer's read buffer, or (when the framer lends too many
+  // buffers already, or a large frame) in its own buffer lent from buffers_.
+  void deliver_in_place();
   void deliver(std::vector<std::byte> message);
+  void deliver(std::span<const std::byte> bytes, std::uint64_t token);
+  // Marks a received message's token as a tcp_framer read buffer's (else: a buffers_ token).
+  static constexpr std::uint64_t kReadBufferToken = std::uint64_t{1} << 63;
 
   // Writes what is queued: first straight from the caller (a non-blocking write_some, no
   // completion to post), the rest (if the socket is full) with an async write. Does nothing while

@@ -3,6 +3,9 @@
 // little-endian length and then that many bytes; the length 0xffffffff alone is the peer's goodbye
 // (its close()). The connection reads into read_space(), reports the bytes with commit() and takes
 // events from next(); unit tests and the fuzzer drive it the same way, byte by byte.
+// A message may be lent out in place (lend / give_back): its read buffer is then not reused until
+// it comes back, and reads go on in the rest of it or in another buffer, so the rpc layer parses
+// straight from the bytes the socket wrote.
 // Layer: transport. Threading: belongs to one connection (its executor).
 
 #include <cstddef>
@@ -22,6 +25,9 @@ class tcp_framer {
   // A larger frame's body is read in chunks of this size, so its memory follows what arrived: a
   // peer announcing 16 MiB and sending nothing costs nothing.
   static constexpr std::size_t kDefaultBodyChunk = 256 * 1024;
+  // At most this many read buffers are kept by lent messages (the one being read into included):
+  // a reader holding messages pins at most this many buffers; can_lend() is false beyond it.
+  static constexpr std::size_t kMaxLendingBuffers = 8;
 
   enum class event {
     need_more,      // nothing complete: read more into read_space()
@@ -48,6 +54,18 @@ class tcp_framer {
   event next();
 
   std::span<const std::byte> message() const noexcept { return message_; }
+  // Whether the last event::message may be lent (lend) without pinning more than
+  // kMaxLendingBuffers read buffers.
+  bool can_lend() const noexcept { return buffers_[current_].lent > 0 || retired_ + 1 <= kMaxLendingBuffers; }
+  // Lends the last event::message (can_lend() was true): message()'s bytes stay valid until
+  // give_back(the returned id).
+  std::uint32_t lend() noexcept {
+    ++buffers_[current_].lent;
+    return current_;
+  }
+  void give_back(std::uint32_t id) noexcept;
+  // Read buffers kept by lent messages (tests).
+  std::size_t lending_buffers() const noexcept { return retired_ + (buffers_[current_].lent > 0 ? 1 : 0); }
   std::vector<std::byte> take_large() noexcept;
   std::uint32_t announced() const noexcept { return announced_; }  // the last header's length
   bool said_goodbye() const noexcept { return goodbye_; }
@@ -57,14 +75,29 @@ class tcp_framer {
   std::size_t body_capacity() const noexcept { return body_.capacity(); }
 
   // Drops everything buffered and the partial frame (draining after our close, or the end). The
-  // read buffer stays: a read in progress may still reference it.
+  // read buffers stay: a read in progress or a lent message may still reference them.
   void discard() noexcept;
 
  private:
+  struct read_buffer {
+    std::vector<std::byte> bytes;
+    std::size_t lent = 0;  // messages in it not given back yet
+  };
+  // Nothing unparsed any more; the window starts again at 0 unless messages are lent before it.
+  void empty_window() noexcept;
+  // The bytes the partial frame at begin_ still needs to be whole (at least 1).
+  std::size_t still_needed() const noexcept;
+  // Moves the partial frame to the front of a buffer no message is lent from (the current one is).
+  void move_to_free_buffer();
+
   std::size_t max_message_size_;
   std::size_t body_chunk_;
-  std::vector<std::byte> buffer_;
-  std::size_t begin_ = 0, end_ = 0;  // the unparsed window of buffer_
+  std::size_t buffer_size_;
+  // [current_] is read into; any other is kept by lent messages (retired_ of them) or spare.
+  std::vector<read_buffer> buffers_;
+  std::uint32_t current_ = 0;
+  std::size_t retired_ = 0;
+  std::size_t begin_ = 0, end_ = 0;  // the unparsed window of buffers_[current_]
   std::span<const std::byte> message_;
   std::vector<std::byte> body_;  // a frame too large for buffer_, read straight into its own memory
   std::size_t body_length_ = 0;
