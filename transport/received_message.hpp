@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace rdmarpc::transport {
@@ -25,12 +26,29 @@ class received_message {
   received_message() noexcept = default;
   // Borrowed bytes, given back to `owner` with `token` on release.
   received_message(std::span<const std::byte> bytes, std::shared_ptr<owner> owner,
-                   std::uint64_t token) noexcept;
-  // Bytes owned by the message itself (reassembled fragments, tcp, loopback).
-  explicit received_message(std::vector<std::byte> storage) noexcept;
+                   std::uint64_t token) noexcept
+      : bytes_(bytes), owner_(std::move(owner)), token_(token) {}
+  // Bytes owned by the message itself (reassembled rdma fragments).
+  explicit received_message(std::vector<std::byte> storage) noexcept
+      : bytes_(storage.data(), storage.size()), storage_(std::move(storage)) {}
 
-  received_message(received_message&& other) noexcept;
-  received_message& operator=(received_message&& other) noexcept;
+  // Inline, as they run for every message on every transport. A moved vector keeps its heap
+  // buffer, so a span into it stays valid after the move.
+  received_message(received_message&& other) noexcept
+      : bytes_(std::exchange(other.bytes_, {})),
+        owner_(std::move(other.owner_)),
+        token_(other.token_),
+        storage_(std::move(other.storage_)) {}
+  received_message& operator=(received_message&& other) noexcept {
+    if (this != &other) {
+      release();
+      bytes_ = std::exchange(other.bytes_, {});
+      owner_ = std::move(other.owner_);
+      token_ = other.token_;
+      storage_ = std::move(other.storage_);
+    }
+    return *this;
+  }
   received_message(const received_message&) = delete;
   received_message& operator=(const received_message&) = delete;
   ~received_message() { release(); }
@@ -40,7 +58,14 @@ class received_message {
   bool empty() const noexcept { return bytes_.empty(); }
 
   // Gives the bytes back; bytes() is empty afterwards. Idempotent.
-  void release() noexcept;
+  void release() noexcept {
+    bytes_ = {};
+    if (owner_) {
+      const std::shared_ptr<owner> o = std::move(owner_);
+      o->release_message(token_);
+    }
+    if (storage_.capacity() != 0) storage_ = std::vector<std::byte>();
+  }
 
  private:
   std::span<const std::byte> bytes_;
