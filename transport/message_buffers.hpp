@@ -4,11 +4,13 @@
 // front for the transport's own header; committed buffers go to the transport, which gives their
 // bytes back with written() once they left its queue (the send queue's byte bound). Receiving: a
 // received message's buffer is lent to the rpc layer (lend) and comes back on release. Buffers
-// circulate between both: a steady stream of messages allocates nothing.
+// circulate between both: a steady stream of messages allocates nothing. A buffer moves by
+// pointer (the reservation's and the lent message's token is its address), never copied.
 // Layer: transport. Threading: the owning connection's executor.
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -16,12 +18,18 @@
 
 namespace rdmarpc::transport {
 
+// One message's memory, from reservation to the send queue (or the peer) to the receiver and
+// back to a spare list.
+struct message_block {
+  std::vector<std::byte> bytes;  // headroom + message
+  std::size_t counted = 0;       // bytes of a reservation counted in the queue until written
+};
+
 class message_buffers {
  public:
-  using buffer = std::vector<std::byte>;
+  using buffer = std::unique_ptr<message_block>;
 
-  message_buffers(std::size_t headroom, std::size_t limit_bytes) noexcept
-      : headroom_(headroom), limit_(limit_bytes) {}
+  message_buffers(std::size_t headroom, std::size_t limit_bytes);
 
   // Whether `bytes` more fit under the limit (always, while nothing is queued).
   bool has_room(std::size_t bytes) const noexcept { return queued_ == 0 || queued_ + bytes <= limit_; }
@@ -31,44 +39,51 @@ class message_buffers {
 
   // commit_reservation: the buffer of `token`, holding headroom + `size` bytes. Its bytes stay
   // counted until written().
-  buffer take(std::uint64_t token, std::size_t size);
+  buffer take(std::uint64_t token, std::size_t size) noexcept;
   // cancel_reservation: the room of `token` is free again.
   void cancel(std::uint64_t token) noexcept;
   // `size` message bytes of a taken buffer left the queue (written, or handed to the peer).
   void written(std::size_t size) noexcept { queued_ -= size < queued_ ? size : queued_; }
   // A buffer that is no longer needed, kept for the next reservation unless it is huge.
-  void recycle(buffer b) noexcept;
+  void recycle(buffer b) noexcept {
+    if (spare_.size() < kSpareBuffers && b->bytes.capacity() <= kSpareBufferBytes) {
+      spare_.push_back(std::move(b));  // never allocates: reserved up front
+    }
+  }
   // Forgets every queued byte (the connection ended and dropped its queue).
   void clear() noexcept { queued_ = 0; }
 
   // A buffer of `size` bytes for a received message (recycled when one is spare).
   buffer take_spare(std::size_t size);
+  // The same holding `bytes` (a large frame read into its own memory).
+  buffer wrap(std::vector<std::byte> bytes);
   // Lends `b` (a received message) to the rpc layer: the message's owner token, and its bytes.
-  std::uint64_t lend(buffer b);
-  std::span<const std::byte> lent(std::uint64_t token) const noexcept {
-    return {lent_[token].data(), lent_[token].size()};
+  static std::uint64_t lend(buffer b) noexcept { return reinterpret_cast<std::uintptr_t>(b.release()); }
+  static std::span<const std::byte> lent(std::uint64_t token) noexcept {
+    const auto& bytes = reinterpret_cast<const message_block*>(token)->bytes;
+    return {bytes.data(), bytes.size()};
   }
   // The message was released: its buffer serves the next message.
-  void give_back(std::uint64_t token) noexcept;
+  void give_back(std::uint64_t token) noexcept { recycle(buffer(reinterpret_cast<message_block*>(token))); }
 
   std::size_t queued_bytes() const noexcept { return queued_; }
   std::size_t headroom() const noexcept { return headroom_; }
 
  private:
-  struct slot {
-    buffer data;
-    std::size_t bytes = 0;
-    bool used = false;
-  };
+  static constexpr std::size_t kSpareBuffers = 16;              // recycled buffers kept
+  static constexpr std::size_t kSpareBufferBytes = 256 * 1024;  // ... none larger than this
+
+  buffer spare_or_new() {
+    if (spare_.empty()) return std::make_unique<message_block>();
+    buffer b = std::move(spare_.back());
+    spare_.pop_back();
+    return b;
+  }
 
   std::size_t headroom_;
   std::size_t limit_;
-  std::size_t queued_ = 0;   // reserved or taken, not yet written
-  std::vector<slot> slots_;  // outstanding reservations, indexed by token
-  std::vector<std::uint32_t> free_slots_;
+  std::size_t queued_ = 0;     // reserved or taken, not yet written
   std::vector<buffer> spare_;  // recycled buffers
-  std::vector<buffer> lent_;   // received messages the rpc layer holds, indexed by token
-  std::vector<std::uint32_t> free_lent_;
 };
 
 }  // namespace rdmarpc::transport

@@ -119,7 +119,7 @@ void loopback_connection::close() {
 void loopback_connection::pump() {
   while (!delaying_ && (state_ == state::open || state_ == state::closing) && !send_queue_.empty() &&
          in_flight_ < options_.capacity) {
-    std::vector<std::byte> message = std::move(send_queue_.front());
+    message_buffers::buffer message = std::move(send_queue_.front());
     send_queue_.pop_front();
     if (!send_one(std::move(message))) return;
   }
@@ -129,7 +129,7 @@ void loopback_connection::pump() {
 
 // The next message in order to the peer, through the armed faults. False when that ended the
 // connection or started a delay (nothing more may be sent now).
-bool loopback_connection::send_one(std::vector<std::byte> message) {
+bool loopback_connection::send_one(message_buffers::buffer message) {
   const std::uint64_t number = ++sequence_;
   if (number == faults_.close_at) {
     finish(errc::connection_lost, errc::connection_lost);
@@ -137,13 +137,13 @@ bool loopback_connection::send_one(std::vector<std::byte> message) {
   }
   if (number == faults_.drop_at) {
     ++stats_.messages_sent;
-    stats_.bytes_sent += message.size();
-    buffers_.written(message.size());
+    stats_.bytes_sent += message->bytes.size();
+    buffers_.written(message->bytes.size());
     buffers_.recycle(std::move(message));
     return true;
   }
   if (number == faults_.corrupt_at) {
-    for (auto& b : message) b = ~b;
+    for (auto& b : message->bytes) b = ~b;
   }
   if (number == faults_.delay_at && faults_.delay.count() > 0) {
     // Everything behind it waits too: the pipe stays ordered.
@@ -162,10 +162,10 @@ bool loopback_connection::send_one(std::vector<std::byte> message) {
   return true;
 }
 
-void loopback_connection::hand_to_peer(std::vector<std::byte> message) {
+void loopback_connection::hand_to_peer(message_buffers::buffer message) {
   ++stats_.messages_sent;
-  stats_.bytes_sent += message.size();
-  buffers_.written(message.size());
+  stats_.bytes_sent += message->bytes.size();
+  buffers_.written(message->bytes.size());
   if (auto peer = peer_.lock()) {
     ++in_flight_;
     auto& target = *peer;
@@ -195,7 +195,7 @@ void loopback_connection::notify_peer(boost::system::error_code reason) {
   }
 }
 
-void loopback_connection::on_arrival(std::vector<std::byte> message, std::size_t returned) {
+void loopback_connection::on_arrival(message_buffers::buffer message, std::size_t returned) {
   if (returned > 0) {
     take_back_capacity(returned);
     // Capacity only moves the queue (reservations wait for buffer room, not capacity).
@@ -247,7 +247,7 @@ void loopback_connection::schedule_delivery() {
 
 void loopback_connection::deliver() {
   for (std::size_t n = 0; n < kDeliveryBatch && state_ == state::open && !inbound_.empty(); ++n) {
-    std::vector<std::byte> message = std::move(inbound_.front());
+    message_buffers::buffer message = std::move(inbound_.front());
     inbound_.pop_front();
     deliver_one(std::move(message));
   }
@@ -264,15 +264,15 @@ void loopback_connection::after_delivery() {
   }
 }
 
-void loopback_connection::deliver_one(std::vector<std::byte> message) {
+void loopback_connection::deliver_one(message_buffers::buffer message) {
   ++stats_.messages_received;
-  stats_.bytes_received += message.size();
+  stats_.bytes_received += message->bytes.size();
   return_capacity();
   auto handler = handler_;  // on_message may close() us, which drops handler_
   // Lent, not given: its buffer comes back on release and carries our next message.
-  const std::uint64_t token = buffers_.lend(std::move(message));
-  handler->on_message(
-      received_message(buffers_.lent(token), std::shared_ptr<received_message::owner>(self(), this), token));
+  const std::uint64_t token = message_buffers::lend(std::move(message));
+  handler->on_message(received_message(message_buffers::lent(token),
+                                       std::shared_ptr<received_message::owner>(self(), this), token));
 }
 
 void loopback_connection::maybe_finish_close() {

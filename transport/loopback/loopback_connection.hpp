@@ -47,16 +47,16 @@ class loopback_connection final : public connection, public received_message::ow
 
   // Called on this end's executor by the peer's posts. `returned`: capacity the peer gives back
   // with the message (it delivered that many of ours).
-  void on_arrival(std::vector<std::byte> message, std::size_t returned);
+  void on_arrival(message_buffers::buffer message, std::size_t returned);
   void on_delivered(std::size_t returned);  // capacity back, without a message
   void on_peer_end(boost::system::error_code reason);
 
   void pump();  // moves queued messages to the peer while capacity allows
-  bool send_one(std::vector<std::byte> message);
-  void hand_to_peer(std::vector<std::byte> message);
+  bool send_one(message_buffers::buffer message);
+  void hand_to_peer(message_buffers::buffer message);
   void schedule_delivery();
   void deliver();
-  void deliver_one(std::vector<std::byte> message);
+  void deliver_one(message_buffers::buffer message);
   void after_delivery();
   // One of the peer's messages left our inbox. The capacity goes back with our next message, or on
   // its own once half the capacity is owed (so one-way traffic never stalls).
@@ -86,15 +86,15 @@ class loopback_connection final : public connection, public received_message::ow
   bool close_reported_ = false;           // a handler got on_close
   bool notified_peer_ = false;            // the peer was told we ended (closed_by_peer / connection_lost)
   std::shared_ptr<connection_handler> handler_;
-  message_buffers buffers_;                        // reservations, and the bytes not yet handed over
-  std::deque<std::vector<std::byte>> send_queue_;  // committed, not yet handed to the peer
-  std::size_t in_flight_ = 0;                      // handed to the peer, not yet delivered there
-  std::size_t owed_ = 0;                           // the peer's messages delivered, capacity not yet returned
-  std::uint64_t sequence_ = 0;                     // messages taken off send_queue_ so far
+  message_buffers buffers_;                         // reservations, and the bytes not yet handed over
+  std::deque<message_buffers::buffer> send_queue_;  // committed, not yet handed to the peer
+  std::size_t in_flight_ = 0;                       // handed to the peer, not yet delivered there
+  std::size_t owed_ = 0;        // the peer's messages delivered, capacity not yet returned
+  std::uint64_t sequence_ = 0;  // messages taken off send_queue_ so far
   bool delaying_ = false;
   boost::asio::steady_timer delay_timer_;
 
-  std::deque<std::vector<std::byte>> inbound_;         // arrived from the peer, not yet delivered
+  std::deque<message_buffers::buffer> inbound_;        // arrived from the peer, not yet delivered
   std::optional<boost::system::error_code> peer_end_;  // how the peer ended, once it told us
   bool delivery_scheduled_ = false;
 

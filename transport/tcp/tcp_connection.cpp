@@ -84,7 +84,7 @@ void tcp_connection::commit_reservation(std::uint64_t token, std::size_t size, b
     buffers_.recycle(std::move(frame));
     return;
   }
-  tcp_framer::put_length(frame.data(), static_cast<std::uint32_t>(size));
+  tcp_framer::put_length(frame->bytes.data(), static_cast<std::uint32_t>(size));
   send_queue_.push_back(std::move(frame));
   if (coalesce && !corked_) return hold_doorbell();
   flush();  // writes (or queues): nothing user-visible runs inside commit()
@@ -110,7 +110,7 @@ void tcp_connection::close() {
       end_reason_ = errc::closed_locally;
       end_reservations(errc::closed_locally);
       // The goodbye goes last, behind everything queued; once it is written, on_written shuts down.
-      send_queue_.emplace_back(kHeaderSize, std::byte{0xff});
+      send_queue_.push_back(buffers_.wrap(std::vector<std::byte>(kHeaderSize, std::byte{0xff})));
       // Bound the flush, as rdma does: a peer that never reads must not keep us open for ever.
       drain_timer_.expires_after(options_.connect_timeout);
       drain_timer_.async_wait([self = self()](boost::system::error_code ec) {
@@ -214,7 +214,7 @@ bool tcp_connection::parse_frames() {
         finish(errc::protocol_error, true);
         return false;
       case tcp_framer::event::message: deliver_in_place(); continue;
-      case tcp_framer::event::large_message: deliver(framer_.take_large()); continue;
+      case tcp_framer::event::large_message: deliver(buffers_.wrap(framer_.take_large())); continue;
     }
   }
   return false;
@@ -225,15 +225,15 @@ void tcp_connection::deliver_in_place() {
   const auto bytes = framer_.message();
   if (framer_.can_lend()) return deliver(bytes, kReadBufferToken | framer_.lend());
   auto message = buffers_.take_spare(bytes.size());
-  if (!bytes.empty()) std::memcpy(message.data(), bytes.data(), bytes.size());
+  if (!bytes.empty()) std::memcpy(message->bytes.data(), bytes.data(), bytes.size());
   deliver(std::move(message));
 }
 
-void tcp_connection::deliver(std::vector<std::byte> message) {
+void tcp_connection::deliver(message_buffers::buffer message) {
   if (state_ != state::open) return;  // close() was called: no deliveries after it
   // Lent, not given: its buffer comes back on release and carries a later message.
-  const std::uint64_t token = buffers_.lend(std::move(message));
-  deliver(buffers_.lent(token), token);
+  const std::uint64_t token = message_buffers::lend(std::move(message));
+  deliver(message_buffers::lent(token), token);
 }
 
 void tcp_connection::deliver(std::span<const std::byte> bytes, std::uint64_t token) {
@@ -263,7 +263,7 @@ void tcp_connection::flush() {
 
 std::size_t tcp_connection::fill_gather() {
   const std::size_t frames = std::min(send_queue_.size(), gather_.size());
-  for (std::size_t i = 0; i < frames; ++i) gather_[i] = boost::asio::buffer(send_queue_[i]);
+  for (std::size_t i = 0; i < frames; ++i) gather_[i] = boost::asio::buffer(send_queue_[i]->bytes);
   gather_[0] += send_offset_;
   return frames;
 }
@@ -292,7 +292,7 @@ void tcp_connection::on_written(boost::system::error_code ec, std::size_t bytes)
 
 void tcp_connection::consume_written(std::size_t bytes) {
   while (bytes > 0 && !send_queue_.empty()) {
-    const std::size_t left = send_queue_.front().size() - send_offset_;
+    const std::size_t left = send_queue_.front()->bytes.size() - send_offset_;
     if (bytes < left) {
       send_offset_ += bytes;
       return;
@@ -301,7 +301,7 @@ void tcp_connection::consume_written(std::size_t bytes) {
     send_offset_ = 0;
     const bool goodbye = state_ == state::closing && send_queue_.size() == 1;  // always the last
     if (!goodbye) {
-      const std::size_t size = send_queue_.front().size() - kHeaderSize;
+      const std::size_t size = send_queue_.front()->bytes.size() - kHeaderSize;
       ++stats_.messages_sent;
       stats_.bytes_sent += size;
       buffers_.written(size);

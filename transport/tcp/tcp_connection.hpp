@@ -63,9 +63,10 @@ class tcp_connection final : public connection, public received_message::owner {
   // A message lent in place from the framer's read buffer, or (when the framer lends too many
   // buffers already, or a large frame) in its own buffer lent from buffers_.
   void deliver_in_place();
-  void deliver(std::vector<std::byte> message);
+  void deliver(message_buffers::buffer message);
   void deliver(std::span<const std::byte> bytes, std::uint64_t token);
   // Marks a received message's token as a tcp_framer read buffer's (else: a buffers_ token).
+  // (A buffers_ token is an address, which never has the top bit set in user space.)
   static constexpr std::uint64_t kReadBufferToken = std::uint64_t{1} << 63;
 
   // Writes what is queued: first straight from the caller (a non-blocking write_some, no
@@ -113,7 +114,7 @@ class tcp_connection final : public connection, public received_message::owner {
   // committed but not fully written yet; the first `writing_` of them are in the current async
   // write.
   message_buffers buffers_;
-  std::deque<std::vector<std::byte>> send_queue_;
+  std::deque<message_buffers::buffer> send_queue_;
   std::size_t send_offset_ = 0;  // bytes of send_queue_.front() already written
   std::size_t writing_ = 0;
   bool corked_ = false;  // delivering a read's messages: commits only queue (see flush)
