@@ -166,24 +166,26 @@ void tcp_connection::on_read(boost::system::error_code ec, std::size_t n) {
   }
   framer_.commit(n);
   // Replies committed while this read's messages are delivered leave in one write, after them.
+  corked_ = true;
   bool more = false;
-  {
-    const cork c(*this);
+  try {
     more = parse_frames();
+  } catch (...) {
+    uncork(true);
+    throw;
   }
+  uncork(false);
   if (!more) return;
   if (state_ == state::open || state_ == state::closing || state_ == state::draining) start_read();
 }
 
-// Uncorks and flushes on the way out, also when a handler's exception leaves parse_frames; then
-// the rest of the buffered frames are parsed in a later handler, so the connection still reads.
-tcp_connection::cork::~cork() {
-  c_.corked_ = false;
+// Then the rest of the buffered frames are parsed in a later handler, so the connection still reads.
+void tcp_connection::uncork(bool unwinding) noexcept {
+  corked_ = false;
   try {
-    c_.flush();
-    if (std::uncaught_exceptions() > uncaught_ && !c_.reading_ &&
-        (c_.state_ == state::open || c_.state_ == state::closing)) {
-      boost::asio::post(c_.ex_, [self = c_.self()] {
+    flush();
+    if (unwinding && !reading_ && (state_ == state::open || state_ == state::closing)) {
+      boost::asio::post(ex_, [self = self()] {
         if (!self->parse_frames()) return;
         if (self->state_ == state::open || self->state_ == state::closing ||
             self->state_ == state::draining) {
@@ -191,8 +193,8 @@ tcp_connection::cork::~cork() {
         }
       });
     }
-  } catch (const std::exception& e) {  // out of memory while unwinding: the connection is lost
-    rdmarpc::logger()->error("tcp {}: {}", c_.remote_address_, e.what());
+  } catch (const std::exception& e) {  // out of memory (while unwinding): the connection is lost
+    rdmarpc::logger()->error("tcp {}: {}", remote_address_, e.what());
   }
 }
 
@@ -248,10 +250,16 @@ void tcp_connection::deliver(std::span<const std::byte> bytes, std::uint64_t tok
 void tcp_connection::flush() {
   if (corked_ || writing_ > 0 || send_queue_.empty()) return;
   if (state_ != state::open && state_ != state::closing) return;
-  const std::size_t frames = fill_gather();
   boost::system::error_code ec;
-  const std::size_t written =
-      socket_.write_some(std::span<const boost::asio::const_buffer>(gather_.data(), frames), ec);
+  std::size_t written = 0;
+  if (send_queue_.size() == 1) {  // the common case: one frame, a plain send without a gather list
+    const auto& frame = send_queue_.front()->bytes;
+    written =
+        socket_.write_some(boost::asio::buffer(frame.data() + send_offset_, frame.size() - send_offset_), ec);
+  } else {
+    const std::size_t frames = fill_gather();
+    written = socket_.write_some(std::span<const boost::asio::const_buffer>(gather_.data(), frames), ec);
+  }
   if (ec == boost::asio::error::would_block || ec == boost::asio::error::try_again) {
     start_write();  // the socket's buffer is full: wait for room
     return;

@@ -80,20 +80,9 @@ class tcp_connection final : public connection, public received_message::owner {
   void after_write();                       // room for waiters; more to write, or the shutdown
   void on_write_failed(const boost::system::error_code& ec);
   void shutdown_send();
-  // While alive, commits only queue; its destructor writes them (see flush).
-  class cork {
-   public:
-    explicit cork(tcp_connection& c) noexcept : c_(c), uncaught_(std::uncaught_exceptions()) {
-      c_.corked_ = true;
-    }
-    cork(const cork&) = delete;
-    cork& operator=(const cork&) = delete;
-    ~cork();
-
-   private:
-    tcp_connection& c_;
-    int uncaught_;
-  };
+  // Ends the cork on_read holds while it delivers a read's messages (commits only queue meanwhile)
+  // and writes what they committed. `unwinding`: a handler's exception is leaving on_read.
+  void uncork(bool unwinding) noexcept;
 
   // Ends the connection once: ends waiting reservations, posts on_close(reason), drops the handler.
   // hard: close the socket now (errors); otherwise keep reading to drain until the peer's EOF.
