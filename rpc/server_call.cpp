@@ -9,7 +9,7 @@
 namespace rdmarpc {
 
 void server_done::drop() noexcept {
-  if (auto t = std::move(target_)) t->call_dropped(key_, std::uncaught_exceptions() > uncaught_);
+  if (auto t = std::move(target_)) t->call_dropped(key_, std::uncaught_exceptions() > 0);
 }
 
 void server_done::target::call_dropped(std::uint64_t key, bool unwinding) noexcept {

@@ -31,24 +31,22 @@ class server_done {
   };
 
   server_done() noexcept = default;
-  server_done(std::shared_ptr<target> t, std::uint64_t key) noexcept
-      : target_(std::move(t)), key_(key), uncaught_(std::uncaught_exceptions()) {}
-  server_done(server_done&& other) noexcept
-      : target_(std::move(other.target_)), key_(other.key_), uncaught_(std::uncaught_exceptions()) {}
+  server_done(std::shared_ptr<target> t, std::uint64_t key) noexcept : target_(std::move(t)), key_(key) {}
+  server_done(server_done&& other) noexcept : target_(std::move(other.target_)), key_(other.key_) {}
   server_done& operator=(server_done&& other) noexcept {
     if (this != &other) {
       drop();
       target_ = std::move(other.target_);
       key_ = other.key_;
-      uncaught_ = std::uncaught_exceptions();
     }
     return *this;
   }
   server_done(const server_done&) = delete;
   server_done& operator=(const server_done&) = delete;
   // Dropped without being invoked: the call answers INTERNAL ("the handler dropped its
-  // completion"), so a forgotten call never leaks. Destroyed while an exception unwinds out of the
-  // handler's start: the server answers with that exception instead.
+  // completion"), so a forgotten call never leaks. Destroyed while an exception unwinds (any
+  // exception in flight on this thread; asked only here, not per call): out of the handler's start,
+  // the server answers with that exception instead.
   ~server_done() {
     if (target_) drop();  // the common case (invoked or moved from) costs no call
   }
@@ -69,7 +67,6 @@ class server_done {
 
   std::shared_ptr<target> target_;
   std::uint64_t key_ = 0;
-  int uncaught_ = 0;  // exceptions in flight when this object was made (see the destructor)
 };
 
 }  // namespace rdmarpc
