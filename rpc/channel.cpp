@@ -1035,7 +1035,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
       return complete(std::move(c), code, std::move(message));
     }
     if (closed_) return complete(std::move(c), status_code::unavailable, "channel closed");
-    if (c->deadline <= clock::now())
+    if (c->deadline != clock::time_point::max() && c->deadline <= clock::now())  // no clock read without one
       return complete(std::move(c), status_code::deadline_exceeded, "deadline exceeded");
     // Bound on everything the channel holds (sent or waiting, connected or not): back-pressure.
     if (at_capacity())
