@@ -152,7 +152,7 @@ void connection::async_reserve_impl(std::size_t bytes,
   waiters_.push_back(std::move(w));
 }
 
-void connection::room_freed() {
+void connection::grant_waiters() {
   while (!waiters_.empty()) {
     waiter& front = *waiters_.front();
     if (!front.handler) {  // cancelled

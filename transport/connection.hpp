@@ -206,7 +206,10 @@ class connection : public std::enable_shared_from_this<connection>, protected se
   // Room for `bytes` (already checked: open, not too large) or would_block. No other error.
   virtual send_reservation reserve_now(std::size_t bytes, boost::system::error_code& ec) = 0;
   // Implementations call this whenever room was freed: waiting reservations are granted in order.
-  void room_freed();
+  // Inline: it runs after every send, and almost always nobody waits.
+  void room_freed() {
+    if (!waiters_.empty()) grant_waiters();
+  }
   // Implementations call this once, when they stop being open (close() or the end): every waiting
   // reservation completes with `reason`.
   void end_reservations(boost::system::error_code reason);
@@ -223,6 +226,7 @@ class connection : public std::enable_shared_from_this<connection>, protected se
 
  private:
   struct waiter;
+  void grant_waiters();  // room_freed() with waiters
   void async_reserve_impl(std::size_t bytes, boost::asio::any_completion_handler<reserve_signature> handler);
   void post_reservation(boost::asio::any_completion_handler<reserve_signature> handler,
                         boost::system::error_code ec, send_reservation reservation);
