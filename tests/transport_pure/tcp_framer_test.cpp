@@ -24,6 +24,18 @@ std::string frame(const std::string& body) {
   return header(static_cast<std::uint32_t>(body.size())) + body;
 }
 
+// Reads the next at most `step` bytes of `bytes` from `at` into the framer; false when all were read.
+bool read_more(tcp_framer& f, const std::string& bytes, std::size_t& at, std::size_t step) {
+  if (at == bytes.size()) return false;
+  const auto space = f.read_space();
+  REQUIRE_FALSE(space.empty());
+  const std::size_t n = std::min({step, space.size(), bytes.size() - at});
+  std::memcpy(space.data(), bytes.data() + at, n);
+  f.commit(n);
+  at += n;
+  return true;
+}
+
 // Feeds `bytes` in reads of at most `step` bytes; collects messages (and the other events as
 // "<goodbye>", "<after_goodbye>", "<too_large>"), stopping at a protocol error.
 std::vector<std::string> feed(tcp_framer& f, const std::string& bytes, std::size_t step) {
@@ -48,13 +60,7 @@ std::vector<std::string> feed(tcp_framer& f, const std::string& bytes, std::size
         case event::too_large: out.emplace_back("<too_large>"); return out;
       }
     }
-    if (at == bytes.size()) return out;
-    const auto space = f.read_space();
-    REQUIRE_FALSE(space.empty());
-    const std::size_t n = std::min({step, space.size(), bytes.size() - at});
-    std::memcpy(space.data(), bytes.data() + at, n);
-    f.commit(n);
-    at += n;
+    if (!read_more(f, bytes, at, step)) return out;
   }
 }
 
@@ -137,17 +143,14 @@ std::size_t feed_lending(tcp_framer& f, const std::string& bytes, std::size_t st
         continue;
       }
       REQUIRE(e == event::message);
-      if (f.can_lend()) out.push_back({0, f.message(), text(f.message())}), out.back().id = f.lend();
+      if (f.can_lend()) {
+        const auto m = f.message();
+        out.push_back({f.lend(), m, text(m)});
+      }
       REQUIRE(f.lending_buffers() <= tcp_framer::kMaxLendingBuffers);
     }
     for (const auto& h : out) REQUIRE(text(h.bytes) == h.want);
-    if (at == bytes.size()) return messages;
-    const auto space = f.read_space();
-    REQUIRE_FALSE(space.empty());
-    const std::size_t n = std::min({step, space.size(), bytes.size() - at});
-    std::memcpy(space.data(), bytes.data() + at, n);
-    f.commit(n);
-    at += n;
+    if (!read_more(f, bytes, at, step)) return messages;
   }
 }
 
