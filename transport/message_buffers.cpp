@@ -42,7 +42,7 @@ message_buffers::buffer message_buffers::take_spare(std::size_t size) {
 }
 
 message_buffers::buffer message_buffers::wrap(std::vector<std::byte> bytes) {
-  buffer b = spare_or_new();
+  auto b = std::make_unique<message_block>();  // not a spare: its memory would be dropped
   b->bytes = std::move(bytes);
   return b;
 }

@@ -58,6 +58,7 @@ class message_buffers {
   // The same holding `bytes` (a large frame read into its own memory).
   buffer wrap(std::vector<std::byte> bytes);
   // Lends `b` (a received message) to the rpc layer: the message's owner token, and its bytes.
+  // (A token is an address: bit 0 is clear, which tcp uses to tell its own read buffers' apart.)
   static std::uint64_t lend(buffer b) noexcept { return reinterpret_cast<std::uintptr_t>(b.release()); }
   static std::span<const std::byte> lent(std::uint64_t token) noexcept {
     const auto& bytes = reinterpret_cast<const message_block*>(token)->bytes;

@@ -228,3 +228,36 @@ TEST_CASE("tcp_framer: a large frame read into its own memory leaves lent messag
   for (const auto& h : lent) f.give_back(h.id);
   CHECK(f.lending_buffers() == 0);
 }
+
+TEST_CASE("tcp_framer: a move to another buffer reuses the spare one before allocating", "[tcp_framer]") {
+  tcp_framer f(1024, 64);
+  // Frames of 20 bytes: three fit a 64-byte buffer, then the reading moves on to another buffer.
+  std::string stream;
+  for (int i = 0; i < 30; ++i) stream += frame(std::string(16, static_cast<char>('a' + i)));
+  std::vector<held> lent;
+  std::vector<std::uint32_t> ids;  // the buffers lent from, in order
+  std::size_t at = 0;
+  // Lends every message until the current buffer and two before it (A, B) are lent from.
+  const auto lend_until = [&](std::size_t buffers) {
+    while (ids.size() < buffers) {
+      REQUIRE(read_more(f, stream, at, 1));
+      while (f.next() == event::message) {
+        const auto m = f.message();
+        lent.push_back({f.lend(), m, text(m)});
+        if (ids.empty() || ids.back() != lent.back().id) ids.push_back(lent.back().id);
+      }
+    }
+  };
+  lend_until(3);
+  const auto give_back_all = [&](std::uint32_t id) {
+    std::erase_if(lent, [&](const held& h) { return h.id == id && (f.give_back(id), true); });
+  };
+  give_back_all(ids[1]);  // B first: kept as the spare
+  give_back_all(ids[0]);  // then A: its memory goes, one spare is enough
+  const std::size_t before = f.read_buffer_bytes();
+  CHECK(before == 2 * 64);
+  lend_until(4);  // the reading moves on from the current buffer: into B, allocating nothing
+  CHECK(ids[3] == ids[1]);
+  CHECK(f.read_buffer_bytes() == before);
+  for (const auto& h : lent) CHECK(text(h.bytes) == h.want);
+}

@@ -128,8 +128,8 @@ void tcp_connection::close() {
 
 void tcp_connection::start_read() {
   if (reading_) return;
+  const std::span<std::byte> space = framer_.read_space();  // may allocate: before reading_ is set
   reading_ = true;
-  const std::span<std::byte> space = framer_.read_space();
   socket_.async_read_some(
       boost::asio::buffer(space.data(), space.size()),
       [self = self()](boost::system::error_code ec, std::size_t n) { self->on_read(ec, n); });
@@ -225,7 +225,7 @@ bool tcp_connection::parse_frames() {
 void tcp_connection::deliver_in_place() {
   if (state_ != state::open) return;  // close() was called: no deliveries after it
   const auto bytes = framer_.message();
-  if (framer_.can_lend()) return deliver(bytes, kReadBufferToken | framer_.lend());
+  if (framer_.can_lend()) return deliver(bytes, std::uint64_t{framer_.lend()} << 1 | kReadBufferToken);
   auto message = buffers_.take_spare(bytes.size());
   if (!bytes.empty()) std::memcpy(message->bytes.data(), bytes.data(), bytes.size());
   deliver(std::move(message));

@@ -35,7 +35,7 @@ class tcp_connection final : public connection, public received_message::owner {
   std::string remote_address() const override { return remote_address_; }
 
   void release_message(std::uint64_t token) noexcept override {
-    if ((token & kReadBufferToken) != 0) return framer_.give_back(static_cast<std::uint32_t>(token));
+    if ((token & kReadBufferToken) != 0) return framer_.give_back(static_cast<std::uint32_t>(token >> 1));
     buffers_.give_back(token);
   }
 
@@ -65,9 +65,9 @@ class tcp_connection final : public connection, public received_message::owner {
   void deliver_in_place();
   void deliver(message_buffers::buffer message);
   void deliver(std::span<const std::byte> bytes, std::uint64_t token);
-  // Marks a received message's token as a tcp_framer read buffer's (else: a buffers_ token).
-  // (A buffers_ token is an address, which never has the top bit set in user space.)
-  static constexpr std::uint64_t kReadBufferToken = std::uint64_t{1} << 63;
+  // Marks a received message's token as a tcp_framer read buffer's, whose id is in the bits above
+  // it (else: a buffers_ token, the address of a message_block, so bit 0 is clear).
+  static constexpr std::uint64_t kReadBufferToken = 1;
 
   // Writes what is queued: first straight from the caller (a non-blocking write_some, no
   // completion to post), the rest (if the socket is full) with an async write. Does nothing while

@@ -49,8 +49,14 @@ std::size_t tcp_framer::still_needed() const noexcept {
 }
 
 void tcp_framer::move_to_free_buffer() {
+  // The spare give_back kept (memory still there) first, else any free slot, else a new one.
   std::uint32_t next = 0;
-  while (next < buffers_.size() && (next == current_ || buffers_[next].lent > 0)) ++next;
+  const auto usable = [&](std::uint32_t i) { return i != current_ && buffers_[i].lent == 0; };
+  while (next < buffers_.size() && !(usable(next) && !buffers_[next].bytes.empty())) ++next;
+  if (next == buffers_.size()) {
+    next = 0;
+    while (next < buffers_.size() && !usable(next)) ++next;
+  }
   if (next == buffers_.size()) buffers_.emplace_back();
   auto& to = buffers_[next].bytes;
   to.resize(buffer_size_);  // zero-fills only a buffer made or freed here

@@ -64,8 +64,13 @@ class tcp_framer {
     return current_;
   }
   void give_back(std::uint32_t id) noexcept;
-  // Read buffers kept by lent messages (tests).
+  // Read buffers kept by lent messages, and the memory of all read buffers (tests).
   std::size_t lending_buffers() const noexcept { return retired_ + (buffers_[current_].lent > 0 ? 1 : 0); }
+  std::size_t read_buffer_bytes() const noexcept {
+    std::size_t bytes = 0;
+    for (const auto& b : buffers_) bytes += b.bytes.capacity();
+    return bytes;
+  }
   std::vector<std::byte> take_large() noexcept;
   std::uint32_t announced() const noexcept { return announced_; }  // the last header's length
   bool said_goodbye() const noexcept { return goodbye_; }
@@ -99,7 +104,7 @@ class tcp_framer {
   std::size_t retired_ = 0;
   std::size_t begin_ = 0, end_ = 0;  // the unparsed window of buffers_[current_]
   std::span<const std::byte> message_;
-  std::vector<std::byte> body_;  // a frame too large for buffer_, read straight into its own memory
+  std::vector<std::byte> body_;  // a frame too large for a read buffer, read straight into its own memory
   std::size_t body_length_ = 0;
   std::size_t body_read_at_ = 0;  // where the last read_space() of body_ began
   bool in_body_ = false;
