@@ -179,7 +179,8 @@ void tcp_connection::on_read(boost::system::error_code ec, std::size_t n) {
   if (state_ == state::open || state_ == state::closing || state_ == state::draining) start_read();
 }
 
-// Then the rest of the buffered frames are parsed in a later handler, so the connection still reads.
+// When a handler's exception is leaving on_read, the rest of the buffered frames are parsed in a
+// later handler, so the connection still reads.
 void tcp_connection::uncork(bool unwinding) noexcept {
   corked_ = false;
   try {
