@@ -268,11 +268,12 @@ void loopback_connection::deliver_one(message_buffers::buffer message) {
   ++stats_.messages_received;
   stats_.bytes_received += message->bytes.size();
   return_capacity();
-  auto handler = handler_;  // on_message may close() us, which drops handler_
   // Lent, not given: its buffer comes back on release and carries our next message.
   const std::uint64_t token = message_buffers::lend(std::move(message));
-  handler->on_message(received_message(message_buffers::lent(token),
-                                       std::shared_ptr<received_message::owner>(self(), this), token));
+  // No copy of handler_ (two atomic operations a message): if on_message closes us, finish() moves
+  // handler_ into the posted on_close, which keeps it alive until after this call.
+  handler_->on_message(received_message(message_buffers::lent(token),
+                                        std::shared_ptr<received_message::owner>(self(), this), token));
 }
 
 void loopback_connection::maybe_finish_close() {

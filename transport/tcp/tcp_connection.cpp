@@ -242,8 +242,10 @@ void tcp_connection::deliver(message_buffers::buffer message) {
 void tcp_connection::deliver(std::span<const std::byte> bytes, std::uint64_t token) {
   ++stats_.messages_received;
   stats_.bytes_received += bytes.size();
-  auto handler = handler_;  // on_message may close() us
-  handler->on_message(received_message(bytes, std::shared_ptr<received_message::owner>(self(), this), token));
+  // handler_ itself, not a copy: if on_message closes us, finish() moves it into the posted
+  // on_close, which keeps it alive until after this call.
+  handler_->on_message(
+      received_message(bytes, std::shared_ptr<received_message::owner>(self(), this), token));
 }
 
 // --- sending -----------------------------------------------------------------------------------
