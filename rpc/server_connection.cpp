@@ -30,7 +30,11 @@ using clock = std::chrono::steady_clock;
 struct interception {
   std::uint16_t asked = 0;
   clock::time_point started{};
-  metadata initial;
+  std::optional<metadata> initial;  // engaged once interceptors ran: nothing to destroy per call without
+  void add_initial_to(server_context& ctx) {
+    if (!initial) return;
+    for (auto& [key, value] : *initial) ctx.add_initial_metadata(std::move(key), std::move(value));
+  }
 };
 
 // One request being served. Owned by its connection until its reply is sent; then kept for
@@ -327,7 +331,8 @@ class connection_impl final : public server_connection,
   // --- streams ------------------------------------------------------------------------------
   void on_stream_open(const frame::view& v) {
     const std::uint32_t id = v.header.call_id;
-    if (calls_.contains(id) || streams_.contains(id)) return violation("duplicate call id");
+    if (calls_.contains(id) || (!streams_.empty() && streams_.contains(id)))
+      return violation("duplicate call id");
     highest_id_ = std::max(highest_id_, id);
     const auto& opts = server_->options();
     metadata md;
@@ -353,7 +358,7 @@ class connection_impl final : public server_connection,
                               ? clock::now() + std::chrono::microseconds(v.header.timeout_us)
                               : clock::time_point::max();
     auto rec = std::make_unique<active_stream>(ex_, m->full_name, peer_, deadline, std::move(md));
-    for (auto& [key, value] : icpt.initial) rec->ctx.add_initial_metadata(std::move(key), std::move(value));
+    icpt.add_initial_to(rec->ctx);
     rec->method = m;
     rec->intercepted = icpt.asked;
     rec->started = icpt.started;
@@ -477,9 +482,16 @@ class connection_impl final : public server_connection,
 
   void on_request(const frame::view& v, transport::received_message& message) {
     const std::uint32_t id = v.header.call_id;
-    if (calls_.contains(id) || streams_.contains(id)) return violation("duplicate call id");
+    if (calls_.contains(id) || (!streams_.empty() && streams_.contains(id)))
+      return violation("duplicate call id");
     highest_id_ = std::max(highest_id_, id);
-    metadata md;
+    // Decoded into a member that is empty between requests, then swapped into the call's context:
+    // no vector made and destroyed per call. Emptied on every way out (it may hold credentials).
+    metadata& md = request_metadata_;
+    const struct empty_on_exit {
+      metadata& m;
+      ~empty_on_exit() { m.clear(); }
+    } scratch{md};
     const method_entry* m = nullptr;
     interception icpt;
     if (!admit_request(v, md, nullptr, m, icpt)) return;
@@ -513,11 +525,11 @@ class connection_impl final : public server_connection,
                               : clock::time_point::max();
     auto c = calls_.new_record();
     if (c->ctx) {
-      detail::server_context_reuse::reuse(*c->ctx, m->full_name, deadline, std::move(md));
+      detail::server_context_reuse::reuse(*c->ctx, m->full_name, deadline, md);
     } else {
       c->ctx.emplace(ex_, m->full_name, peer_, deadline, std::move(md));
     }
-    for (auto& [key, value] : icpt.initial) c->ctx->add_initial_metadata(std::move(key), std::move(value));
+    icpt.add_initial_to(*c->ctx);
     c->call = std::move(typed);
     c->method = m;
     c->intercepted = icpt.asked;
@@ -569,8 +581,10 @@ class connection_impl final : public server_connection,
 
   void on_call_done(std::uint64_t key, std::exception_ptr e) {
     const auto id = static_cast<std::uint32_t>(key);
-    if (auto st = streams_.find(id); st != streams_.end() && st->second->serial == key >> 32) {
-      return on_stream_done(st, std::move(e));
+    if (!streams_.empty()) {  // a hash of the id only when streams run
+      if (auto st = streams_.find(id); st != streams_.end() && st->second->serial == key >> 32) {
+        return on_stream_done(st, std::move(e));
+      }
     }
     auto it = calls_.find(id);
     if (it == calls_.end() || it->second->serial != key >> 32 || it->second->done) {
@@ -776,7 +790,7 @@ class connection_impl final : public server_connection,
                         interception& icpt) {
     const call_info info = info_of(m, md, peer_info_, stream);
     icpt.started = clock::now();
-    const call_verdict verdict = chain_.start(info, icpt.initial, icpt.asked);
+    const call_verdict verdict = chain_.start(info, icpt.initial.emplace(), icpt.asked);
     if (verdict.code == status_code::ok) return true;
     // Per call, so at debug: a client without credentials must not flood the log.
     rdmarpc::logger()->debug("rdmarpc server: {} {} from {} refused by an interceptor: {} {}",
@@ -874,6 +888,7 @@ class connection_impl final : public server_connection,
   bool starting_dropped_ = false;
   std::uint8_t limits_logged_ = 0;  // the limits (enum limit) already logged
   std::unique_ptr<server_call> parked_;
+  metadata request_metadata_;  // on_request's, empty outside it
   // Running calls, and finished ones whose reply waits for send room; records are reused.
   call_table<active_call> calls_{kSpareActiveCalls};
   std::vector<std::vector<std::unique_ptr<server_call>>> spare_calls_;  // by method_entry::slot

@@ -96,10 +96,11 @@ class server_context {
     finished_ = true;
   }
   // The next call's context on the same connection, after finish(): executor and peer stay.
-  void reuse(std::string_view method, clock::time_point deadline, rdmarpc::metadata client_metadata) {
+  // Takes `client_metadata` by swapping: it gets this context's emptied list (and its memory).
+  void reuse(std::string_view method, clock::time_point deadline, rdmarpc::metadata& client_metadata) {
     method_ = method;
     deadline_ = deadline;
-    client_metadata_ = std::move(client_metadata);
+    client_metadata_.swap(client_metadata);
     finished_ = false;
   }
 
@@ -120,8 +121,8 @@ namespace detail {
 struct server_context_reuse {
   static void finish(server_context& ctx) noexcept { ctx.finish(); }
   static void reuse(server_context& ctx, std::string_view method, server_context::clock::time_point deadline,
-                    rdmarpc::metadata client_metadata) {
-    ctx.reuse(method, deadline, std::move(client_metadata));
+                    rdmarpc::metadata& client_metadata) {
+    ctx.reuse(method, deadline, client_metadata);
   }
 };
 }  // namespace detail

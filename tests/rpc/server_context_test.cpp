@@ -32,7 +32,9 @@ TEST_CASE("server_context: finish() drops what the call carried, reuse() starts 
   CHECK(&ctx.peer() == peer.get());  // shared, not copied
 
   const auto deadline = server_context::clock::now() + std::chrono::seconds(1);
-  reuse::reuse(ctx, "/kv.Store/Put", deadline, metadata{{"k", "v"}});
+  metadata next{{"k", "v"}};
+  reuse::reuse(ctx, "/kv.Store/Put", deadline, next);
+  CHECK(next.empty());  // it got the context's emptied list in exchange
   CHECK(ctx.method() == "/kv.Store/Put");
   CHECK(ctx.deadline() == deadline);
   CHECK(ctx.client_metadata() == metadata{{"k", "v"}});
@@ -55,7 +57,8 @@ TEST_CASE("server_context: a write after the call finished is ignored, not kept 
   ctx.add_initial_metadata("late", "1");
   ctx.add_trailing_metadata("late", "2");
   ctx.mark_cancelled();
-  reuse::reuse(ctx, "/kv.Store/Put", server_context::clock::time_point::max(), metadata{});
+  metadata none;
+  reuse::reuse(ctx, "/kv.Store/Put", server_context::clock::time_point::max(), none);
   CHECK(ctx.status() == status_code::ok);
   CHECK(ctx.status_message().empty());
   CHECK(ctx.initial_metadata().empty());
