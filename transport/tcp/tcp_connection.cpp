@@ -263,11 +263,13 @@ void tcp_connection::flush() {
     const std::size_t frames = fill_gather();
     written = socket_.write_some(std::span<const boost::asio::const_buffer>(gather_.data(), frames), ec);
   }
-  if (ec == boost::asio::error::would_block || ec == boost::asio::error::try_again) {
-    start_write();  // the socket's buffer is full: wait for room
-    return;
+  if (ec) [[unlikely]] {  // (error_code's == is out of line: not asked on every success)
+    if (ec == boost::asio::error::would_block || ec == boost::asio::error::try_again) {
+      start_write();  // the socket's buffer is full: wait for room
+      return;
+    }
+    return on_write_failed(ec);
   }
-  if (ec) return on_write_failed(ec);
   consume_written(written);
   after_write();
 }
