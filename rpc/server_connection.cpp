@@ -630,7 +630,7 @@ class connection_impl final : public server_connection,
     boost::system::error_code ec;
     transport::send_reservation r;
     if (!closed_) r = conn_->try_reserve(f.size(), ec);
-    const bool waits = !closed_ && ec == boost::asio::error::would_block;
+    const bool waits = !closed_ && ec && ec == boost::asio::error::would_block;  // (== is a call)
     const bool gives_way = waits && waiting_reply_bytes_ != 0 &&
                            waiting_reply_bytes_ + f.size() > server_->options().max_waiting_reply_bytes;
     if (c.intercepted != 0) {
