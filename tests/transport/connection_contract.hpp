@@ -244,6 +244,53 @@ inline void contract_ordered_delivery(const pair_factory& make) {
   REQUIRE(run_until(io, [&] { return ch->close_calls == 1 && sh->close_calls == 1; }));
 }
 
+// Keeps every message it is given, unreleased, until the test lets go of them.
+class holding_handler : public transport::connection_handler {
+ public:
+  void on_message(transport::received_message message) override { held.push_back(std::move(message)); }
+  void on_close(const boost::system::error_code&) override { ++close_calls; }
+
+  std::vector<transport::received_message> held;
+  int close_calls = 0;
+};
+
+// Messages the receiver keeps (zero copy: they may live in the transport's receive memory) still
+// read as sent while many more arrive after them, and the connection carries on once they are
+// released. Large and small alternate, each sent after the previous one arrived, so tcp reads each
+// on its own and runs out of read buffers to lend (it copies the rest out); rdma pins a receive
+// slot per small one (fewer than its ring holds).
+inline void contract_held_messages(const pair_factory& make) {
+  boost::asio::io_context io;
+  auto pair = make(io, {});
+  auto sh = std::make_shared<holding_handler>();
+  pair.client->start(std::make_shared<recording_handler>());
+  pair.server->start(sh);
+  constexpr std::size_t kMessages = 24;
+  const auto size_of = [](std::size_t i) -> std::size_t { return i % 2 == 0 ? 40 * 1024 : 100; };
+  for (std::size_t i = 0; i < kMessages; ++i) {
+    REQUIRE_FALSE(send_waiting(io, *pair.client, make_message(i, size_of(i))));
+    REQUIRE(run_until(io, [&] { return sh->held.size() == i + 1; }));
+  }
+  for (std::size_t i = 0; i < kMessages; ++i) {
+    CAPTURE(i);
+    const auto bytes = sh->held[i].bytes();
+    CHECK(is_message(std::vector<std::byte>(bytes.begin(), bytes.end()), i, size_of(i)));
+  }
+  // Released out of order; then more traffic goes through as usual.
+  for (std::size_t i = 0; i < kMessages; i += 2) sh->held[i].release();
+  for (std::size_t i = 1; i < kMessages; i += 2) sh->held[i].release();
+  sh->held.clear();
+  for (std::size_t i = 0; i < 4; ++i) {
+    REQUIRE_FALSE(send_waiting(io, *pair.client, make_message(100 + i, size_of(i))));
+    REQUIRE(run_until(io, [&] { return sh->held.size() == i + 1; }));
+    const auto bytes = sh->held[i].bytes();
+    CHECK(is_message(std::vector<std::byte>(bytes.begin(), bytes.end()), 100 + i, size_of(i)));
+  }
+  sh->held.clear();
+  pair.client->close();
+  REQUIRE(run_until(io, [&] { return sh->close_calls == 1; }));
+}
+
 inline void contract_message_sizes(const pair_factory& make) {
   boost::asio::io_context io;
   transport::connection_options options;  // default max: 16 MiB
@@ -649,6 +696,9 @@ inline void contract_close_from_handler_and_both_sides(const pair_factory& make)
   }                                                                                                          \
   TEST_CASE(NAME " contract: sizes 0, 1, 8K, 8K+1, 1M, max - gathered parts", "[contract]" TAG) {            \
     rdmarpc::test::contract_message_sizes(FACTORY);                                                          \
+  }                                                                                                          \
+  TEST_CASE(NAME " contract: held messages stay intact while more arrive", "[contract]" TAG) {               \
+    rdmarpc::test::contract_held_messages(FACTORY);                                                          \
   }                                                                                                          \
   TEST_CASE(NAME " contract: larger than max is message_too_large and sends nothing", "[contract]" TAG) {    \
     rdmarpc::test::contract_too_large(FACTORY);                                                              \
