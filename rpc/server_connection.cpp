@@ -30,7 +30,7 @@ using clock = std::chrono::steady_clock;
 struct interception {
   std::uint16_t asked = 0;
   clock::time_point started{};
-  std::optional<metadata> initial;  // engaged once interceptors ran: nothing to destroy per call without
+  std::optional<metadata> initial;  // engaged only when interceptors ran
   void add_initial_to(server_context& ctx) {
     if (!initial) return;
     for (auto& [key, value] : *initial) ctx.add_initial_metadata(std::move(key), std::move(value));
@@ -630,7 +630,8 @@ class connection_impl final : public server_connection,
     boost::system::error_code ec;
     transport::send_reservation r;
     if (!closed_) r = conn_->try_reserve(f.size(), ec);
-    const bool waits = !closed_ && ec && ec == boost::asio::error::would_block;  // (== is a call)
+    const bool waits =
+        !closed_ && ec && ec == boost::asio::error::would_block;  // (error_code's == is out of line)
     const bool gives_way = waits && waiting_reply_bytes_ != 0 &&
                            waiting_reply_bytes_ + f.size() > server_->options().max_waiting_reply_bytes;
     if (c.intercepted != 0) {

@@ -100,6 +100,7 @@ class server_context {
   void reuse(std::string_view method, clock::time_point deadline, rdmarpc::metadata& client_metadata) {
     method_ = method;
     deadline_ = deadline;
+    assert(finished_ && client_metadata_.empty() && "reuse() follows finish()");
     client_metadata_.swap(client_metadata);
     finished_ = false;
   }

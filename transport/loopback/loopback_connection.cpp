@@ -270,8 +270,8 @@ void loopback_connection::deliver_one(message_buffers::buffer message) {
   return_capacity();
   // Lent, not given: its buffer comes back on release and carries our next message.
   const std::uint64_t token = message_buffers::lend(std::move(message));
-  // No copy of handler_ (two atomic operations a message): if on_message closes us, finish() moves
-  // handler_ into the posted on_close, which keeps it alive until after this call.
+  // No copy of handler_ (two atomic operations a message): if on_message closes us, finish() hands
+  // it to the posted on_close, which keeps it alive until after this call.
   handler_->on_message(received_message(message_buffers::lent(token),
                                         std::shared_ptr<received_message::owner>(self(), this), token));
 }
@@ -295,7 +295,9 @@ void loopback_connection::finish(boost::system::error_code reason, boost::system
   if (peer_reason) notify_peer(peer_reason);
   if (handler_) {
     close_reported_ = true;
-    boost::asio::post(ex_, [handler = std::move(handler_), reason] { handler->on_close(reason); });
+    // A copy, reset after the post: were the post to throw, handler_ would still own the handler,
+    // which may be inside on_message (deliver_one calls it through handler_).
+    boost::asio::post(ex_, [handler = handler_, reason] { handler->on_close(reason); });
     handler_.reset();
   }
 }

@@ -562,7 +562,9 @@ void rdma_connection::fail(boost::system::error_code reason) {
   committed_.clear();
   end_reservations(reason);
   if (handler_) {
-    boost::asio::post(ex_, [self = self(), h = std::move(handler_), reason] { h->on_close(reason); });
+    // A copy, reset after the post: were the post to throw, handler_ would still own the handler,
+    // which may be inside on_message (delivery calls it through handler_).
+    boost::asio::post(ex_, [self = self(), h = handler_, reason] { h->on_close(reason); });
     handler_.reset();
   }
   if (action == connection_lifecycle::end_action::shut_down_now) {

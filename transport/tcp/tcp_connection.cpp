@@ -242,7 +242,7 @@ void tcp_connection::deliver(message_buffers::buffer message) {
 void tcp_connection::deliver(std::span<const std::byte> bytes, std::uint64_t token) {
   ++stats_.messages_received;
   stats_.bytes_received += bytes.size();
-  // handler_ itself, not a copy: if on_message closes us, finish() moves it into the posted
+  // handler_ itself, not a copy: if on_message closes us, finish() hands it to the posted
   // on_close, which keeps it alive until after this call.
   handler_->on_message(
       received_message(bytes, std::shared_ptr<received_message::owner>(self(), this), token));
@@ -352,7 +352,9 @@ void tcp_connection::finish(boost::system::error_code reason, bool hard) {
   end_reservations(reason);
   if (handler_) {
     close_reported_ = true;
-    boost::asio::post(ex_, [handler = std::move(handler_), reason] { handler->on_close(reason); });
+    // A copy, reset after the post: were the post to throw, handler_ would still own the handler,
+    // which may be inside on_message (deliver calls it through handler_).
+    boost::asio::post(ex_, [handler = handler_, reason] { handler->on_close(reason); });
     handler_.reset();
   }
   if (hard) {
