@@ -78,6 +78,11 @@ struct raw_fixture {
 
 RDMARPC_CONNECTION_CONTRACT_TESTS("tcp", "[tcp]", make_pair)
 
+// The held-messages contract test reaches tcp's copy fallback: two large held messages never share
+// a read buffer, and there are more large ones than read buffers may be lent.
+static_assert(2 * test::kHeldLargeBytes > transport::tcp::tcp_framer::kDefaultBufferSize);
+static_assert(test::kHeldMessages / 2 > transport::tcp::tcp_framer::kMaxLendingBuffers);
+
 TEST_CASE("tcp: listener on port 0 reports the real port", "[tcp][listener]") {
   boost::asio::io_context io;
   auto l = transport::make_listener(io.get_executor(), any_port(), {});
