@@ -331,8 +331,7 @@ class connection_impl final : public server_connection,
   // --- streams ------------------------------------------------------------------------------
   void on_stream_open(const frame::view& v) {
     const std::uint32_t id = v.header.call_id;
-    if (calls_.contains(id) || (!streams_.empty() && streams_.contains(id)))
-      return violation("duplicate call id");
+    if (id_in_use(id)) return violation("duplicate call id");
     highest_id_ = std::max(highest_id_, id);
     const auto& opts = server_->options();
     metadata md;
@@ -482,8 +481,7 @@ class connection_impl final : public server_connection,
 
   void on_request(const frame::view& v, transport::received_message& message) {
     const std::uint32_t id = v.header.call_id;
-    if (calls_.contains(id) || (!streams_.empty() && streams_.contains(id)))
-      return violation("duplicate call id");
+    if (id_in_use(id)) return violation("duplicate call id");
     highest_id_ = std::max(highest_id_, id);
     // Decoded into a member that is empty between requests, then swapped into the call's context:
     // no vector made and destroyed per call. Emptied on every way out (it may hold credentials).
@@ -834,6 +832,11 @@ class connection_impl final : public server_connection,
     rdmarpc::logger()->warn(
         "rdmarpc server: {}: {} (refused RESOURCE_EXHAUSTED; logged once per connection and limit)", *peer_,
         why);
+  }
+
+  // Whether a running call or stream has this id (the stream table is hashed only when streams run).
+  bool id_in_use(std::uint32_t id) {
+    return calls_.contains(id) || (!streams_.empty() && streams_.contains(id));
   }
 
   // Calls and streams at max_in_flight_per_connection: the next is refused (logged once).
