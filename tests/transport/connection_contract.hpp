@@ -273,10 +273,13 @@ inline void contract_held_messages(const pair_factory& make) {
     REQUIRE_FALSE(send_waiting(io, *pair.client, make_message(i, size_of(i))));
     REQUIRE(run_until(io, [&] { return sh->held.size() == i + 1; }));
   }
+  const auto held_reads_as = [&](std::size_t at, std::uint64_t index, std::size_t size) {
+    const auto bytes = sh->held[at].bytes();
+    return is_message(std::vector<std::byte>(bytes.begin(), bytes.end()), index, size);
+  };
   for (std::size_t i = 0; i < kMessages; ++i) {
     CAPTURE(i);
-    const auto bytes = sh->held[i].bytes();
-    CHECK(is_message(std::vector<std::byte>(bytes.begin(), bytes.end()), i, size_of(i)));
+    CHECK(held_reads_as(i, i, size_of(i)));
   }
   // Released out of order; then more traffic goes through as usual.
   for (std::size_t i = 0; i < kMessages; i += 2) sh->held[i].release();
@@ -285,8 +288,7 @@ inline void contract_held_messages(const pair_factory& make) {
   for (std::size_t i = 0; i < 4; ++i) {
     REQUIRE_FALSE(send_waiting(io, *pair.client, make_message(100 + i, size_of(i))));
     REQUIRE(run_until(io, [&] { return sh->held.size() == i + 1; }));
-    const auto bytes = sh->held[i].bytes();
-    CHECK(is_message(std::vector<std::byte>(bytes.begin(), bytes.end()), 100 + i, size_of(i)));
+    CHECK(held_reads_as(i, 100 + i, size_of(i)));
   }
   sh->held.clear();
   pair.client->close();
