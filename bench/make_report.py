@@ -971,7 +971,9 @@ def markdown(res, meta, tgts):
     w("`operator new` and to `malloc` (every heap block, `operator new`'s included) per call;")
     w("\"protobuf\" counts those made inside protobuf's code or the generated messages (parsing the")
     w("reply's `bytes` field, setting the reply's payload), which tests/rpc/allocation_test.cpp does not")
-    w("charge to the framework either.")
+    w("charge to the framework either. The rdma row runs in the Soft-RoCE VM (rxe0, event polling: the")
+    w("spinning modes would count their empty polls), with the verbs provider's user-space code (libibverbs,")
+    w("librxe) counted like the rest; the kernel's share of rxe, as every syscall's, is not.")
     w("")
     w("| system | transport | handler | instructions / call | ratio to gRPC | ratio to Cap'n Proto | "
       "`operator new` / call | of which protobuf | `malloc` / call | of which protobuf |")

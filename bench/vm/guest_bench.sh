@@ -8,6 +8,9 @@
 #   /out/perftest/<test>-<size>.txt   perftest client output (ib_send_lat[_e], ib_send_bw)
 #   /out/echo.jsonl                   one JSON object per rdmarpc / gRPC point and idle probe
 #   /out/liveness.jsonl               one JSON object per detection / failover run and heartbeat probe
+#   /out/callgrind/rdmarpc.rdma.callback.<calls>.out
+#                                     callgrind profiles of rdmarpc over rdma:// (event polling), two
+#                                     call counts (BENCH_CG_CALLS), when bench/compare brought valgrind
 #   /out/rounds/<r>/perftest/*.txt, /out/rounds/<r>/echo.jsonl
 #                                     the 64 B points the rxe targets compare, measured again in
 #                                     ROUNDS more rounds (raw verbs, then rdmarpc, in each round)
@@ -27,7 +30,8 @@ STREAM_CONC=${BENCH_STREAM_CONCURRENCY:-1,8}
 LIVENESS_RUNS=${BENCH_LIVENESS_RUNS:-3}
 HEARTBEAT_SECONDS=${BENCH_HEARTBEAT_SECONDS:-3}
 ROUNDS=${BENCH_ROUNDS:-4}
-PARTS=" ${BENCH_PARTS:-perftest ucx rdma busy adaptive tcp grpc capnp stream idle liveness rounds} "  # a subset, for debugging one part
+CG_CALLS=${BENCH_CG_CALLS:-200 1200}
+PARTS=" ${BENCH_PARTS:-perftest ucx rdma busy adaptive tcp grpc capnp stream idle liveness rounds callgrind} "  # a subset, for debugging one part
 part() { [[ $PARTS == *" $1 "* ]]; }
 OUT=/out
 mkdir -p $OUT/perftest $OUT/ucx $OUT/log
@@ -299,6 +303,24 @@ if part rounds; then
     CLIENT_TIMEOUT=60 echo_pair round$r-rdma-adaptive "$BIN/rdmarpc_echo_bench" server --adaptive --listen rdma://$IP:7484 -- \
       "$BIN/rdmarpc_echo_bench" client --adaptive --target rdma://$IP:7484 --concurrency 1,64 "${round_common[@]}"
   done
+fi
+# User-space instructions per call over rdma://, the figure that carries over to real NICs:
+# client and server in one process on rxe0, event polling (the spinning modes would count their
+# empty polls), runs of each CG_CALLS count for bench/compare to difference. Last, so the slow
+# emulation under valgrind disturbs no timing.
+if part callgrind && command -v valgrind >/dev/null; then
+  mkdir -p $OUT/callgrind
+  step "callgrind: rdmarpc over rdma:// (event polling), 64 B echo, $CG_CALLS calls"
+  for n in $CG_CALLS; do
+    timeout 600 valgrind --tool=callgrind --separate-callers8='operator new*' --separate-callers8=malloc \
+      --separate-callers8=calloc --separate-callers8=realloc --separate-callers8=posix_memalign \
+      --separate-callers8=aligned_alloc --callgrind-out-file=$OUT/callgrind/rdmarpc.rdma.callback.$n.out \
+      "$BIN/rdmarpc_echo_bench" inproc --listen rdma://$IP:0 --handler callback --payload 64 --concurrency 1 \
+      --calls $n --warmup 0 --warmup-calls 200 --quiet >$OUT/log/callgrind-$n.log 2>&1 ||
+      step "callgrind of $n calls failed (rc=$?): $(tail -n 2 $OUT/log/callgrind-$n.log | tr '\n' ' ')"
+  done
+elif part callgrind; then
+  step "valgrind not in the VM: no instructions per call over rdma://"
 fi
 step "done"
 exit 0
