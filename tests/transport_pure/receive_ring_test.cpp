@@ -24,17 +24,38 @@ TEST_CASE("receive ring: completions take slots off the queue and reposts put th
   CHECK(ring.mark_posted() == 0);
 }
 
-TEST_CASE("receive ring: a batch is due after kRepostBatch released slots") {
+TEST_CASE("receive ring: released slots are due once a batch (depth / 8) of them waits") {
   receive_ring ring(64);
-  for (std::uint32_t i = 0; i < receive_ring::kRepostBatch; ++i) {
+  REQUIRE(ring.repost_batch() == 8);
+  for (std::uint32_t i = 0; i < ring.repost_batch(); ++i) {
     ring.on_completion();
-    CHECK_FALSE(ring.batch_due());
+    CHECK_FALSE(ring.repost_due());  // the queue still holds more than half the ring
     ring.release(i);
   }
-  CHECK(ring.batch_due());
-  CHECK(ring.mark_posted() == receive_ring::kRepostBatch);
-  CHECK_FALSE(ring.batch_due());
+  CHECK(ring.repost_due());
+  CHECK(ring.mark_posted() == 8);
+  CHECK_FALSE(ring.repost_due());
   CHECK(ring.posted() == 64);
+}
+
+TEST_CASE("receive ring: a single released slot is due once the queue is down to half the ring") {
+  receive_ring ring(64);
+  // The application holds 31 messages: the queue keeps 33 slots, and one released is not due.
+  for (std::uint32_t i = 0; i < 32; ++i) ring.on_completion();
+  ring.release(0);
+  CHECK(ring.posted() == 32);
+  CHECK(ring.repost_due());  // 32 <= 64 / 2: the peer must not run short of slots we sit on
+  CHECK(ring.mark_posted() == 1);
+  CHECK(ring.posted() == 33);
+}
+
+TEST_CASE("receive ring: the batch is at least one slot and at most kMaxRepostBatch") {
+  CHECK(receive_ring(4).repost_batch() == 1);  // the smallest ring reposts every slot at once
+  CHECK(receive_ring(1024).repost_batch() == receive_ring::kMaxRepostBatch);
+  receive_ring small(4);
+  small.on_completion();
+  small.release(0);
+  CHECK(small.repost_due());
 }
 
 TEST_CASE("receive ring: dropped reposts are never counted as posted") {

@@ -460,28 +460,20 @@ void rdma_connection::maybe_send_credit_update() {
 void rdma_connection::release_message(std::uint64_t token) noexcept {
   if (life_.has_ended()) return;  // the QP is gone or going: nothing to repost
   receives_.release(static_cast<std::uint32_t>(token));
-  if (in_poll_) return;  // flushed at the end of the completion batch
-  if (receives_.batch_due()) {
+  if (in_poll_) return;  // reposted (when due) at the end of the completion batch
+  if (receives_.repost_due()) {
     flush_reposts();
     pump();
-    return;
-  }
-  if (!repost_scheduled_) {
-    repost_scheduled_ = true;
-    boost::asio::post(ex_, [self = self()] {
-      self->repost_scheduled_ = false;
-      if (self->life_.is_shut_down()) return;
-      self->flush_reposts();
-      self->pump();
-    });
   }
 }
 
+// Posts the released slots back once they are due (receive_ring::repost_due).
 void rdma_connection::flush_reposts() {
   if (!receives_.has_pending() || life_.has_ended()) {
     receives_.drop_pending();
     return;
   }
+  if (!receives_.repost_due()) return;
   if (const auto ec = resources_->post_receives(receives_.pending()); ec) {
     rdmarpc::logger()->warn("rdma {}: ibv_post_recv: {}", remote_address_, ec.message());
     receives_.drop_pending();

@@ -177,7 +177,6 @@ class rdma_connection final : public connection,
 
   // Receive side.
   receive_ring receives_;
-  bool repost_scheduled_ = false;
   bool in_poll_ = false;
 };
 
