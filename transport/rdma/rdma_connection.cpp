@@ -299,7 +299,8 @@ void rdma_connection::commit_reservation(std::uint64_t token, std::size_t size, 
     return;
   }
   committed_message m{token, nullptr, 0, size, wire::fragment_count(size, fragment_size_), false};
-  if (auto it = large_.find(token); it != large_.end()) {
+  const auto it = large_.empty() ? large_.end() : large_.find(token);  // no hash while none is large
+  if (it != large_.end()) {
     m.data = it->second.memory.get();
     m.lkey = it->second.mr->lkey;
     m.large = true;

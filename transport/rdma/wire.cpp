@@ -7,51 +7,6 @@
 
 namespace rdmarpc::transport::rdma::wire {
 
-// Immediate layout (host order): bits 0-15 credits, bits 16-17 fragment kind, bit 18 credit-only,
-// bit 19 goodbye, bits 20-31 reserved (must be zero, so a later version can use them and be told
-// apart).
-namespace {
-constexpr std::uint32_t kCreditsMask = 0xffffu;
-constexpr unsigned kKindShift = 16;
-constexpr std::uint32_t kKindMask = 0x3u;
-constexpr std::uint32_t kCreditOnlyBit = 1u << 18;
-constexpr std::uint32_t kGoodbyeBit = 1u << 19;
-constexpr std::uint32_t kReservedMask = ~((1u << 20) - 1u);
-}  // namespace
-
-std::uint32_t encode_imm(const imm_fields& fields) noexcept {
-  std::uint32_t value = fields.credits;
-  value |= (static_cast<std::uint32_t>(fields.kind) & kKindMask) << kKindShift;
-  if (fields.credit_only) value |= kCreditOnlyBit;
-  if (fields.goodbye) value |= kGoodbyeBit;
-  return value;
-}
-
-boost::system::result<imm_fields> decode_imm(std::uint32_t value) noexcept {
-  if ((value & kReservedMask) != 0) return make_error_code(errc::protocol_error);
-  imm_fields fields;
-  fields.credits = static_cast<std::uint16_t>(value & kCreditsMask);
-  fields.kind = static_cast<fragment>((value >> kKindShift) & kKindMask);
-  fields.credit_only = (value & kCreditOnlyBit) != 0;
-  fields.goodbye = (value & kGoodbyeBit) != 0;
-  if (fields.credit_only && fields.kind != fragment::whole) return make_error_code(errc::protocol_error);
-  if (fields.goodbye && !fields.credit_only) return make_error_code(errc::protocol_error);
-  return fields;
-}
-
-std::size_t fragment_count(std::size_t message_size, std::size_t slot_size) noexcept {
-  if (slot_size == 0) return 0;  // no slot can hold anything; callers validated slot_size already
-  if (message_size == 0) return 1;
-  return message_size / slot_size + (message_size % slot_size != 0 ? 1 : 0);
-}
-
-fragment fragment_kind(std::size_t index, std::size_t count) noexcept {
-  if (count <= 1) return fragment::whole;
-  if (index == 0) return fragment::first;
-  if (index + 1 >= count) return fragment::last;
-  return fragment::middle;
-}
-
 reassembler::outcome reassembler::feed(fragment kind, std::span<const std::byte> bytes) {
   const auto fail = [this] {
     // The connection is closed on a protocol error; drop the partial message now.

@@ -34,20 +34,60 @@ struct imm_fields {
   friend bool operator==(const imm_fields&, const imm_fields&) = default;
 };
 
+// Immediate layout (host order): bits 0-15 credits, bits 16-17 fragment kind, bit 18 credit-only,
+// bit 19 goodbye, bits 20-31 reserved (must be zero, so a later version can use them and be told
+// apart). Inline: every send and every receive goes through these.
+namespace imm_layout {
+inline constexpr std::uint32_t kCreditsMask = 0xffffu;
+inline constexpr unsigned kKindShift = 16;
+inline constexpr std::uint32_t kKindMask = 0x3u;
+inline constexpr std::uint32_t kCreditOnlyBit = 1u << 18;
+inline constexpr std::uint32_t kGoodbyeBit = 1u << 19;
+inline constexpr std::uint32_t kReservedMask = ~((1u << 20) - 1u);
+}  // namespace imm_layout
+
 // Host-order value; the caller converts with htonl/ntohl at the verbs boundary (imm_data is __be32).
-std::uint32_t encode_imm(const imm_fields& fields) noexcept;
+inline std::uint32_t encode_imm(const imm_fields& fields) noexcept {
+  using namespace imm_layout;
+  std::uint32_t value = fields.credits;
+  value |= (static_cast<std::uint32_t>(fields.kind) & kKindMask) << kKindShift;
+  if (fields.credit_only) value |= kCreditOnlyBit;
+  if (fields.goodbye) value |= kGoodbyeBit;
+  return value;
+}
+
 // errc::protocol_error for reserved bits set, a credit-only message that claims a fragment kind, or
 // a goodbye that is not credit-only.
-boost::system::result<imm_fields> decode_imm(std::uint32_t value) noexcept;
+inline boost::system::result<imm_fields> decode_imm(std::uint32_t value) noexcept {
+  using namespace imm_layout;
+  if ((value & kReservedMask) != 0) return make_error_code(errc::protocol_error);
+  imm_fields fields;
+  fields.credits = static_cast<std::uint16_t>(value & kCreditsMask);
+  fields.kind = static_cast<fragment>((value >> kKindShift) & kKindMask);
+  fields.credit_only = (value & kCreditOnlyBit) != 0;
+  fields.goodbye = (value & kGoodbyeBit) != 0;
+  if (fields.credit_only && fields.kind != fragment::whole) return make_error_code(errc::protocol_error);
+  if (fields.goodbye && !fields.credit_only) return make_error_code(errc::protocol_error);
+  return fields;
+}
 
 // Largest credit count one immediate can carry; larger amounts go in several messages.
 inline constexpr std::uint32_t kMaxCreditsPerImm = 0xffff;
 
 // --- fragmentation -----------------------------------------------------------------------------
 // Number of slots a message of `message_size` bytes occupies (a 0-byte message still takes one).
-std::size_t fragment_count(std::size_t message_size, std::size_t slot_size) noexcept;
+inline std::size_t fragment_count(std::size_t message_size, std::size_t slot_size) noexcept {
+  if (slot_size == 0) return 0;             // no slot can hold anything; callers validated slot_size already
+  if (message_size <= slot_size) return 1;  // the common case, without a division
+  return message_size / slot_size + (message_size % slot_size != 0 ? 1 : 0);
+}
 // Kind of fragment `index` out of `count`.
-fragment fragment_kind(std::size_t index, std::size_t count) noexcept;
+inline fragment fragment_kind(std::size_t index, std::size_t count) noexcept {
+  if (count <= 1) return fragment::whole;
+  if (index == 0) return fragment::first;
+  if (index + 1 >= count) return fragment::last;
+  return fragment::middle;
+}
 
 // Rebuilds messages from fragments in arrival order (RC delivers in order). A sender fills every
 // fragment but the last to exactly `fragment_size` (the smaller of the two sides' slot sizes), so a
