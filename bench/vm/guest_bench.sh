@@ -3,7 +3,8 @@
 # tools/rxe-vm/run-in-vm.sh). Runs the raw-verbs baselines (perftest over rdma_cm), rdmarpc over
 # rdma:// and tcp://, the gRPC baseline over TCP, server streaming (rdmarpc over rdma:// and
 # tcp://, gRPC over TCP), the idle-cost probes and liveness (dead-peer detection, failover and
-# heartbeat CPU over rdma:// and tcp://), all on one rxe0 in one VM boot, and leaves raw results in
+# heartbeat CPU over rdma:// and tcp://), more rounds of the rxe targets' 64 B points, and
+# callgrind of rdmarpc over rdma://, all on one rxe0 in one VM boot, and leaves raw results in
 # /out for bench/make_report.py:
 #   /out/perftest/<test>-<size>.txt   perftest client output (ib_send_lat[_e], ib_send_bw)
 #   /out/echo.jsonl                   one JSON object per rdmarpc / gRPC point and idle probe
@@ -312,7 +313,9 @@ if part callgrind && command -v valgrind >/dev/null; then
   mkdir -p $OUT/callgrind
   step "callgrind: rdmarpc over rdma:// (event polling), 64 B echo, $CG_CALLS calls"
   for n in $CG_CALLS; do
-    timeout 600 valgrind --tool=callgrind --separate-callers8='operator new*' --separate-callers8=malloc \
+    # 150 s each (a run takes ~30 s): a hang must not push the guest past bench/compare's VM limit,
+    # which would lose every result above.
+    timeout 150 valgrind --tool=callgrind --separate-callers8='operator new*' --separate-callers8=malloc \
       --separate-callers8=calloc --separate-callers8=realloc --separate-callers8=posix_memalign \
       --separate-callers8=aligned_alloc --callgrind-out-file=$OUT/callgrind/rdmarpc.rdma.callback.$n.out \
       "$BIN/rdmarpc_echo_bench" inproc --listen rdma://$IP:0 --handler callback --payload 64 --concurrency 1 \
