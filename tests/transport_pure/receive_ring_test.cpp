@@ -33,6 +33,7 @@ TEST_CASE("receive ring: released slots are due once a batch (depth / 8) of them
     ring.release(i);
   }
   CHECK(ring.repost_due());
+  CHECK(ring.batch_waiting());
   CHECK(ring.mark_posted() == 8);
   CHECK_FALSE(ring.repost_due());
   CHECK(ring.posted() == 64);
@@ -40,11 +41,18 @@ TEST_CASE("receive ring: released slots are due once a batch (depth / 8) of them
 
 TEST_CASE("receive ring: a single released slot is due once the queue is down to half the ring") {
   receive_ring ring(64);
-  // The application holds 31 messages: the queue keeps 33 slots, and one released is not due.
-  for (std::uint32_t i = 0; i < 32; ++i) ring.on_completion();
+  // 31 received and held: 33 slots stay posted, and one released slot is not due yet.
+  for (std::uint32_t i = 0; i < 31; ++i) ring.on_completion();
   ring.release(0);
+  CHECK(ring.posted() == 33);
+  CHECK_FALSE(ring.repost_due());
+  CHECK_FALSE(ring.batch_waiting());
+  // One more received: 32 = 64 / 2 posted, and the released slot is due (the peer must not run
+  // short of slots we sit on), though no batch waits.
+  ring.on_completion();
   CHECK(ring.posted() == 32);
-  CHECK(ring.repost_due());  // 32 <= 64 / 2: the peer must not run short of slots we sit on
+  CHECK(ring.repost_due());
+  CHECK_FALSE(ring.batch_waiting());
   CHECK(ring.mark_posted() == 1);
   CHECK(ring.posted() == 33);
 }

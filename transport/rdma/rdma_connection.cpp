@@ -461,10 +461,22 @@ void rdma_connection::maybe_send_credit_update() {
 void rdma_connection::release_message(std::uint64_t token) noexcept {
   if (life_.has_ended()) return;  // the QP is gone or going: nothing to repost
   receives_.release(static_cast<std::uint32_t>(token));
-  if (in_poll_) return;  // reposted (when due) at the end of the completion batch
-  if (receives_.repost_due()) {
+  if (in_poll_ || !receives_.repost_due()) return;  // at the end of the completion batch, or once due
+  if (receives_.batch_waiting()) {
     flush_reposts();
     pump();
+    return;
+  }
+  // Due only because the queue is down to half the ring: the application held many messages and
+  // may now release them one after another. One post after this handler reposts them together.
+  if (!repost_scheduled_) {
+    repost_scheduled_ = true;
+    boost::asio::post(ex_, [self = self()] {
+      self->repost_scheduled_ = false;
+      if (self->life_.is_shut_down()) return;
+      self->flush_reposts();
+      self->pump();
+    });
   }
 }
 

@@ -177,6 +177,7 @@ class rdma_connection final : public connection,
 
   // Receive side.
   receive_ring receives_;
+  bool repost_scheduled_ = false;  // a post will repost what was released outside the poll
   bool in_poll_ = false;
 };
 

@@ -38,6 +38,8 @@ class receive_ring {
   // holding a few slots back never stalls it, and one post (one doorbell) serves a batch instead
   // of each message.
   bool repost_due() const noexcept { return pending_.size() >= batch_ || posted_ <= depth_ / 2; }
+  // A whole batch waits (as opposed to due only because the queue is down to half the ring).
+  bool batch_waiting() const noexcept { return pending_.size() >= batch_; }
   std::uint32_t repost_batch() const noexcept { return batch_; }
   std::span<const std::uint32_t> pending() const noexcept { return pending_; }
 
