@@ -307,6 +307,12 @@ def load_perftest(pdir):
     return out
 
 
+def find_point(records, system, transport, mode, payload, concurrency):
+    """The echo or stream point with these settings, or None."""
+    return next((r for r in records if (r["system"], r["transport"], r["mode"], r["payload"], r["concurrency"]) ==
+                 (system, transport, mode, payload, concurrency)), None)
+
+
 def unary_points(records):
     return [r for r in records if r.get("kind") is None and r.get("rpc", "unary") == "unary"]
 
@@ -319,11 +325,7 @@ class vm_round:
         self.echo = echo
 
     def point(self, system, transport, payload, concurrency, mode="event"):
-        for r in self.echo:
-            if (r["system"], r["transport"], r["mode"], r["payload"], r["concurrency"]) == (
-                system, transport, mode, payload, concurrency):
-                return r
-        return None
+        return find_point(self.echo, system, transport, mode, payload, concurrency)
 
     def lat(self, system, transport, payload, concurrency, pct="p50", mode="event"):
         p = self.point(system, transport, payload, concurrency, mode)
@@ -389,11 +391,7 @@ class results(vm_round):
         self.payloads = sizes or PAYLOADS_DEFAULT
 
     def stream_point(self, system, transport, payload, streams, mode="event"):
-        for r in self.stream:
-            if (r["system"], r["transport"], r["mode"], r["payload"], r["concurrency"]) == (
-                system, transport, mode, payload, streams):
-                return r
-        return None
+        return find_point(self.stream, system, transport, mode, payload, streams)
 
     def stream_rate(self, system, transport, payload, streams, mode="event"):
         """Messages/s a server-streaming point received, or None."""
