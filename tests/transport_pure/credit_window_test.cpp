@@ -8,7 +8,6 @@
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <deque>
-#include <optional>
 #include <random>
 #include <stdexcept>
 
@@ -242,7 +241,7 @@ sim_result simulate(policy p, std::uint32_t depth_a, std::uint32_t depth_b, std:
   // Whether a peer's released slots are due under a deferring rule (never called for random_batches).
   const auto due = [rule](const sim_peer<Window>& q) {
     if (rule == repost_rule::ring) return q.ring.repost_due();
-    return q.released >= std::clamp<std::uint32_t>(q.depth / 8, 1, 16) || q.posted <= q.depth / 4;
+    return q.released >= q.ring.repost_batch() || q.posted <= q.depth / 4;  // ring's batch, a lower floor
   };
   sim_result result;
   std::array<std::uint64_t, 2> starving{0, 0};
