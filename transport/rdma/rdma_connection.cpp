@@ -561,9 +561,9 @@ void rdma_connection::fail(boost::system::error_code reason) {
   rdma_disconnect(resources_->id());
   // Committed messages not yet (fully) posted are dropped; buffers that posted WRs may still read
   // stay until those are flushed (reclaim_sent) or the connection is destroyed.
-  for (const committed_message& m : committed_) {
+  committed_.for_each([this](const committed_message& m) {
     if (m.next == 0) drop_entry(m.id);
-  }
+  });
   committed_.clear();
   end_reservations(reason);
   if (handler_) {

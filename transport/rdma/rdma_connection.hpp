@@ -10,7 +10,6 @@
 #include <array>
 #include <boost/asio/steady_timer.hpp>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,6 +26,7 @@
 #include "transport/rdma/receive_ring.hpp"
 #include "transport/rdma/send_ring.hpp"
 #include "transport/rdma/wire.hpp"
+#include "transport/ring_queue.hpp"
 
 namespace rdmarpc::transport::rdma {
 
@@ -170,8 +170,8 @@ class rdma_connection final : public connection,
   std::array<ibv_send_wr, kPostBatch> batch_wrs_{};
   std::array<ibv_sge, kPostBatch> batch_sges_{};
   std::size_t batch_size_ = 0;
-  std::deque<committed_message> committed_;
-  std::deque<posted_message> posted_;
+  ring_queue<committed_message> committed_;
+  ring_queue<posted_message> posted_;
   std::unordered_map<std::uint64_t, large_buffer> large_;  // by ring entry id
   std::size_t large_bytes_ = 0;
 

@@ -8,8 +8,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <optional>
+
+#include "transport/ring_queue.hpp"
 
 namespace rdmarpc::transport::rdma {
 
@@ -50,7 +51,7 @@ class send_ring {
   std::size_t tail_ = 0;  // start of the oldest live entry's span
   std::size_t used_ = 0;
   std::uint64_t front_id_ = 0;  // id of entries_.front()
-  std::deque<entry> entries_;
+  ring_queue<entry> entries_;
 };
 
 }  // namespace rdmarpc::transport::rdma
