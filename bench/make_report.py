@@ -12,6 +12,9 @@ RAW_DIR holds what bench/compare collected:
   vm/rounds/<r>/perftest/*.txt, vm/rounds/<r>/echo.jsonl
                                  the 64 B points behind the rxe targets, measured again in more rounds
                                  (the targets are judged on the median of the per-round ratios)
+  vm/rounds/<r>/echo-coroutine.jsonl
+                                 the busy-poll 64 B point with the server's coroutine handler (what an
+                                 instruction on the round trip costs)
   vm/ucx/<test>.txt              ucx_perftest client output (tag_lat, tag_bw over rc_verbs on rxe0)
   vm/ucx/status.jsonl            how each UCX run went (settings, exit status)
   vm/liveness.jsonl              dead-peer detection and failover runs (rdmarpc_failover_bench) and
@@ -320,9 +323,11 @@ def unary_points(records):
 class vm_round:
     """One round of VM measurements: perftest's results and the echo points (rdmarpc's and the baselines')."""
 
-    def __init__(self, perftest, echo):
+    def __init__(self, perftest, echo, coroutine=()):
         self.perftest = perftest  # (test, size) -> dict
         self.echo = echo
+        # The busy-poll 64 B point again with the server's coroutine handler (extra rounds only).
+        self.coroutine = list(coroutine)
 
     def point(self, system, transport, payload, concurrency, mode="event"):
         return find_point(self.echo, system, transport, mode, payload, concurrency)
@@ -349,7 +354,8 @@ class results(vm_round):
         rdir = os.path.join(raw, "vm", "rounds")
         extra = sorted(int(d) for d in os.listdir(rdir) if d.isdigit()) if os.path.isdir(rdir) else []
         self.rounds = [self] + [vm_round(load_perftest(os.path.join(rdir, str(d), "perftest")),
-                                         unary_points(load_jsonl(os.path.join(rdir, str(d), "echo.jsonl"))))
+                                         unary_points(load_jsonl(os.path.join(rdir, str(d), "echo.jsonl"))),
+                                         unary_points(load_jsonl(os.path.join(rdir, str(d), "echo-coroutine.jsonl"))))
                                 for d in extra]
         self.stream = [r for r in points if r.get("rpc") == "server_stream"]
         self.clock = next((r for r in records if r.get("kind") == "clock"), None)
@@ -453,6 +459,37 @@ RXE_RATIOS = [
 def round_ratios(res, value, base):
     """Per round: (rdmarpc's figure, the baseline's, their ratio or None)."""
     return [(value(r), base(r), ratio(value(r), base(r))) for r in res.rounds]
+
+
+def instruction_cost(res):
+    """What one more user-space instruction on the call path costs in busy-poll p50 over rxe here:
+    the extra rounds measure the busy-poll 64 B point with the server's coroutine handler next to the
+    callback one; their p50 difference over the two handlers' instruction difference (callgrind,
+    loopback: the handler's work does not depend on the transport). From it, the instructions the
+    busy-poll target leaves rdmarpc over the raw-verbs round trip. None without those figures."""
+    rows = []
+    for i, r in enumerate(res.rounds):
+        if not r.coroutine:
+            continue
+        cb = r.lat("rdmarpc", "rdma", 64, 1, mode="busy_poll")
+        p = find_point(r.coroutine, "rdmarpc", "rdma", "busy_poll", 64, 1)
+        co = p["latency_us"]["p50"] if p and p["calls"] > 0 else None
+        rows.append({"round": i + 1, "callback_p50_us": cb, "coroutine_p50_us": co,
+                     "delta_us": None if cb is None or co is None else co - cb,
+                     "perftest_rtt_us": r.pt("ib_send_lat", 64, "rtt_t_typical")})
+    cb_ipc, co_ipc = res.ipc("rdmarpc", "loopback", "callback"), res.ipc("rdmarpc", "loopback", "coroutine")
+    deltas = [x["delta_us"] for x in rows if x["delta_us"] is not None]
+    rtts = [x["perftest_rtt_us"] for x in rows if x["perftest_rtt_us"] is not None]
+    if len(deltas) < 3 or not rtts or cb_ipc is None or co_ipc is None or co_ipc <= cb_ipc:
+        return {"rounds": rows, "ns_per_instruction": None} if rows else None
+    extra = co_ipc - cb_ipc
+    ns = median(deltas) / extra * 1e3
+    rtt = median(rtts)
+    out = {"rounds": rows, "extra_instructions": extra, "median_delta_us": median(deltas),
+           "ns_per_instruction": ns, "perftest_rtt_us": rtt, "rdma_instructions": res.ipc("rdmarpc", "rdma", "callback")}
+    # The busy-poll target allows 0.25 x the raw round trip on top of it.
+    out["busy_poll_budget_instructions"] = 0.25 * rtt / ns * 1e3 if ns > 0 else None
+    return out
 
 
 def targets(res):
@@ -796,6 +833,45 @@ def rounds_section(res, w):
     w("")
 
 
+def instruction_cost_section(res, w):
+    c = instruction_cost(res)
+    if c is None:
+        return
+    w("## What an instruction on the call path costs over rxe here")
+    w("")
+    w("Each extra round also measures the busy-poll 64 B point with the server's coroutine handler (a")
+    w("`co_spawn` per call), seconds after the callback one. The coroutine handler executes more")
+    w("user-space instructions per call (callgrind, loopback, client + server), almost all of them")
+    w("between the request's arrival and the reply's send, so the p50 difference over the instruction")
+    w("difference is what an instruction of rdmarpc-like code costs on the round trip under this")
+    w("emulation (TCG runs call-heavy code far slower per instruction than tight loops). Should part of")
+    w("that work run after the reply left, an instruction costs more than this and the budget below is")
+    w("smaller.")
+    w("")
+    w("| round | callback p50 µs | coroutine p50 µs | difference µs | `ib_send_lat -R` RTT µs |")
+    w("|---|---:|---:|---:|---:|")
+    for x in c["rounds"]:
+        w(f"| {x['round']} | {fmt(x['callback_p50_us'])} | {fmt(x['coroutine_p50_us'])} | {fmt(x['delta_us'])} | "
+          f"{fmt(x['perftest_rtt_us'])} |")
+    w("")
+    if c.get("ns_per_instruction") is None:
+        w("Too few rounds with both points (or no instruction counts) for an estimate.")
+        w("")
+        return
+    ns = c["ns_per_instruction"]
+    w(f"Median difference {fmt(c['median_delta_us'])} µs for {fmt_count(c['extra_instructions'])} more instructions: "
+      f"**{ns:.1f} ns per instruction** on the round trip (on a 3 GHz server core, well under 0.5 ns).")
+    if c.get("busy_poll_budget_instructions") is not None:
+        have = c.get("rdma_instructions")
+        w(f"The busy-poll target (≤ 1.25 × the raw-verbs round trip, median {fmt(c['perftest_rtt_us'])} µs here) "
+          f"leaves {fmt(0.25 * c['perftest_rtt_us'])} µs on top of raw verbs, about "
+          f"**{fmt_count(c['busy_poll_budget_instructions'])} instructions** for everything rdmarpc does per call "
+          f"(client + server: framing, protobuf, dispatch, the completion) beyond what perftest does"
+          + (f"; rdmarpc's rdma:// call executes {fmt_count(have)} (event polling; see the CPU cost section)."
+             if have else "."))
+    w("")
+
+
 def markdown(res, meta, tgts):
     L = []
     w = L.append
@@ -829,6 +905,7 @@ def markdown(res, meta, tgts):
         w(f"- {t['line']}")
     w("")
     rounds_section(res, w)
+    instruction_cost_section(res, w)
 
     # --- rdmarpc rdma vs raw verbs: latency
     w("## rdmarpc over rxe vs raw verbs: latency at 1 call in flight (µs, round trip)")
@@ -1343,7 +1420,8 @@ def main(argv):
         "perftest": [dict(v, test=k[0], payload=k[1]) for k, v in sorted(res.perftest.items())],
         "echo": res.echo,
         "rounds": [{"perftest": [dict(v, test=k[0], payload=k[1]) for k, v in sorted(r.perftest.items())],
-                    "echo": r.echo} for r in res.rounds[1:]],
+                    "echo": r.echo, "echo_coroutine": r.coroutine} for r in res.rounds[1:]],
+        "instruction_cost": instruction_cost(res),
         "stream": res.stream,
         "idle": res.idle,
         "clock": res.clock,

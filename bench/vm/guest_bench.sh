@@ -12,7 +12,7 @@
 #   /out/callgrind/rdmarpc.rdma.callback.<calls>.out
 #                                     callgrind profiles of rdmarpc over rdma:// (event polling), two
 #                                     call counts (BENCH_CG_CALLS), when bench/compare brought valgrind
-#   /out/rounds/<r>/perftest/*.txt, /out/rounds/<r>/echo.jsonl
+#   /out/rounds/<r>/perftest/*.txt, /out/rounds/<r>/echo.jsonl, echo-coroutine.jsonl
 #                                     the 64 B points the rxe targets compare, measured again in
 #                                     ROUNDS more rounds (raw verbs, then rdmarpc, in each round)
 #   /out/log/*.log                    server logs, for post-mortems
@@ -301,6 +301,12 @@ if part rounds; then
       "$BIN/rdmarpc_echo_bench" client --target rdma://$IP:7482 --concurrency 1 "${round_common[@]}"
     CLIENT_TIMEOUT=60 echo_pair round$r-rdma-busy "$BIN/rdmarpc_echo_bench" server --busy-poll --listen rdma://$IP:7483 -- \
       "$BIN/rdmarpc_echo_bench" client --busy-poll --target rdma://$IP:7483 --concurrency 1 "${round_common[@]}"
+    # The same point with the server's coroutine handler (more instructions per call, counted by
+    # callgrind on the host): what an instruction on the round trip costs here (make_report.py).
+    CLIENT_TIMEOUT=60 echo_pair round$r-rdma-busy-coroutine "$BIN/rdmarpc_echo_bench" server --busy-poll \
+      --handler coroutine --listen rdma://$IP:7485 -- "$BIN/rdmarpc_echo_bench" client --busy-poll \
+      --target rdma://$IP:7485 --concurrency 1 --payload 64 --duration "$DURATION" --warmup "$WARMUP" \
+      --json "$d/echo-coroutine.jsonl"
     CLIENT_TIMEOUT=60 echo_pair round$r-rdma-adaptive "$BIN/rdmarpc_echo_bench" server --adaptive --listen rdma://$IP:7484 -- \
       "$BIN/rdmarpc_echo_bench" client --adaptive --target rdma://$IP:7484 --concurrency 1,64 "${round_common[@]}"
   done
