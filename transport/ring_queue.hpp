@@ -2,12 +2,15 @@
 // ring_queue: a FIFO of trivially copyable records in one circular array that doubles when full.
 // The rdma send path keeps three such queues (ring entries, committed and posted messages) and
 // touches each a few times per message; std::deque's block bookkeeping cost several times what a
-// masked index does, and in steady state this never allocates.
+// masked index does, and in steady state this never allocates. It never shrinks either: a burst
+// (a long credit stall) keeps its array until the owner goes. front(), operator[] and pop_front()
+// need a record there, as with std::deque.
 // Layer: transport. Threading: none of its own (its owner's executor).
 
 #include <cstddef>
 #include <memory>
 #include <type_traits>
+#include <utility>
 
 namespace rdmarpc::transport {
 
@@ -18,8 +21,19 @@ class ring_queue {
 
  public:
   ring_queue() = default;
-  ring_queue(ring_queue&&) noexcept = default;
-  ring_queue& operator=(ring_queue&&) noexcept = default;
+  // A moved-from queue is empty and usable.
+  ring_queue(ring_queue&& other) noexcept
+      : slots_(std::move(other.slots_)),
+        mask_(std::exchange(other.mask_, 0)),
+        head_(std::exchange(other.head_, 0)),
+        size_(std::exchange(other.size_, 0)) {}
+  ring_queue& operator=(ring_queue&& other) noexcept {
+    slots_ = std::move(other.slots_);
+    mask_ = std::exchange(other.mask_, 0);
+    head_ = std::exchange(other.head_, 0);
+    size_ = std::exchange(other.size_, 0);
+    return *this;
+  }
 
   bool empty() const noexcept { return size_ == 0; }
   std::size_t size() const noexcept { return size_; }

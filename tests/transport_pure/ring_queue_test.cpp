@@ -31,6 +31,24 @@ TEST_CASE("ring_queue: first in, first out - indexed from the oldest", "[ring_qu
   CHECK(q[0].tag == 7);
   q.clear();
   CHECK(q.empty());
+  q.push_back(record{9, 0});  // usable after clear()
+  CHECK(q.size() == 1);
+  CHECK(q.front().id == 9);
+}
+
+TEST_CASE("ring_queue: a moved-from queue is empty and usable", "[ring_queue]") {
+  ring_queue<record> a;
+  for (std::uint64_t i = 0; i < 20; ++i) a.push_back(record{i, 0});
+  ring_queue<record> b(std::move(a));
+  CHECK(b.size() == 20);
+  CHECK(b[19].id == 19);
+  CHECK(a.empty());  // NOLINT(bugprone-use-after-move): what this test is about
+  a.push_back(record{100, 0});
+  CHECK(a.front().id == 100);
+  b = std::move(a);
+  CHECK(b.size() == 1);
+  CHECK(b.front().id == 100);
+  CHECK(a.empty());  // NOLINT(bugprone-use-after-move)
 }
 
 TEST_CASE("ring_queue: growing while wrapped keeps the order", "[ring_queue]") {
@@ -59,10 +77,10 @@ TEST_CASE("ring_queue: random pushes and pops match std::deque", "[ring_queue]")
       const record r{next++, static_cast<std::uint32_t>(rng())};
       q.push_back(r);
       model.push_back(r);
-      continue;
+    } else {
+      q.pop_front();
+      model.pop_front();
     }
-    q.pop_front();
-    model.pop_front();
     REQUIRE(q.size() == model.size());
     if (!model.empty()) {
       REQUIRE(q.front().id == model.front().id);
