@@ -484,11 +484,13 @@ def instruction_cost(res):
         return {"rounds": rows, "ns_per_instruction": None} if rows else None
     extra = co_ipc - cb_ipc
     ns = median(deltas) / extra * 1e3
+    if ns <= 0:  # the VM's drift swamped the difference: no estimate
+        return {"rounds": rows, "ns_per_instruction": None}
     rtt = median(rtts)
     out = {"rounds": rows, "extra_instructions": extra, "median_delta_us": median(deltas),
            "ns_per_instruction": ns, "perftest_rtt_us": rtt, "rdma_instructions": res.ipc("rdmarpc", "rdma", "callback")}
     # The busy-poll target allows 0.25 x the raw round trip on top of it.
-    out["busy_poll_budget_instructions"] = 0.25 * rtt / ns * 1e3 if ns > 0 else None
+    out["busy_poll_budget_instructions"] = 0.25 * rtt / ns * 1e3
     return out
 
 
@@ -840,13 +842,15 @@ def instruction_cost_section(res, w):
     w("## What an instruction on the call path costs over rxe here")
     w("")
     w("Each extra round also measures the busy-poll 64 B point with the server's coroutine handler (a")
-    w("`co_spawn` per call), seconds after the callback one. The coroutine handler executes more")
-    w("user-space instructions per call (callgrind, loopback, client + server), almost all of them")
-    w("between the request's arrival and the reply's send, so the p50 difference over the instruction")
-    w("difference is what an instruction of rdmarpc-like code costs on the round trip under this")
-    w("emulation (TCG runs call-heavy code far slower per instruction than tight loops). Should part of")
-    w("that work run after the reply left, an instruction costs more than this and the budget below is")
-    w("smaller.")
+    w("`co_spawn` per call) next to the callback one (alternating which goes first). The coroutine")
+    w("handler executes more user-space instructions per call (callgrind, loopback, client + server),")
+    w("almost all of them between the request's arrival and the reply's send, so the p50 difference over")
+    w("the instruction difference estimates what an instruction of rdmarpc-like code costs on the round")
+    w("trip under this emulation (TCG runs call-heavy code far slower per instruction than tight loops).")
+    w("Two biases, opposite ways: over rdma the coroutine's reply also waits for the rest of the")
+    w("completion poll it arrived in (a few hundred instructions the loopback count does not hold: the")
+    w("estimate reads high), and work that runs after the reply left is counted but not waited for (it")
+    w("reads low).")
     w("")
     w("| round | callback p50 µs | coroutine p50 µs | difference µs | `ib_send_lat -R` RTT µs |")
     w("|---|---:|---:|---:|---:|")
@@ -855,7 +859,8 @@ def instruction_cost_section(res, w):
           f"{fmt(x['perftest_rtt_us'])} |")
     w("")
     if c.get("ns_per_instruction") is None:
-        w("Too few rounds with both points (or no instruction counts) for an estimate.")
+        w("No estimate: fewer than 3 rounds with both points, no perftest round trip or instruction counts,")
+        w("or a difference at or below zero (the VM's drift swamped it).")
         w("")
         return
     ns = c["ns_per_instruction"]
@@ -867,8 +872,8 @@ def instruction_cost_section(res, w):
           f"leaves {fmt(0.25 * c['perftest_rtt_us'])} µs on top of raw verbs, about "
           f"**{fmt_count(c['busy_poll_budget_instructions'])} instructions** for everything rdmarpc does per call "
           f"(client + server: framing, protobuf, dispatch, the completion) beyond what perftest does"
-          + (f"; rdmarpc's rdma:// call executes {fmt_count(have)} (event polling; see the CPU cost section)."
-             if have else "."))
+          + (f"; rdmarpc's rdma:// call executes {fmt_count(have)} in all (event polling, the verbs provider's "
+             "user-space code that perftest runs too included; see the CPU cost section)." if have else "."))
     w("")
 
 

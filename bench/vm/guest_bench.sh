@@ -289,6 +289,18 @@ fi
 # each round a baseline then rdmarpc, and bench/make_report.py judges the median of the per-round
 # ratios (the first round being the points above).
 if part rounds; then
+  busy_callback() {
+    CLIENT_TIMEOUT=60 echo_pair round$r-rdma-busy "$BIN/rdmarpc_echo_bench" server --busy-poll --listen rdma://$IP:7483 -- \
+      "$BIN/rdmarpc_echo_bench" client --busy-poll --target rdma://$IP:7483 --concurrency 1 "${round_common[@]}"
+  }
+  # The same point with the server's coroutine handler (more instructions per call, counted by
+  # callgrind on the host): what an instruction on the round trip costs here (make_report.py).
+  busy_coroutine() {
+    CLIENT_TIMEOUT=60 echo_pair round$r-rdma-busy-coroutine "$BIN/rdmarpc_echo_bench" server --busy-poll \
+      --handler coroutine --listen rdma://$IP:7485 -- "$BIN/rdmarpc_echo_bench" client --busy-poll \
+      --target rdma://$IP:7485 --concurrency 1 --payload 64 --duration "$DURATION" --warmup "$WARMUP" \
+      --json "$d/echo-coroutine.jsonl"
+  }
   for r in $(seq "$ROUNDS"); do
     d=$OUT/rounds/$r
     mkdir -p "$d/perftest"
@@ -299,14 +311,8 @@ if part rounds; then
     round_common=(--payload 64 --duration "$DURATION" --warmup "$WARMUP" --json "$d/echo.jsonl")
     CLIENT_TIMEOUT=60 echo_pair round$r-rdma "$BIN/rdmarpc_echo_bench" server --listen rdma://$IP:7482 -- \
       "$BIN/rdmarpc_echo_bench" client --target rdma://$IP:7482 --concurrency 1 "${round_common[@]}"
-    CLIENT_TIMEOUT=60 echo_pair round$r-rdma-busy "$BIN/rdmarpc_echo_bench" server --busy-poll --listen rdma://$IP:7483 -- \
-      "$BIN/rdmarpc_echo_bench" client --busy-poll --target rdma://$IP:7483 --concurrency 1 "${round_common[@]}"
-    # The same point with the server's coroutine handler (more instructions per call, counted by
-    # callgrind on the host): what an instruction on the round trip costs here (make_report.py).
-    CLIENT_TIMEOUT=60 echo_pair round$r-rdma-busy-coroutine "$BIN/rdmarpc_echo_bench" server --busy-poll \
-      --handler coroutine --listen rdma://$IP:7485 -- "$BIN/rdmarpc_echo_bench" client --busy-poll \
-      --target rdma://$IP:7485 --concurrency 1 --payload 64 --duration "$DURATION" --warmup "$WARMUP" \
-      --json "$d/echo-coroutine.jsonl"
+    # Alternating which goes first: a drift within a round must not bias their difference one way.
+    if [ $((r % 2)) -eq 1 ]; then busy_callback; busy_coroutine; else busy_coroutine; busy_callback; fi
     CLIENT_TIMEOUT=60 echo_pair round$r-rdma-adaptive "$BIN/rdmarpc_echo_bench" server --adaptive --listen rdma://$IP:7484 -- \
       "$BIN/rdmarpc_echo_bench" client --adaptive --target rdma://$IP:7484 --concurrency 1,64 "${round_common[@]}"
   done
