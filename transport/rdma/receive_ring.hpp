@@ -37,7 +37,7 @@ class receive_ring {
   // down to half the ring. Until then the peer still has more than half the ring to send into, so
   // holding a few slots back never stalls it, and one post (one doorbell) serves a batch instead
   // of each message.
-  bool repost_due() const noexcept { return pending_.size() >= batch_ || posted_ <= depth_ / 2; }
+  bool repost_due() const noexcept { return batch_waiting() || posted_ <= depth_ / 2; }
   // A whole batch waits (as opposed to due only because the queue is down to half the ring).
   bool batch_waiting() const noexcept { return pending_.size() >= batch_; }
   std::uint32_t repost_batch() const noexcept { return batch_; }
