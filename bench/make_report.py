@@ -472,8 +472,7 @@ def instruction_cost(res):
         if not r.coroutine:
             continue
         cb = r.lat("rdmarpc", "rdma", 64, 1, mode="busy_poll")
-        p = find_point(r.coroutine, "rdmarpc", "rdma", "busy_poll", 64, 1)
-        co = p["latency_us"]["p50"] if p and p["calls"] > 0 else None
+        co = vm_round({}, r.coroutine).lat("rdmarpc", "rdma", 64, 1, mode="busy_poll")
         rows.append({"round": i + 1, "callback_p50_us": cb, "coroutine_p50_us": co,
                      "delta_us": None if cb is None or co is None else co - cb,
                      "perftest_rtt_us": r.pt("ib_send_lat", 64, "rtt_t_typical")})
@@ -483,15 +482,15 @@ def instruction_cost(res):
     if len(deltas) < 3 or not rtts or cb_ipc is None or co_ipc is None or co_ipc <= cb_ipc:
         return {"rounds": rows, "ns_per_instruction": None} if rows else None
     extra = co_ipc - cb_ipc
-    ns = median(deltas) / extra * 1e3
+    delta = median(deltas)
+    ns = delta / extra * 1e3
     if ns <= 0:  # the VM's drift swamped the difference: no estimate
         return {"rounds": rows, "ns_per_instruction": None}
     rtt = median(rtts)
-    out = {"rounds": rows, "extra_instructions": extra, "median_delta_us": median(deltas),
-           "ns_per_instruction": ns, "perftest_rtt_us": rtt, "rdma_instructions": res.ipc("rdmarpc", "rdma", "callback")}
-    # The busy-poll target allows 0.25 x the raw round trip on top of it.
-    out["busy_poll_budget_instructions"] = 0.25 * rtt / ns * 1e3
-    return out
+    return {"rounds": rows, "extra_instructions": extra, "median_delta_us": delta, "ns_per_instruction": ns,
+            "perftest_rtt_us": rtt, "rdma_instructions": res.ipc("rdmarpc", "rdma", "callback"),
+            # The busy-poll target allows 0.25 x the raw round trip on top of it.
+            "busy_poll_budget_instructions": 0.25 * rtt / ns * 1e3}
 
 
 def targets(res):
@@ -835,8 +834,8 @@ def rounds_section(res, w):
     w("")
 
 
-def instruction_cost_section(res, w):
-    c = instruction_cost(res)
+def instruction_cost_section(c, w):
+    """c: instruction_cost()'s result."""
     if c is None:
         return
     w("## What an instruction on the call path costs over rxe here")
@@ -866,18 +865,17 @@ def instruction_cost_section(res, w):
     ns = c["ns_per_instruction"]
     w(f"Median difference {fmt(c['median_delta_us'])} µs for {fmt_count(c['extra_instructions'])} more instructions: "
       f"**{ns:.1f} ns per instruction** on the round trip (on a 3 GHz server core, well under 0.5 ns).")
-    if c.get("busy_poll_budget_instructions") is not None:
-        have = c.get("rdma_instructions")
-        w(f"The busy-poll target (≤ 1.25 × the raw-verbs round trip, median {fmt(c['perftest_rtt_us'])} µs here) "
-          f"leaves {fmt(0.25 * c['perftest_rtt_us'])} µs on top of raw verbs, about "
-          f"**{fmt_count(c['busy_poll_budget_instructions'])} instructions** for everything rdmarpc does per call "
-          f"(client + server: framing, protobuf, dispatch, the completion) beyond what perftest does"
-          + (f"; rdmarpc's rdma:// call executes {fmt_count(have)} in all (event polling, the verbs provider's "
-             "user-space code that perftest runs too included; see the CPU cost section)." if have else "."))
+    have = c.get("rdma_instructions")
+    w(f"The busy-poll target (≤ 1.25 × the raw-verbs round trip, median {fmt(c['perftest_rtt_us'])} µs here) "
+      f"leaves {fmt(0.25 * c['perftest_rtt_us'])} µs on top of raw verbs, about "
+      f"**{fmt_count(c['busy_poll_budget_instructions'])} instructions** for everything rdmarpc does per call "
+      f"(client + server: framing, protobuf, dispatch, the completion) beyond what perftest does"
+      + (f"; rdmarpc's rdma:// call executes {fmt_count(have)} in all (event polling, the verbs provider's "
+         "user-space code that perftest runs too included; see the CPU cost section)." if have else "."))
     w("")
 
 
-def markdown(res, meta, tgts):
+def markdown(res, meta, tgts, cost):
     L = []
     w = L.append
     w(f"# rdmarpc benchmark results — {meta.get('date', '?')}")
@@ -910,7 +908,7 @@ def markdown(res, meta, tgts):
         w(f"- {t['line']}")
     w("")
     rounds_section(res, w)
-    instruction_cost_section(res, w)
+    instruction_cost_section(cost, w)
 
     # --- rdmarpc rdma vs raw verbs: latency
     w("## rdmarpc over rxe vs raw verbs: latency at 1 call in flight (µs, round trip)")
@@ -1417,8 +1415,9 @@ def main(argv):
     os.makedirs(out_dir, exist_ok=True)
     res = results(raw)
     tgts = targets(res)
+    cost = instruction_cost(res)
     with open(os.path.join(out_dir, "results.md"), "w") as f:
-        f.write(markdown(res, meta, tgts))
+        f.write(markdown(res, meta, tgts, cost))
     doc = {
         "meta": meta,
         "targets": tgts,
@@ -1426,7 +1425,7 @@ def main(argv):
         "echo": res.echo,
         "rounds": [{"perftest": [dict(v, test=k[0], payload=k[1]) for k, v in sorted(r.perftest.items())],
                     "echo": r.echo, "echo_coroutine": r.coroutine} for r in res.rounds[1:]],
-        "instruction_cost": instruction_cost(res),
+        "instruction_cost": cost,
         "stream": res.stream,
         "idle": res.idle,
         "clock": res.clock,
