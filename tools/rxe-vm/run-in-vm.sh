@@ -532,16 +532,36 @@ host_request() {  # FROM VERB [ARG...]
   fi
 }
 
+# The host's TSC rate in kHz, or nothing. Under TCG the guest reads the host's TSC, and the guest
+# kernel's own calibration against the emulated PIT fails now and then ("tsc: Unable to calibrate
+# against PIT"): the guest then keeps a jiffies clock (4 ms ticks) and every latency it measures is
+# 0 or inf. Telling it the rate (tsc_early_khz) skips that calibration. RXE_VM_TSC_KHZ overrides.
+host_tsc_khz() {
+  local mhz
+  if [[ -n ${RXE_VM_TSC_KHZ:-} ]]; then echo "$RXE_VM_TSC_KHZ"; return; fi
+  mhz=$(dmesg 2>/dev/null | sed -n -e 's/.*tsc: Refined TSC clocksource calibration: \([0-9.]*\) MHz.*/\1/p' \
+          -e 's/.*tsc: Detected \([0-9.]*\) MHz.*/\1/p' | tail -n1)
+  # (cpu MHz is the current clock, the TSC's only on CPUs without frequency scaling: a fallback)
+  [[ -n $mhz ]] || mhz=$(sed -n 's/^cpu MHz[[:space:]]*: \([0-9.]*\)$/\1/p' /proc/cpuinfo 2>/dev/null | head -n1)
+  [[ -n $mhz ]] && awk -v m="$mhz" 'BEGIN { if (m > 0) printf "%d\n", m * 1000 }'
+}
+
 # boot ACCEL PROBE -> VM_RESULT: ok | noboot (no /init within PROBE s) | timeout | died
 # With --hosts 2 both VMs boot; host 1's qemu decides (host 2's is ended when it exits).
 boot() {
   local accel=$1 probe=$2 start=$SECONDS args=() cmdline booted=0 ready=0 last_beat=$SECONDS h console
-  local host_args=() pid machine poll=0.2
+  local host_args=() pid machine poll=0.2 tsc_khz
   CONSOLE=$(console_of 1)
   cmdline="console=ttyS0 quiet loglevel=3 panic=-1 oops=panic mitigations=off nokaslr tsc=reliable reboot=t rdinit=/init"
   case $accel in
     kvm) args+=(-accel kvm -cpu "${RXE_VM_KVM_CPU:-host}");;
-    tcg) args+=(-accel tcg,thread=multi -cpu max);;
+    tcg) args+=(-accel tcg,thread=multi -cpu max)
+         tsc_khz=$(host_tsc_khz)
+         if [[ -n $tsc_khz ]]; then
+           cmdline+=" tsc_early_khz=$tsc_khz"
+         else
+           log "WARNING: the host's TSC rate is unknown; the guest may fall back to a jiffies clock (set RXE_VM_TSC_KHZ)"
+         fi;;
   esac
   # microvm boots fastest, but its NIC would be a virtio-mmio device, which Debian's kernel finds
   # only through ACPI, and with ACPI on, microvm's TCG guests hung in TSC calibration here. The
