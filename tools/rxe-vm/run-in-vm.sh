@@ -543,7 +543,7 @@ host_tsc_khz() {
           -e 's/.*tsc: Detected \([0-9.]*\) MHz.*/\1/p' | tail -n1)
   # (cpu MHz is the current clock, the TSC's only on CPUs without frequency scaling: a fallback)
   [[ -n $mhz ]] || mhz=$(sed -n 's/^cpu MHz[[:space:]]*: \([0-9.]*\)$/\1/p' /proc/cpuinfo 2>/dev/null | head -n1)
-  [[ -n $mhz ]] && awk -v m="$mhz" 'BEGIN { if (m > 0) printf "%d\n", m * 1000 }'
+  [[ -z $mhz ]] || awk -v m="$mhz" 'BEGIN { if (m > 0) printf "%d\n", m * 1000 }'
 }
 
 # boot ACCEL PROBE -> VM_RESULT: ok | noboot (no /init within PROBE s) | timeout | died
