@@ -4,12 +4,16 @@
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/asio/write.hpp>
 #include <fstream>
+#include <future>
 
 #include "tests/transport/connection_contract.hpp"
 #include "tests/transport/raw_tcp.hpp"
 #include "transport/connect.hpp"
+#include "transport/io_context_of.hpp"
 #include "transport/tcp/tcp_connection.hpp"
 
 using namespace rdmarpc;
@@ -388,4 +392,72 @@ TEST_CASE("tcp: a handler's exception escaping on_message leaves the connection 
       raw, std::vector<boost::asio::const_buffer>{boost::asio::buffer(header), boost::asio::buffer(third)});
   REQUIRE(run_until(f.io, [&] { return h->messages.size() == 3; }));
   CHECK(server->is_open());
+}
+
+TEST_CASE("tcp: io_context_of finds the io_context behind the executors a connection may be given",
+          "[tcp][executor]") {
+  boost::asio::io_context io;
+  CHECK(transport::io_context_of(io.get_executor()) == &io);
+  CHECK(transport::io_context_of(boost::asio::require(
+            io.get_executor(), boost::asio::execution::outstanding_work.tracked)) == &io);
+  CHECK(transport::io_context_of(
+            boost::asio::require(io.get_executor(), boost::asio::execution::blocking.never,
+                                 boost::asio::execution::relationship.continuation,
+                                 boost::asio::execution::outstanding_work.tracked)) == &io);
+  CHECK(transport::io_context_of(boost::asio::make_strand(io)) == &io);
+  boost::asio::thread_pool pool(1);
+  CHECK(transport::io_context_of(pool.get_executor()) == nullptr);
+  CHECK(transport::io_context_of(boost::asio::any_io_executor()) == nullptr);
+}
+
+TEST_CASE("tcp: a connection on a strand over the io_context carries messages", "[tcp][executor]") {
+  boost::asio::io_context io;
+  auto l = transport::make_listener(io.get_executor(), any_port(), {});
+  accepted server, client;
+  l->async_accept(boost::asio::make_strand(io),
+                  [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
+                    server = {ec, std::move(c), true};
+                  });
+  const auto strand = boost::asio::make_strand(io);
+  transport::async_connect(strand, l->local_endpoint(), {},
+                           [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
+                             client = {ec, std::move(c), true};
+                           });
+  REQUIRE(run_until(io, [&] { return server.done && client.done; }));
+  REQUIRE_FALSE(server.ec);
+  REQUIRE_FALSE(client.ec);
+  CHECK(client.connection->get_executor() == boost::asio::any_io_executor(strand));
+  auto received = std::make_shared<recording_handler>();
+  server.connection->start(received);
+  client.connection->start(std::make_shared<recording_handler>());
+  const std::vector<std::byte> message{std::byte{'a'}, std::byte{'b'}, std::byte{'c'}};
+  REQUIRE_FALSE(test::send_bytes(*client.connection, message));
+  REQUIRE(run_until(io, [&] { return received->messages.size() == 1; }));
+  CHECK(received->messages[0] == message);
+}
+
+TEST_CASE("tcp: connect and accept on an executor without an io_context fail with operation_not_supported",
+          "[tcp][executor]") {
+  boost::asio::io_context io;
+  boost::asio::thread_pool pool(1);
+  std::promise<boost::system::error_code> connected;
+  auto l = transport::make_listener(io.get_executor(), any_port(), {});
+  transport::async_connect(pool.get_executor(), l->local_endpoint(), {},
+                           [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
+                             CHECK_FALSE(c);
+                             connected.set_value(ec);
+                           });
+  auto result = connected.get_future();
+  REQUIRE(result.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  CHECK(result.get() == boost::asio::error::operation_not_supported);
+
+  accepted server;
+  l->async_accept(pool.get_executor(),
+                  [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
+                    server = {ec, std::move(c), true};
+                  });
+  REQUIRE(run_until(io, [&] { return server.done; }));
+  CHECK(server.ec == boost::asio::error::operation_not_supported);
+  CHECK_FALSE(server.connection);
+  pool.join();
 }

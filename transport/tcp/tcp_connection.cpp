@@ -19,7 +19,7 @@ namespace {
 // close() never turns into a reset that could destroy data the peer has not read yet; bounded.
 constexpr std::chrono::seconds kDrainTimeout{5};
 
-std::string describe(const boost::asio::ip::tcp::socket& socket) {
+std::string describe(const tcp_connection::socket_type& socket) {
   boost::system::error_code ec;
   const auto remote = socket.remote_endpoint(ec);
   if (ec) return "tcp://?";
@@ -27,8 +27,8 @@ std::string describe(const boost::asio::ip::tcp::socket& socket) {
 }
 }  // namespace
 
-tcp_connection::tcp_connection(boost::asio::ip::tcp::socket socket, const connection_options& options)
-    : ex_(socket.get_executor()),
+tcp_connection::tcp_connection(socket_type socket, executor_type ex, const connection_options& options)
+    : ex_(std::move(ex)),
       socket_(std::move(socket)),
       options_(options),
       remote_address_(describe(socket_)),

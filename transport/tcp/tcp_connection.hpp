@@ -8,6 +8,7 @@
 // Threading: every member runs on the socket's executor (see transport/connection.hpp).
 
 #include <array>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <deque>
@@ -20,10 +21,19 @@
 
 namespace rdmarpc::transport::tcp {
 
+// Why a connect or accept fails with operation_not_supported (logged).
+inline constexpr const char* kNeedsIoContext =
+    "the connection's executor does not run on an io_context, which the tcp transport needs";
+
 class tcp_connection final : public connection, public received_message::owner {
  public:
-  // `socket` is connected; its executor becomes the connection's. Sets TCP_NODELAY.
-  tcp_connection(boost::asio::ip::tcp::socket socket, const connection_options& options);
+  // On the io_context's own executor type (see transport/io_context_of.hpp).
+  using socket_type =
+      boost::asio::basic_stream_socket<boost::asio::ip::tcp, boost::asio::io_context::executor_type>;
+
+  // `socket` is connected, on the io_context `ex` runs on; `ex` becomes the connection's executor.
+  // Sets TCP_NODELAY.
+  tcp_connection(socket_type socket, executor_type ex, const connection_options& options);
   ~tcp_connection() override;
 
   executor_type get_executor() const noexcept override { return ex_; }
@@ -92,7 +102,7 @@ class tcp_connection final : public connection, public received_message::owner {
   }
 
   boost::asio::any_io_executor ex_;
-  boost::asio::ip::tcp::socket socket_;
+  socket_type socket_;
   connection_options options_;
   std::string remote_address_;
   state state_ = state::idle;

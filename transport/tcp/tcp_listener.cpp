@@ -6,6 +6,7 @@
 #include <boost/asio/post.hpp>
 
 #include "log/log.hpp"
+#include "transport/io_context_of.hpp"
 #include "transport/tcp/tcp_connection.hpp"
 
 namespace rdmarpc::transport::tcp {
@@ -52,12 +53,21 @@ void tcp_listener::async_accept_impl(boost::asio::any_io_executor connection_exe
                                                std::shared_ptr<connection>()));
     return;
   }
+  boost::asio::io_context* io = io_context_of(connection_executor);
+  if (io == nullptr) {
+    rdmarpc::logger()->error("tcp: cannot accept on {}: {}", bound_.to_uri(), kNeedsIoContext);
+    boost::asio::post(ex_,
+                      boost::asio::append(std::move(handler), boost::asio::error::operation_not_supported,
+                                          std::shared_ptr<connection>()));
+    return;
+  }
   // The completion captures no `this`: the listener may be destroyed while an accept is pending.
   acceptor_.async_accept(
-      connection_executor, [ex = ex_, options = options_, handler = std::move(handler)](
-                               boost::system::error_code ec, boost::asio::ip::tcp::socket socket) mutable {
+      io->get_executor(), [ex = ex_, connection_executor, options = options_, handler = std::move(handler)](
+                              boost::system::error_code ec, tcp_connection::socket_type socket) mutable {
         std::shared_ptr<connection> conn;
-        if (!ec) conn = std::make_shared<tcp_connection>(std::move(socket), options);
+        if (!ec)
+          conn = std::make_shared<tcp_connection>(std::move(socket), std::move(connection_executor), options);
         // We run on the listener's executor (Asio completes accept there); hop to the handler's.
         boost::asio::dispatch(ex, boost::asio::append(std::move(handler), ec, std::move(conn)));
       });

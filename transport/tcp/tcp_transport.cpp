@@ -4,9 +4,11 @@
 #include <boost/asio/append.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include "log/log.hpp"
+#include "transport/io_context_of.hpp"
 #include "transport/tcp/tcp_connection.hpp"
 #include "transport/tcp/tcp_listener.hpp"
 
@@ -17,14 +19,15 @@ namespace {
 // One connection attempt: resolver, socket and timer race; the first to finish completes.
 class connect_operation : public std::enable_shared_from_this<connect_operation> {
  public:
-  connect_operation(boost::asio::any_io_executor ex, endpoint ep, connection_options options,
+  connect_operation(boost::asio::any_io_executor ex, boost::asio::io_context& io, endpoint ep,
+                    connection_options options,
                     boost::asio::any_completion_handler<connect_signature> handler)
       : ex_(std::move(ex)),
         ep_(std::move(ep)),
         options_(options),
         handler_(std::move(handler)),
         resolver_(ex_),
-        socket_(ex_),
+        socket_(io.get_executor()),
         timer_(ex_) {}
 
   void start() {
@@ -53,7 +56,8 @@ class connect_operation : public std::enable_shared_from_this<connect_operation>
           // The timer may have fired (and closed the socket) after this
           // completion was already queued as a success.
           if (ec || self->timed_out_) return self->fail(ec, "connect");
-          self->complete({}, std::make_shared<tcp_connection>(std::move(self->socket_), self->options_));
+          self->complete(
+              {}, std::make_shared<tcp_connection>(std::move(self->socket_), self->ex_, self->options_));
         });
   }
 
@@ -74,7 +78,7 @@ class connect_operation : public std::enable_shared_from_this<connect_operation>
   connection_options options_;
   boost::asio::any_completion_handler<connect_signature> handler_;
   boost::asio::ip::tcp::resolver resolver_;
-  boost::asio::ip::tcp::socket socket_;
+  tcp_connection::socket_type socket_;
   boost::asio::steady_timer timer_;
   bool done_ = false;
   bool timed_out_ = false;
@@ -84,7 +88,14 @@ class connect_operation : public std::enable_shared_from_this<connect_operation>
 
 void async_connect(boost::asio::any_io_executor ex, const endpoint& ep, const connection_options& options,
                    boost::asio::any_completion_handler<connect_signature> handler) {
-  std::make_shared<connect_operation>(std::move(ex), ep, options, std::move(handler))->start();
+  boost::asio::io_context* io = io_context_of(ex);
+  if (io == nullptr) {
+    rdmarpc::logger()->error("tcp: cannot connect to {}: {}", ep.to_uri(), kNeedsIoContext);
+    boost::asio::post(ex, boost::asio::append(std::move(handler), boost::asio::error::operation_not_supported,
+                                              std::shared_ptr<connection>()));
+    return;
+  }
+  std::make_shared<connect_operation>(std::move(ex), *io, ep, options, std::move(handler))->start();
 }
 
 std::unique_ptr<listener> make_listener(boost::asio::any_io_executor ex, const endpoint& ep,
