@@ -4,13 +4,19 @@
 // pumping (the listener: one failed read must not end every future accept) or stop.
 #include "transport/rdma/cm_event_pump.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <thread>
 
 #include "tests/transport/connection_contract.hpp"  // run_until
 
@@ -98,4 +104,37 @@ TEST_CASE("cm_event_pump: a handler that stops at the first failed read ends the
   settle(io);
   CHECK(h->errors == 1);
   CHECK_FALSE(h->pump.pumping());
+}
+
+// fd_watch, which the pump and the completion-queue reactor wait with: typed on the io_context's
+// executor when there is one, through the type-erased executor otherwise; both wait the same, and
+// release() lets go of the fd without closing it.
+TEST_CASE("fd_watch: waits for a readable fd on an io_context and on a thread_pool, never closes it",
+          "[cm_event_pump][fd_watch]") {
+  const auto wait_on = [](const boost::asio::any_io_executor& ex,
+                          const std::function<bool(std::atomic<int>&)>& run) {
+    pipe_fds p;
+    std::atomic<int> woken{0};
+    {
+      transport::rdma::fd_watch watch(ex, p.fd[0]);
+      CHECK(watch.watching());
+      watch.async_wait_readable([&woken](const boost::system::error_code& ec) {
+        if (!ec) woken.fetch_add(1);
+      });
+      p.make_readable();
+      REQUIRE(run(woken));
+      watch.release();
+      CHECK_FALSE(watch.watching());
+    }
+    CHECK(::fcntl(p.fd[0], F_GETFD) != -1);  // still open: the watch did not close it
+  };
+  boost::asio::io_context io;
+  wait_on(io.get_executor(),
+          [&](std::atomic<int>& woken) { return test::run_until(io, [&] { return woken == 1; }); });
+  boost::asio::thread_pool pool(1);
+  wait_on(pool.get_executor(), [](std::atomic<int>& woken) {
+    for (int i = 0; i < 1000 && woken == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return woken == 1;
+  });
+  pool.join();
 }

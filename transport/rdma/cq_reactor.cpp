@@ -15,6 +15,7 @@ constexpr int kBusyPollSpins = 64;
 cq_reactor::cq_reactor(const boost::asio::any_io_executor& ex, qp_resources& resources, cq_polling mode,
                        std::chrono::microseconds adaptive_spin, std::uint64_t& wakeups)
     : ex_(ex),
+      io_(io_context_of(ex)),
       resources_(resources),
       mode_(mode),
       adaptive_spin_(adaptive_spin),
@@ -83,7 +84,7 @@ void cq_reactor::adaptive_step(const std::shared_ptr<handler>& h) {
   }
   if (stopped_) return;
   if (std::chrono::steady_clock::now() < spin_until_) {
-    boost::asio::defer(ex_, [this, h] { adaptive_step(h); });  // let other handlers run
+    yield([this, h] { adaptive_step(h); });  // let other handlers run
     return;
   }
   // Quiet for a whole spin: arm, poll once more (a completion that came before the arm raised no
@@ -92,7 +93,7 @@ void cq_reactor::adaptive_step(const std::shared_ptr<handler>& h) {
   ibv_req_notify_cq(resources_.cq(), 0);
   if (h->poll_completions() > 0) {
     spin_until_ = std::chrono::steady_clock::now() + adaptive_spin_;
-    boost::asio::defer(ex_, [this, h] { adaptive_step(h); });
+    yield([this, h] { adaptive_step(h); });
     return;
   }
   wait(h);
@@ -106,7 +107,7 @@ void cq_reactor::busy_step(const std::shared_ptr<handler>& h) {
     if (h->poll_completions() > 0) break;
   }
   if (stopped_) return;
-  boost::asio::defer(ex_, [this, h] { busy_step(h); });
+  yield([this, h] { busy_step(h); });
 }
 
 }  // namespace rdmarpc::transport::rdma

@@ -6,12 +6,15 @@
 // Threading: used on its executor only; the handler runs there.
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/defer.hpp>
+#include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 
 #include "transport/connection.hpp"
+#include "transport/io_context_of.hpp"
 #include "transport/rdma/fd_watch.hpp"
 #include "transport/rdma/qp_resources.hpp"
 
@@ -44,7 +47,16 @@ class cq_reactor {
   void busy_step(const std::shared_ptr<handler>& h);
   void adaptive_step(const std::shared_ptr<handler>& h);
 
+  // Runs `step` after the handlers queued now (defer: a continuation, kept in this thread's own
+  // queue), through the io_context's own executor when there is one: no type-erased dispatch.
+  template <typename Step>
+  void yield(Step&& step) {
+    if (io_ != nullptr) return boost::asio::defer(io_->get_executor(), std::forward<Step>(step));
+    boost::asio::defer(ex_, std::forward<Step>(step));
+  }
+
   boost::asio::any_io_executor ex_;
+  boost::asio::io_context* io_;  // behind ex_, or nullptr (see transport/io_context_of.hpp)
   qp_resources& resources_;
   cq_polling mode_;
   std::chrono::microseconds adaptive_spin_;
