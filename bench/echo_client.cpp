@@ -11,7 +11,8 @@ using clock = closed_loop::clock;
 
 struct slot {
   clock::time_point started;
-  EchoReply reply;  // the caller's own reply message (caller_reply)
+  EchoReply reply;                  // the caller's own reply message (caller_reply)
+  rdmarpc::client_context context;  // its deadline (call_timeout)
 };
 
 }  // namespace
@@ -53,14 +54,19 @@ bench_result echo_client::run_point(std::uint64_t payload, std::uint64_t concurr
       if (loop.may_start()) self(self, done);
       if (loop.finished()) io_.stop();
     };
-    if (caller_reply) {
-      stub_.async_echo(request, s.reply,
-                       [completed, sp = &s](boost::system::error_code ec) { completed(*sp, ec, sp->reply); });
-    } else {
-      stub_.async_echo(request, [completed, sp = &s](boost::system::error_code ec, EchoReply reply) {
-        completed(*sp, ec, reply);
-      });
+    const auto into_slot = [completed, sp = &s](boost::system::error_code ec) {
+      completed(*sp, ec, sp->reply);
+    };
+    const auto handed = [completed, sp = &s](boost::system::error_code ec, EchoReply reply) {
+      completed(*sp, ec, reply);
+    };
+    if (call_timeout.count() > 0) {
+      s.context.set_timeout(call_timeout);
+      if (caller_reply) return stub_.async_echo(s.context, request, s.reply, into_slot);
+      return stub_.async_echo(s.context, request, handed);
     }
+    if (caller_reply) return stub_.async_echo(request, s.reply, into_slot);
+    stub_.async_echo(request, handed);
   };
 
   io_.restart();

@@ -7,6 +7,7 @@
 // nothing else may run that io_context meanwhile.
 
 #include <boost/asio/io_context.hpp>
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -37,6 +38,9 @@ class echo_client {
   // Unary calls parse their replies into one reply message per slot, reused call after call
   // (--caller-reply), instead of a new reply per call handed to the handler.
   bool caller_reply = false;
+  // Unary calls carry this timeout as their deadline (--timeout-ms; a client_context per slot,
+  // reused); zero: no deadline. What a deadline costs per call.
+  std::chrono::milliseconds call_timeout{0};
 
  private:
   // Runs io_ until a handler stops it, redrawing progress every 200 ms; false when the point made

@@ -589,11 +589,13 @@ def targets(res):
         v = res.ipc("rdmarpc", transport, "callback")
         co = res.ipc("rdmarpc", transport, "coroutine")
         own = res.ipc("rdmarpc", transport, "callback+caller_reply")
+        dl = res.ipc("rdmarpc", transport, "callback+deadline")
         add(f"instructions per 64 B echo call (client+server), rdmarpc {transport}, callback handler ≤ 5,000",
             v, 5000, True, f"{fmt(v)}", "5,000",
             "" if v is None else f"; with the coroutine handler: {fmt(co)}"
             + ("" if own is None else f"; into the caller's own reply message (async_echo(request, reply, "
-               f"token)): {fmt(own)}"))
+               f"token)): {fmt(own)}")
+            + ("" if dl is None else f"; every call with a deadline (1 s): {fmt(dl)}"))
     base = res.ipc("rdmarpc", "loopback", "callback")
     for label, what in (("callback+metrics", "the server's built-in metrics"),
                         ("callback+interceptors", "metrics and a no-op interceptor on each side")):

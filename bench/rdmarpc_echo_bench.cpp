@@ -51,6 +51,8 @@ void usage() {
                "--caller-reply  unary calls parse into the caller's own reply message, one per call in\n"
                "          flight, reused (the completion is void(error_code)); by default each call\n"
                "          hands the handler a new reply\n"
+               "--timeout-ms MS  unary calls carry a deadline MS from their start (what a deadline\n"
+               "          costs); by default none\n"
                "--no-heartbeats, --heartbeat-interval MS, --heartbeat-timeout MS apply to every mode\n"
                "--metrics  the server's built-in metrics on; --interceptors  also a no-op interceptor on\n"
                "          each side (what interceptors cost)\n"
@@ -69,13 +71,14 @@ struct settings {
   // The bench names its mode explicitly (the library's default is adaptive).
   rdmarpc::transport::cq_polling polling = rdmarpc::transport::cq_polling::event;
   double idle_seconds = 5;
-  bool coroutine_handler = false;  // --handler coroutine
-  bool async_writes_only = false;  // --async-writes
-  bool caller_reply = false;       // --caller-reply
-  bool metrics = false;            // --metrics: the server's built-in metrics
-  bool interceptors = false;       // --interceptors: a no-op interceptor on each side (and --metrics)
-  std::size_t connections = 100;   // heartbeats mode
-  bool heartbeats = true;          // --no-heartbeats: the baseline of heartbeats mode
+  bool coroutine_handler = false;             // --handler coroutine
+  bool async_writes_only = false;             // --async-writes
+  bool caller_reply = false;                  // --caller-reply
+  std::chrono::milliseconds call_timeout{0};  // --timeout-ms
+  bool metrics = false;                       // --metrics: the server's built-in metrics
+  bool interceptors = false;      // --interceptors: a no-op interceptor on each side (and --metrics)
+  std::size_t connections = 100;  // heartbeats mode
+  bool heartbeats = true;         // --no-heartbeats: the baseline of heartbeats mode
   // --heartbeat-interval/--heartbeat-timeout MS: 0 keeps the library's defaults.
   std::chrono::milliseconds heartbeat_interval{0}, heartbeat_timeout{0};
   client_options client;
@@ -149,12 +152,18 @@ int serve(const settings& s) {
   return 0;
 }
 
+// The client flags every mode that issues calls applies.
+void apply_client_flags(echo_client& client, const settings& s) {
+  client.async_writes_only = s.async_writes_only;
+  client.caller_reply = s.caller_reply;
+  client.call_timeout = s.call_timeout;
+}
+
 int run_client(const settings& s) {
   asio::io_context io(1);  // concurrency hint 1: one thread runs it (see README, Performance)
   auto channel = rdmarpc::channel::create(io.get_executor(), s.uri, s.channel());
   echo_client client(io, channel, transport_of(s.uri), s.mode_label());
-  client.async_writes_only = s.async_writes_only;
-  client.caller_reply = s.caller_reply;
+  apply_client_flags(client, s);
   const auto results = run_matrix(client, s.client);
   channel->close();
   io.restart();
@@ -215,8 +224,7 @@ int run_inproc(const settings& s) {
   {
     inproc_pair pair(s);
     echo_client client(pair.client_io(), pair.channel(), transport_of(s.uri), s.mode_label());
-    client.async_writes_only = s.async_writes_only;
-    client.caller_reply = s.caller_reply;
+    apply_client_flags(client, s);
     results = run_matrix(client, s.client);
   }
   print_table(std::cout, results);
@@ -226,8 +234,7 @@ int run_inproc(const settings& s) {
 int run_idle(const settings& s) {
   inproc_pair pair(s);
   echo_client client(pair.client_io(), pair.channel(), transport_of(s.uri), s.mode_label());
-  client.async_writes_only = s.async_writes_only;
-  client.caller_reply = s.caller_reply;
+  apply_client_flags(client, s);
   // One call proves the pair is connected; then both sides wait for work that never comes, each
   // running its io_context as a real program would.
   run_matrix(client, one_call_options());
@@ -369,6 +376,9 @@ int run(int argc, char** argv) {
     } else if (f == "--caller-reply") {
       s.caller_reply = true;
       args.skip();
+    } else if (f == "--timeout-ms") {
+      s.call_timeout = std::chrono::milliseconds(std::stoll(args.value()));
+      if (s.call_timeout.count() <= 0) throw std::invalid_argument("--timeout-ms is a positive number");
     } else if (f == "--metrics") {
       s.metrics = true;
       args.skip();
