@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "log/log.hpp"
+#include "rpc/call_deadlines.hpp"
 #include "rpc/call_table.hpp"
 #include "rpc/extras.hpp"
 #include "rpc/frame.hpp"
@@ -60,7 +61,6 @@ struct pending_call {
   // counter, no allocation), else work.
   io_work_count io_work;
   boost::asio::any_io_executor work;
-  std::optional<boost::asio::steady_timer> timer;
   std::size_t sent_on = kNoEndpoint;  // the endpoint whose connection carried it; none: queued
   bool wait_for_ready = false;
   // Set when the call failed before reaching the channel's executor (serialization, an interceptor).
@@ -446,6 +446,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
         options_(std::move(options)),
         resolve_backoff_(options_.reconnect),
         resolve_timer_(ex_),
+        deadlines_(ex_),
         random_(std::random_device{}()),
         chain_(options_.interceptors) {
     if (options_.max_in_flight == 0) options_.max_in_flight = 1;
@@ -1049,15 +1050,10 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     // Every endpoint failed and none is retrying yet: a fail-fast call fails now.
     if (!c->wait_for_ready && published_state() == channel_state::transient_failure)
       return complete(std::move(c), status_code::unavailable, std::string(last_failure_));
-    if (c->deadline != clock::time_point::max()) {
-      c->timer.emplace(ex_, c->deadline);
-      c->timer->async_wait([weak = weak_from_this(), id](const boost::system::error_code& ec) {
-        if (ec) return;  // the call finished and destroyed its timer
-        if (auto self = weak.lock()) self->expire(id, status_code::deadline_exceeded, "deadline exceeded");
-      });
-    }
+    const clock::time_point deadline = c->deadline;
     pending_call& call = *c;
     calls_.insert(id, std::move(c));
+    if (deadline != clock::time_point::max()) deadlines_.watch(*this, id, deadline, calls_.size());
     // Nothing waits ahead of it: straight into the connection's send memory, no copy.
     if (request != nullptr && queue_.empty() && in_flight_ < options_.max_in_flight) {
       if (const std::size_t e = pick(/*need_room=*/true); e != kNoEndpoint && send_direct(e, call, *request))
@@ -1188,6 +1184,17 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   }
 
   // Deadline or cancellation of call `id` (no-op when it already finished).
+  // call_deadlines' owner side: the calls' deadlines share one timer.
+  friend class call_deadlines<std::uint32_t>;
+  // Whether an entry is still a call's (ids come back after wrapping; the deadline too says it is
+  // that call's own).
+  bool deadline_live(std::uint32_t id, clock::time_point deadline) {
+    const auto it = calls_.find(id);
+    return it != calls_.end() && it->second->deadline == deadline;
+  }
+  void deadline_passed(std::uint32_t id) { expire(id, status_code::deadline_exceeded, "deadline exceeded"); }
+  void deadlines_due() { deadlines_.fire(*this); }
+
   void expire(std::uint32_t id, status_code code, const char* why) {
     auto it = calls_.find(id);
     if (it == calls_.end()) return;
@@ -1255,6 +1262,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     if (closed_ && calls_.empty() && streams_.empty()) return;
     closed_ = true;
     resolve_timer_.cancel();
+    deadlines_.stop();
     for (auto& slot : slots_) {
       slot->retry_timer.cancel();
       slot->heartbeat.reset();
@@ -1282,7 +1290,6 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
       end_interception(*c, code, message);
     if (c->context != nullptr) c->context->set_result(code, std::move(message));
     (code == status_code::ok ? calls_ok_ : calls_failed_).fetch_add(1, std::memory_order_relaxed);
-    if (c->timer) c->timer->cancel();
     auto op = std::move(c->op);
     auto io_work = std::move(c->io_work);  // released after the completion is posted
     auto work = std::move(c->work);
@@ -1320,7 +1327,6 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     c->op.reset();
     c->io_work.reset();
     c->work = {};
-    c->timer.reset();
     c->context = nullptr;
     c->body.clear();
     c->extras_length = 0;
@@ -1345,6 +1351,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   channel_state resolve_state_ = channel_state::idle;  // before resolved_: idle or transient_failure
   reconnect_backoff resolve_backoff_;
   boost::asio::steady_timer resolve_timer_;
+  call_deadlines<std::uint32_t> deadlines_;     // of the calls in calls_ that have one
   std::string last_failure_ = "not connected";  // why the last endpoint failed: fail-fast calls' message
   std::uint64_t generations_ = 0;               // connection generations, unique across endpoints
   std::size_t next_pick_ = 0;                   // round_robin's next endpoint

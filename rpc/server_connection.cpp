@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "log/log.hpp"
+#include "rpc/call_deadlines.hpp"
 #include "rpc/call_table.hpp"
 #include "rpc/extras.hpp"
 #include "rpc/frame.hpp"
@@ -42,7 +43,6 @@ struct interception {
 struct active_call {
   std::optional<server_context> ctx;
   boost::asio::cancellation_signal signal;  // terminal cancellation into the handler coroutine
-  std::optional<boost::asio::steady_timer> timer;
   // The typed request (parsed from the receive buffer, which was released before the handler
   // started: holding it would pin an rdma receive slot, a peer credit) and the handler's reply.
   std::unique_ptr<server_call> call;
@@ -220,6 +220,7 @@ class connection_impl final : public server_connection,
     heartbeat_.reset();
     live_->leave();  // a shared ping it carried is forgotten, not left to time out the others
     cancel_all_calls();
+    deadlines_.stop();
     fail_streams("connection ended: " + reason.message());
     server_->connection_ended(this);
     // conn_ is kept: calls still running hold us, and send() on a closed connection is harmless.
@@ -237,6 +238,7 @@ class connection_impl final : public server_connection,
     heartbeat_.reset();
     live_->leave();  // a shared ping it carried is forgotten, not left to time out the others
     cancel_all_calls();
+    deadlines_.stop();
     fail_streams(why);
     conn_->close();
   }
@@ -462,9 +464,17 @@ class connection_impl final : public server_connection,
   static void cancel(active_call& c) {
     if (c.ctx->is_cancelled()) return;
     c.ctx->mark_cancelled();
-    if (c.timer) c.timer->cancel();
     c.signal.emit(boost::asio::cancellation_type::terminal);
   }
+
+  // call_deadlines' owner side: the calls' deadlines share one timer; a call's deadline cancels it.
+  friend class call_deadlines<std::uint64_t>;
+  bool deadline_live(std::uint64_t key, clock::time_point) {
+    const auto it = calls_.find(static_cast<std::uint32_t>(key));
+    return it != calls_.end() && it->second->serial == key >> 32;
+  }
+  void deadline_passed(std::uint64_t key) { on_cancel(static_cast<std::uint32_t>(key)); }
+  void deadlines_due() { deadlines_.fire(*this); }
 
   void on_cancel(std::uint32_t id) {
     auto it = calls_.find(id);
@@ -536,15 +546,9 @@ class connection_impl final : public server_connection,
     active_call& call = *c;
     calls_.insert(id, std::move(c));
     server_->call_started();
-    if (deadline != clock::time_point::max()) {
-      call.timer.emplace(ex_, deadline);
-      call.timer->async_wait([weak = weak_from_this(), id](const boost::system::error_code& ec) {
-        if (ec) return;
-        if (auto self = weak.lock()) self->on_cancel(id);
-      });
-    }
     call.serial = ++serial_;
     const std::uint64_t key = std::uint64_t{call.serial} << 32 | id;
+    if (deadline != clock::time_point::max()) deadlines_.watch(*this, key, deadline, calls_.size());
     // The handler may finish before start() returns; its call object then stays parked until
     // start() has returned (see forget).
     starting_call_ = call.call.get();
@@ -697,7 +701,6 @@ class connection_impl final : public server_connection,
     } else {
       keep_call(*c->method, std::move(c->call));
     }
-    c->timer.reset();
     if (c->ctx) detail::server_context_reuse::finish(*c->ctx);  // emptied; the next call reuses it
     c->method = nullptr;
     c->done = false;
@@ -909,6 +912,7 @@ class connection_impl final : public server_connection,
   // exchange named it (connection_liveness). Always engaged.
   std::optional<connection_liveness> live_;
   ping_policer policer_;
+  call_deadlines<std::uint64_t> deadlines_{ex_};  // of the calls in calls_ that have one (by server_done key)
 };
 
 }  // namespace

@@ -272,6 +272,37 @@ TEST_CASE("e2e: an expired deadline gives DEADLINE_EXCEEDED and cancels the serv
   }
 }
 
+// The channel's calls share one deadline timer (deadline_queue): a shorter deadline started after a
+// longer one must still end first, no call may end before its deadline, and the many calls that
+// finish early must leave nothing behind that ends a later call.
+TEST_CASE("e2e: calls' deadlines end each call in deadline order, never early", "[e2e]") {
+  const auto target = GENERATE(from_range(e2e_targets()));
+  CAPTURE(target);
+  e2e_harness h(target);
+  auto ch = h.make_channel();
+  client_context longer, shorter;
+  longer.set_timeout(4s);
+  auto slow_long = start_call(*ch, test_service::sleep, make_request("long", 20000), &longer);
+  shorter.set_timeout(1s);
+  auto slow_short = start_call(*ch, test_service::sleep, make_request("short", 20000), &shorter);
+  // Quick calls with deadlines that finish long before them (their entries go stale).
+  for (int i = 0; i < 200; ++i) {
+    client_context quick;
+    quick.set_timeout(2s);
+    REQUIRE_FALSE(call(*ch, test_service::echo, make_request("q"), &quick).ec);
+  }
+  REQUIRE(slow_short.wait_for(30s) == std::future_status::ready);
+  const auto s = slow_short.get();
+  CHECK(code_of(s) == status_code::deadline_exceeded);
+  CHECK(s.elapsed >= 1s);  // never before its deadline
+  // The shorter one ended first: the longer call is still in flight until its own deadline.
+  CHECK(slow_long.wait_for(0s) == std::future_status::timeout);
+  REQUIRE(slow_long.wait_for(30s) == std::future_status::ready);
+  const auto l = slow_long.get();
+  CHECK(code_of(l) == status_code::deadline_exceeded);
+  CHECK(l.elapsed >= 4s);
+}
+
 TEST_CASE("e2e: a call made for a server call (set_parent) ends by the parent's deadline", "[e2e]") {
   const auto target = GENERATE(from_range(e2e_targets()));
   CAPTURE(target);
