@@ -34,14 +34,20 @@ class call_deadlines {
   }
 
   // The timer went off: ends the calls whose deadline passed, then waits for the next one.
+  // Should ending a call throw, the timer is armed again before the exception leaves: the calls
+  // not reached yet end at the next wake-up, at once.
   template <typename Owner>
   void fire(Owner& owner) {
     armed_ = clock::time_point::max();
-    queue_.pop_due(clock::now(), [&owner](Key k, clock::time_point d) {
-      if (owner.deadline_live(k, d)) owner.deadline_passed(k);
-    });
-    const auto next = queue_.earliest_live([&owner](Key k, clock::time_point d) { return owner.deadline_live(k, d); });
-    if (next != clock::time_point::max()) arm(owner, next);
+    try {
+      queue_.pop_due(clock::now(), [&owner](Key k, clock::time_point d) {
+        if (owner.deadline_live(k, d)) owner.deadline_passed(k);
+      });
+    } catch (...) {
+      arm_for_earliest(owner);
+      throw;
+    }
+    arm_for_earliest(owner);
   }
 
   // No more deadlines (the owner closed).
@@ -52,6 +58,12 @@ class call_deadlines {
   }
 
  private:
+  template <typename Owner>
+  void arm_for_earliest(Owner& owner) {
+    const auto next =
+        queue_.earliest_live([&owner](Key k, clock::time_point d) { return owner.deadline_live(k, d); });
+    if (next != clock::time_point::max()) arm(owner, next);
+  }
   template <typename Owner>
   void arm(Owner& owner, clock::time_point at) {
     armed_ = at;

@@ -32,16 +32,15 @@ class deadline_queue {
     return heap_.empty() ? clock::time_point::max() : heap_.front().deadline;
   }
 
-  // Takes every entry due at `now` out, then calls expire(key, deadline) for each, earliest first
-  // (taken out first, so `expire` may add entries).
+  // Calls expire(key, deadline) for every entry due at `now`, earliest first, each taken out just
+  // before (so `expire` may add entries). Should `expire` throw, the entries not reached stay.
   template <typename Expire>
   void pop_due(clock::time_point now, Expire&& expire) {
-    due_.clear();
     while (!heap_.empty() && heap_.front().deadline <= now) {
-      due_.push_back(heap_.front());
+      const entry due = heap_.front();
       pop();
+      expire(due.key, due.deadline);
     }
-    for (const entry& e : due_) expire(e.key, e.deadline);
   }
 
   // When more than twice `live_bound` entries (plus a few) are held, keeps only those `is_live`
@@ -71,7 +70,6 @@ class deadline_queue {
 
   static constexpr std::size_t kSlack = 64;
   std::vector<entry> heap_;  // a min-heap on deadline
-  std::vector<entry> due_;   // pop_due's scratch, kept for its capacity
 };
 
 }  // namespace rdmarpc

@@ -1,7 +1,7 @@
 #pragma once
-// io_context_of: the io_context an executor runs on. Asio's I/O objects typed on
-// io_context::executor_type skip the type-erased work tracking and dispatch that an
-// any_io_executor costs on every operation (~150 instructions a call over tcp). Layer: transport.
+// Which io_context an executor runs on. Asio's I/O objects typed on io_context::executor_type skip
+// the type-erased work tracking and dispatch that an any_io_executor costs on every operation
+// (~150 instructions a call over tcp). Layer: transport.
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/io_context.hpp>
@@ -25,13 +25,23 @@ boost::asio::io_context* io_context_of(const boost::asio::any_io_executor& ex,
 }
 }  // namespace detail
 
-// nullptr when `ex` is neither an io_context's executor (with any of its blocking, relationship
-// and outstanding-work properties) nor a strand over its plain executor: a thread_pool's, say.
+// The io_context whose own executor `ex` is (with any of its blocking, relationship and
+// outstanding-work properties), else nullptr. A strand is not: handlers must go through it, so
+// I/O completing on the bare io_context executor would leave it.
 inline boost::asio::io_context* io_context_of(const boost::asio::any_io_executor& ex) noexcept {
   if (!ex) return nullptr;
+  return detail::io_context_of(ex, std::make_integer_sequence<std::uintptr_t, 8>{});
+}
+
+// The io_context behind `ex`: its own executor, or a strand over it (strand<io_context's
+// executor>, or strand<any_io_executor> over one). nullptr for anything else: a thread_pool's.
+inline boost::asio::io_context* io_context_behind(const boost::asio::any_io_executor& ex) noexcept {
+  if (boost::asio::io_context* io = io_context_of(ex)) return io;
   if (const auto* s = ex.target<boost::asio::strand<boost::asio::io_context::executor_type>>())
     return &s->get_inner_executor().context();
-  return detail::io_context_of(ex, std::make_integer_sequence<std::uintptr_t, 8>{});
+  if (const auto* s = ex.target<boost::asio::strand<boost::asio::any_io_executor>>())
+    return io_context_of(s->get_inner_executor());
+  return nullptr;
 }
 
 }  // namespace rdmarpc::transport

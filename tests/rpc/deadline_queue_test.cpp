@@ -8,6 +8,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <stdexcept>
 #include <vector>
 
 namespace {
@@ -52,6 +53,20 @@ TEST_CASE("deadline queue: expire may add entries while due ones are handed out"
   CHECK(calls == 2);
   CHECK(q.size() == 2);
   CHECK(q.earliest_live([](std::uint32_t, clock::time_point) { return true; }) == at(100));
+}
+
+TEST_CASE("deadline queue: when expire throws, the due entries not reached stay") {
+  queue q;
+  q.add(at(10), 1);
+  q.add(at(20), 2);
+  q.add(at(30), 3);
+  CHECK_THROWS_AS(
+      q.pop_due(at(25), [](std::uint32_t, clock::time_point) { throw std::runtime_error("boom"); }),
+      std::runtime_error);
+  CHECK(q.size() == 2);  // only the one handed out is gone
+  std::vector<std::uint32_t> expired;
+  q.pop_due(at(25), [&](std::uint32_t key, clock::time_point) { expired.push_back(key); });
+  CHECK(expired == std::vector<std::uint32_t>{2});
 }
 
 TEST_CASE("deadline queue: the earliest live deadline skips and drops finished calls' entries") {
@@ -105,7 +120,7 @@ TEST_CASE("deadline queue: a random run expires exactly the live calls that are 
       q.add(d, next_id++);
       q.compact_if(live.size(), is_live);
       REQUIRE(q.size() <= 2 * live.size() + 64);  // bounded by the calls in flight
-    } else if (what < 8 && !live.empty()) {  // a call finishes early
+    } else if (what < 8 && !live.empty()) {       // a call finishes early
       auto it = live.begin();
       std::advance(it, static_cast<long>(rng() % live.size()));
       live.erase(it);

@@ -394,8 +394,9 @@ TEST_CASE("tcp: a handler's exception escaping on_message leaves the connection 
   CHECK(server->is_open());
 }
 
-TEST_CASE("tcp: io_context_of finds the io_context behind the executors a connection may be given",
-          "[tcp][executor]") {
+TEST_CASE(
+    "tcp: io_context_of and io_context_behind find the io_context of the executors a connection may be given",
+    "[tcp][executor]") {
   boost::asio::io_context io;
   CHECK(transport::io_context_of(io.get_executor()) == &io);
   CHECK(transport::io_context_of(boost::asio::require(
@@ -404,20 +405,27 @@ TEST_CASE("tcp: io_context_of finds the io_context behind the executors a connec
             boost::asio::require(io.get_executor(), boost::asio::execution::blocking.never,
                                  boost::asio::execution::relationship.continuation,
                                  boost::asio::execution::outstanding_work.tracked)) == &io);
-  CHECK(transport::io_context_of(boost::asio::make_strand(io)) == &io);
+  // A strand is not the io_context's own executor (its handlers go through it), but has one behind.
+  CHECK(transport::io_context_of(boost::asio::make_strand(io)) == nullptr);
+  CHECK(transport::io_context_behind(boost::asio::make_strand(io)) == &io);
+  CHECK(transport::io_context_behind(
+            boost::asio::make_strand(boost::asio::any_io_executor(io.get_executor()))) == &io);
+  CHECK(transport::io_context_behind(io.get_executor()) == &io);
   boost::asio::thread_pool pool(1);
   CHECK(transport::io_context_of(pool.get_executor()) == nullptr);
+  CHECK(transport::io_context_behind(pool.get_executor()) == nullptr);
   CHECK(transport::io_context_of(boost::asio::any_io_executor()) == nullptr);
 }
 
-TEST_CASE("tcp: a connection on a strand over the io_context carries messages", "[tcp][executor]") {
+TEST_CASE("tcp: a connection on a strand over the io_context carries messages, its handlers on the strand",
+          "[tcp][executor]") {
   boost::asio::io_context io;
   auto l = transport::make_listener(io.get_executor(), any_port(), {});
   accepted server, client;
-  l->async_accept(boost::asio::make_strand(io),
-                  [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
-                    server = {ec, std::move(c), true};
-                  });
+  const auto server_strand = boost::asio::make_strand(io);
+  l->async_accept(server_strand, [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
+    server = {ec, std::move(c), true};
+  });
   const auto strand = boost::asio::make_strand(io);
   transport::async_connect(strand, l->local_endpoint(), {},
                            [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
@@ -428,12 +436,17 @@ TEST_CASE("tcp: a connection on a strand over the io_context carries messages", 
   REQUIRE_FALSE(client.ec);
   CHECK(client.connection->get_executor() == boost::asio::any_io_executor(strand));
   auto received = std::make_shared<recording_handler>();
+  // The socket completes on the bare io_context: the connection's handlers must still run on its
+  // strand.
+  bool on_strand = false;
+  received->on_message_hook = [&](std::size_t) { on_strand = server_strand.running_in_this_thread(); };
   server.connection->start(received);
   client.connection->start(std::make_shared<recording_handler>());
   const std::vector<std::byte> message{std::byte{'a'}, std::byte{'b'}, std::byte{'c'}};
   REQUIRE_FALSE(test::send_bytes(*client.connection, message));
   REQUIRE(run_until(io, [&] { return received->messages.size() == 1; }));
   CHECK(received->messages[0] == message);
+  CHECK(on_strand);
 }
 
 TEST_CASE("tcp: connect and accept on an executor without an io_context fail with operation_not_supported",

@@ -537,13 +537,20 @@ host_request() {  # FROM VERB [ARG...]
 # against PIT"): the guest then keeps a jiffies clock (4 ms ticks) and every latency it measures is
 # 0 or inf. Telling it the rate (tsc_early_khz) skips that calibration. RXE_VM_TSC_KHZ overrides.
 host_tsc_khz() {
+  # Nothing here may fail: the ERR trap (set -E) would end the whole run (dmesg is refused without
+  # CAP_SYSLOG when kernel.dmesg_restrict is set).
   local mhz
-  if [[ -n ${RXE_VM_TSC_KHZ:-} ]]; then echo "$RXE_VM_TSC_KHZ"; return; fi
-  mhz=$(dmesg 2>/dev/null | sed -n -e 's/.*tsc: Refined TSC clocksource calibration: \([0-9.]*\) MHz.*/\1/p' \
-          -e 's/.*tsc: Detected \([0-9.]*\) MHz.*/\1/p' | tail -n1)
-  # (cpu MHz is the current clock, the TSC's only on CPUs without frequency scaling: a fallback)
-  [[ -n $mhz ]] || mhz=$(sed -n 's/^cpu MHz[[:space:]]*: \([0-9.]*\)$/\1/p' /proc/cpuinfo 2>/dev/null | head -n1)
+  if [[ -n ${RXE_VM_TSC_KHZ:-} ]]; then echo "$RXE_VM_TSC_KHZ"; return 0; fi
+  mhz=$( { dmesg 2>/dev/null || true; } |
+           sed -n -e 's/.*tsc: Refined TSC clocksource calibration: \([0-9.]*\) MHz.*/\1/p' \
+                  -e 's/.*tsc: Detected \([0-9.]*\) MHz.*/\1/p' | tail -n1)
+  if [[ -z $mhz ]]; then
+    # cpu MHz is the current clock, the TSC's only on CPUs without frequency scaling: a fallback
+    mhz=$(awk -F': *' '/^cpu MHz/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || true)
+    [[ -z $mhz ]] || log "the host's TSC rate is not in its kernel log; using cpu MHz ($mhz) for the guest's clock"
+  fi
   [[ -z $mhz ]] || awk -v m="$mhz" 'BEGIN { if (m > 0) printf "%d\n", m * 1000 }'
+  return 0
 }
 
 # boot ACCEL PROBE -> VM_RESULT: ok | noboot (no /init within PROBE s) | timeout | died

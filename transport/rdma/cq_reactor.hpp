@@ -56,7 +56,7 @@ class cq_reactor {
   }
 
   boost::asio::any_io_executor ex_;
-  boost::asio::io_context* io_;  // behind ex_, or nullptr (see transport/io_context_of.hpp)
+  boost::asio::io_context* io_;  // whose own executor ex_ is (not a strand), or nullptr
   qp_resources& resources_;
   cq_polling mode_;
   std::chrono::microseconds adaptive_spin_;

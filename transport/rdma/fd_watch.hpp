@@ -1,10 +1,11 @@
 #pragma once
 // fd_watch: waits, on an Asio executor, for a file descriptor it does not own (a verbs completion
 // channel or an rdma_cm event channel) to become readable. release() cancels the wait and lets go
-// of the fd without closing it: the verbs object that owns it closes it. On an io_context's
+// of the fd without closing it: the verbs object that owns it closes it. On an io_context's own
 // executor the descriptor is typed on io_context::executor_type, so a wait costs no type-erased
-// work tracking or dispatch (see transport/io_context_of.hpp); on any other executor it works the
-// same, through the type-erased executor. Layer: transport (rdma).
+// work tracking or dispatch (see transport/io_context_of.hpp); on any other executor (a strand
+// too, whose handlers must go through it) it works the same, through the type-erased executor.
+// Layer: transport (rdma).
 // Threading: used on its executor only.
 
 #include <boost/asio/any_io_executor.hpp>

@@ -130,8 +130,11 @@ void tcp_connection::start_read() {
   if (reading_) return;
   const std::span<std::byte> space = framer_.read_space();  // may allocate: before reading_ is set
   reading_ = true;
-  socket_.async_read_some(
-      boost::asio::buffer(space.data(), space.size()),
+  on_executor(
+      ex_,
+      [&](auto handler) {
+        socket_.async_read_some(boost::asio::buffer(space.data(), space.size()), std::move(handler));
+      },
       [self = self()](boost::system::error_code ec, std::size_t n) { self->on_read(ec, n); });
 }
 
@@ -286,8 +289,8 @@ void tcp_connection::start_write() {
   const std::size_t frames = fill_gather();
   writing_ = frames;
   const std::span<const boost::asio::const_buffer> buffers(gather_.data(), frames);
-  boost::asio::async_write(
-      socket_, buffers,
+  on_executor(
+      ex_, [&](auto handler) { boost::asio::async_write(socket_, buffers, std::move(handler)); },
       [self = self()](boost::system::error_code ec, std::size_t bytes) { self->on_written(ec, bytes); });
 }
 

@@ -8,6 +8,7 @@
 // Threading: every member runs on the socket's executor (see transport/connection.hpp).
 
 #include <array>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "transport/connection.hpp"
+#include "transport/io_context_of.hpp"
 #include "transport/message_buffers.hpp"
 #include "transport/tcp/tcp_framer.hpp"
 
@@ -31,8 +33,17 @@ class tcp_connection final : public connection, public received_message::owner {
   using socket_type =
       boost::asio::basic_stream_socket<boost::asio::ip::tcp, boost::asio::io_context::executor_type>;
 
-  // `socket` is connected, on the io_context `ex` runs on; `ex` becomes the connection's executor.
-  // Sets TCP_NODELAY.
+  // Starts an operation on a socket_type, `initiate(handler)`, whose `handler` must run on `ex`:
+  // the socket completes on its bare io_context, so a handler for a strand is bound to it.
+  template <typename Initiate, typename Handler>
+  static void on_executor(const executor_type& ex, Initiate&& initiate, Handler&& handler) {
+    if (io_context_of(ex) == nullptr)
+      return initiate(boost::asio::bind_executor(ex, std::forward<Handler>(handler)));
+    initiate(std::forward<Handler>(handler));
+  }
+
+  // `socket` is connected, on the io_context behind `ex` (io_context_behind); `ex` becomes the
+  // connection's executor, where its handlers run. Sets TCP_NODELAY.
   tcp_connection(socket_type socket, executor_type ex, const connection_options& options);
   ~tcp_connection() override;
 

@@ -53,7 +53,7 @@ void tcp_listener::async_accept_impl(boost::asio::any_io_executor connection_exe
                                                std::shared_ptr<connection>()));
     return;
   }
-  boost::asio::io_context* io = io_context_of(connection_executor);
+  boost::asio::io_context* io = io_context_behind(connection_executor);
   if (io == nullptr) {
     rdmarpc::logger()->error("tcp: cannot accept on {}: {}", bound_.to_uri(), kNeedsIoContext);
     boost::asio::post(ex_,

@@ -50,8 +50,8 @@ class connect_operation : public std::enable_shared_from_this<connect_operation>
  private:
   void on_resolved(boost::system::error_code ec, boost::asio::ip::tcp::resolver::results_type results) {
     if (ec || timed_out_) return fail(ec, "resolve");
-    boost::asio::async_connect(
-        socket_, results,
+    tcp_connection::on_executor(
+        ex_, [&](auto handler) { boost::asio::async_connect(socket_, results, std::move(handler)); },
         [self = shared_from_this()](boost::system::error_code ec, const boost::asio::ip::tcp::endpoint&) {
           // The timer may have fired (and closed the socket) after this
           // completion was already queued as a success.
@@ -88,7 +88,7 @@ class connect_operation : public std::enable_shared_from_this<connect_operation>
 
 void async_connect(boost::asio::any_io_executor ex, const endpoint& ep, const connection_options& options,
                    boost::asio::any_completion_handler<connect_signature> handler) {
-  boost::asio::io_context* io = io_context_of(ex);
+  boost::asio::io_context* io = io_context_behind(ex);
   if (io == nullptr) {
     rdmarpc::logger()->error("tcp: cannot connect to {}: {}", ep.to_uri(), kNeedsIoContext);
     boost::asio::post(ex, boost::asio::append(std::move(handler), boost::asio::error::operation_not_supported,
