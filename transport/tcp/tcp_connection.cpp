@@ -29,6 +29,7 @@ std::string describe(const tcp_connection::socket_type& socket) {
 
 tcp_connection::tcp_connection(socket_type socket, executor_type ex, const connection_options& options)
     : ex_(std::move(ex)),
+      through_strand_(io_context_of(ex_) == nullptr),
       socket_(std::move(socket)),
       options_(options),
       remote_address_(describe(socket_)),
@@ -131,7 +132,7 @@ void tcp_connection::start_read() {
   const std::span<std::byte> space = framer_.read_space();  // may allocate: before reading_ is set
   reading_ = true;
   on_executor(
-      ex_,
+      ex_, through_strand_,
       [&](auto handler) {
         socket_.async_read_some(boost::asio::buffer(space.data(), space.size()), std::move(handler));
       },
@@ -290,7 +291,8 @@ void tcp_connection::start_write() {
   writing_ = frames;
   const std::span<const boost::asio::const_buffer> buffers(gather_.data(), frames);
   on_executor(
-      ex_, [&](auto handler) { boost::asio::async_write(socket_, buffers, std::move(handler)); },
+      ex_, through_strand_,
+      [&](auto handler) { boost::asio::async_write(socket_, buffers, std::move(handler)); },
       [self = self()](boost::system::error_code ec, std::size_t bytes) { self->on_written(ec, bytes); });
 }
 

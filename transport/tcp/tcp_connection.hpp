@@ -33,12 +33,13 @@ class tcp_connection final : public connection, public received_message::owner {
   using socket_type =
       boost::asio::basic_stream_socket<boost::asio::ip::tcp, boost::asio::io_context::executor_type>;
 
-  // Starts an operation on a socket_type, `initiate(handler)`, whose `handler` must run on `ex`:
-  // the socket completes on its bare io_context, so a handler for a strand is bound to it.
+  // Starts an operation on a socket_type, `initiate(handler)`, whose `handler` must run on the
+  // executor `ex`: the socket completes on its bare io_context, so a handler for a strand is bound
+  // to it. `bind = io_context_of(ex) == nullptr`, worked out once (it asks the executor's type
+  // up to eight times).
   template <typename Initiate, typename Handler>
-  static void on_executor(const executor_type& ex, Initiate&& initiate, Handler&& handler) {
-    if (io_context_of(ex) == nullptr)
-      return initiate(boost::asio::bind_executor(ex, std::forward<Handler>(handler)));
+  static void on_executor(const executor_type& ex, bool bind, Initiate&& initiate, Handler&& handler) {
+    if (bind) return initiate(boost::asio::bind_executor(ex, std::forward<Handler>(handler)));
     initiate(std::forward<Handler>(handler));
   }
 
@@ -113,6 +114,7 @@ class tcp_connection final : public connection, public received_message::owner {
   }
 
   boost::asio::any_io_executor ex_;
+  bool through_strand_;  // ex_ is not the io_context's own executor: completions are bound to it
   socket_type socket_;
   connection_options options_;
   std::string remote_address_;

@@ -51,7 +51,8 @@ class connect_operation : public std::enable_shared_from_this<connect_operation>
   void on_resolved(boost::system::error_code ec, boost::asio::ip::tcp::resolver::results_type results) {
     if (ec || timed_out_) return fail(ec, "resolve");
     tcp_connection::on_executor(
-        ex_, [&](auto handler) { boost::asio::async_connect(socket_, results, std::move(handler)); },
+        ex_, io_context_of(ex_) == nullptr,
+        [&](auto handler) { boost::asio::async_connect(socket_, results, std::move(handler)); },
         [self = shared_from_this()](boost::system::error_code ec, const boost::asio::ip::tcp::endpoint&) {
           // The timer may have fired (and closed the socket) after this
           // completion was already queued as a success.
