@@ -1183,7 +1183,6 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     });
   }
 
-  // Deadline or cancellation of call `id` (no-op when it already finished).
   // call_deadlines' owner side: the calls' deadlines share one timer.
   friend class call_deadlines<std::uint32_t>;
   // Whether an entry is still a call's (ids come back after wrapping; the deadline too says it is
@@ -1195,6 +1194,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   void deadline_passed(std::uint32_t id) { expire(id, status_code::deadline_exceeded, "deadline exceeded"); }
   void deadlines_due() { deadlines_.fire(*this); }
 
+  // Deadline or cancellation of call `id` (no-op when it already finished).
   void expire(std::uint32_t id, status_code code, const char* why) {
     auto it = calls_.find(id);
     if (it == calls_.end()) return;
