@@ -880,6 +880,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     // against a 300 ms interval and waits a whole period more (measured: 1.2 s detection, not 0.9).
     // A tick that ran late (a stall) times a ping it sends from when it ran and lets the next tick
     // judge an overdue one (liveness::ping_stamp, holds_verdict).
+    slot.live->note_activity(slot.conn->stats().peer_activity);
     switch (slot.live->tick(instant, ran_at, carries_work(e))) {
       case liveness::action::none: break;
       case liveness::action::send_ping:

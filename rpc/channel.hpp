@@ -60,12 +60,13 @@ struct channel_options {
   // (what a stream whose reader stopped holds in memory, plus one message).
   stream_window_size stream_window = kDefaultStreamWindow;
   // Heartbeats (docs/wire-format.md, Heartbeats): when nothing was received for heartbeat_interval
-  // (calls waiting for replies do not count) a ping goes out; no answer within heartbeat_timeout
-  // ends the connection with transport::errc::connection_lost and every call and stream on it fails
-  // UNAVAILABLE. Zero or max() in either disables them. A dead or hung server is noticed within
-  // interval + timeout + one tick (the shorter of the two): 900 ms with the defaults. Keep the
-  // interval at or above the server's min_ping_interval_allowed (default 200 ms): a channel pinging
-  // faster is cut off by the server (too_many_pings).
+  // (calls waiting for replies do not count; a long message still moving either way does) a ping
+  // goes out; no answer within heartbeat_timeout ends the connection with
+  // transport::errc::connection_lost and every call and stream on it fails UNAVAILABLE. Zero or max() in
+  // either disables them. A dead or hung server is noticed within interval + timeout + one tick (the shorter
+  // of the two): 900 ms with the defaults. Keep the interval at or above the server's
+  // min_ping_interval_allowed (default 200 ms): a channel pinging faster is cut off by the server
+  // (too_many_pings).
   std::chrono::steady_clock::duration heartbeat_interval = std::chrono::milliseconds(300);
   std::chrono::steady_clock::duration heartbeat_timeout = std::chrono::milliseconds(300);
   // Interceptors (rpc/interceptor.hpp), asked in this order about every call and stream: they may

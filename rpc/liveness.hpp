@@ -282,6 +282,14 @@ class connection_liveness {
     own_.on_received();
     if (shared_) shared_->state().on_received();
   }
+  // The transport's connection_stats::peer_activity, read just before each tick: when it moved,
+  // the peer lives although no whole frame arrived (one long message in either direction: bytes of
+  // it arriving, or the peer taking ours while our ping waits behind them).
+  void note_activity(std::uint64_t peer_activity) noexcept {
+    if (peer_activity == activity_seen_) return;
+    activity_seen_ = peer_activity;
+    on_received();
+  }
   void on_peer_ping() noexcept {
     own_.on_peer_ping();
     if (shared_) shared_->state().on_peer_ping();
@@ -377,6 +385,7 @@ class connection_liveness {
   std::shared_ptr<peer_liveness> shared_;
   clock::time_point carried_at_{};
   std::uint64_t ping_value_ = 0;
+  std::uint64_t activity_seen_ = 0;    // note_activity's last value
   bool own_checking_ = false;          // shared, but its own liveness decides (in use, or not yet heard)
   bool heard_while_checking_ = false;  // something arrived since own checking began
   bool carried_ping_ = false;          // it carried the shared ping sent at carried_at_

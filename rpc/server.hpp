@@ -100,9 +100,10 @@ struct server_options {
   // another interface's address to be scraped from other hosts; it runs on a thread of its own.
   std::string metrics_address;
   // Heartbeats towards each client, as channel_options: after heartbeat_interval with nothing
-  // received a ping; no answer within heartbeat_timeout ends the connection (connection_lost) and
-  // cancels its calls and streams. Zero or max() in either disables them. A dead or hung client is
-  // noticed within interval + timeout + one tick (the shorter of the two): 900 ms by default.
+  // received (a long message still moving either way counts) a ping; no answer within heartbeat_timeout ends
+  // the connection (connection_lost) and cancels its calls and streams. Zero or max() in either disables
+  // them. A dead or hung client is noticed within interval + timeout + one tick (the shorter of the two): 900
+  // ms by default.
   std::chrono::steady_clock::duration heartbeat_interval = std::chrono::milliseconds(300);
   std::chrono::steady_clock::duration heartbeat_timeout = std::chrono::milliseconds(300);
   // Clients may ping at most this often (gRPC's too_many_pings): a ping sooner than this after the

@@ -263,6 +263,7 @@ class connection_impl final : public server_connection,
     if (closed_) return;
     // Decided on the grid instant this tick stands for (see the channel's heartbeat_tick).
     // A connection with calls or streams checks its own path too (connection_liveness).
+    live_->note_activity(conn_->stats().peer_activity);
     switch (live_->tick(instant, ran_at, !calls_.empty() || !streams_.empty())) {
       case liveness::action::none: break;
       case liveness::action::send_ping:

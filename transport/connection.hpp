@@ -100,9 +100,10 @@ struct connection_options {
   std::chrono::milliseconds handshake_timeout{5000};
   // A message larger than a slot arrives as fragments, each a whole slot but the last; it must be
   // complete within this time of its first fragment, or the connection ends as a protocol error.
-  // Until it is complete nothing of it reaches the rpc layer, so it bounds how long a peer can hold
-  // a partial message (up to max_message_size) without heartbeats seeing silence. A 16 MiB message
-  // takes milliseconds on a NIC and about a second on Soft-RoCE under emulation.
+  // Until it is complete nothing of it reaches the rpc layer (its fragments only count as activity
+  // for heartbeats: connection_stats::peer_activity), so it bounds how long a peer can hold a
+  // partial message (up to max_message_size). A 16 MiB message takes milliseconds on a NIC and
+  // about a second on Soft-RoCE under emulation.
   std::chrono::milliseconds reassembly_timeout{5000};
 
   // tcp only ------------------------------------------------------------------------------
@@ -125,6 +126,11 @@ struct connection_stats {
   std::uint64_t rnr_errors = 0;  // IBV_WC_RNR_RETRY_EXC_ERR seen; must stay 0
   std::uint64_t reposts = 0;     // receive slots reposted
   std::uint64_t cq_wakeups = 0;  // completion-channel events handled
+  // Signs of the peer below the message level: reads that brought bytes (a whole message or part of
+  // one), rdma receive completions (fragments, credit updates), tcp writes that had waited for the
+  // peer to take earlier bytes. Only its changes mean anything: heartbeats look at it once a tick,
+  // so a connection busy with one long message, either way, is not taken for a silent one.
+  std::uint64_t peer_activity = 0;
 };
 
 // Receives what a connection delivers. Both calls come on the connection's executor.

@@ -3,19 +3,24 @@
 // with no deadline; a healthy idle connection stays up while pings are answered; replies flowing
 // cost no pings; a client pinging faster than the server allows is cut off (too_many_pings) while
 // another carries on; the server detects a silent client; ping frames are answered and malformed
-// ones close the connection. Intervals are small; every wait is bounded and nothing asserts time.
+// ones close the connection; a tcp connection busy with one long message, either way, is not
+// taken for a silent one. Intervals are small; every wait is bounded and nothing asserts time.
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/read.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <future>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "e2e_harness.hpp"
@@ -27,6 +32,8 @@
 #include "rpc/unary_call.hpp"
 #include "test_service.hpp"
 #include "tests/transport/connection_contract.hpp"
+#include "tests/transport/raw_tcp.hpp"
+#include "transport/endpoint.hpp"
 #include "transport/loopback/loopback_transport.hpp"
 
 using namespace rdmarpc;
@@ -514,4 +521,116 @@ TEST_CASE("heartbeat: a malformed ping is a protocol violation that closes only 
                                     [&](boost::system::error_code ec, test::EchoReply) { out = ec; });
   REQUIRE(run_until(f.io, [&] { return out.has_value(); }));
   CHECK(to_status_code(*out) == status_code::ok);
+}
+
+namespace {
+
+// A raw tcp client of a server with fast heartbeats that never answers a ping: only what the
+// transport sees of it (bytes arriving, bytes taken) can keep its connection up.
+struct trickle_fixture {
+  test::e2e_harness h;
+  boost::asio::io_context raw_io;
+  boost::asio::ip::tcp::socket socket{raw_io};
+
+  explicit trickle_fixture(server_options options) : h("tcp", std::move(options)) {
+    socket.open(boost::asio::ip::tcp::v4());
+    // Small kernel buffers, so a long reply waits in the server's own queue, not in the kernel.
+    socket.set_option(boost::asio::socket_base::receive_buffer_size(64 << 10));
+    socket.connect({boost::asio::ip::make_address("127.0.0.1"), transport::parse_endpoint(h.uri())->port});
+    socket.set_option(boost::asio::ip::tcp::no_delay(true));
+  }
+
+  // Call 1, an echo of `req`, as a length-prefixed tcp frame.
+  static std::string echo_frame(const test::EchoRequest& req) {
+    frame::header header;
+    header.kind = frame::kind::request;
+    header.call_id = 1;
+    header.method_id = test::test_service::echo.id;
+    const std::string bytes = test::encode_frame(header, {}, req.SerializeAsString());
+    const auto length = test::le_length(static_cast<std::uint32_t>(bytes.size()));
+    return std::string(reinterpret_cast<const char*>(length.data()), length.size()) + bytes;
+  }
+
+  // Reads N bytes; the first `slow` of them CHUNK at a time with PAUSE between (a slow reader).
+  std::vector<std::byte> read(std::size_t n, std::size_t slow = 0, std::size_t chunk = 0,
+                              std::chrono::milliseconds pause = {}) {
+    std::vector<std::byte> out(n);
+    std::size_t done = 0;
+    while (done < n) {
+      const std::size_t want = done < slow ? std::min(chunk, n - done) : n - done;
+      boost::asio::read(socket, boost::asio::buffer(out.data() + done, want));
+      done += want;
+      if (done < slow) std::this_thread::sleep_for(pause);  // pacing the reader, not waiting for anything
+    }
+    return out;
+  }
+
+  // The next frame that is not a ping (the server's pings are ignored), read as `read` does.
+  frame::view next_answer(std::vector<std::byte>& storage, std::size_t slow = 0, std::size_t chunk = 0,
+                          std::chrono::milliseconds pause = {}) {
+    for (;;) {
+      const auto length = read(4);
+      const std::size_t size =
+          std::to_integer<std::size_t>(length[0]) | std::to_integer<std::size_t>(length[1]) << 8 |
+          std::to_integer<std::size_t>(length[2]) << 16 | std::to_integer<std::size_t>(length[3]) << 24;
+      storage = read(size, slow, chunk, pause);
+      frame::decode_error err{};
+      const auto v = frame::decode(std::span<const std::byte>(storage.data(), storage.size()), err);
+      REQUIRE(err == frame::decode_error::none);
+      if (v.header.kind != frame::kind::ping) return v;
+    }
+  }
+};
+
+server_options fast_heartbeats() {
+  server_options o;
+  o.heartbeat_interval = 50ms;  // a silent client is cut off after ~150 ms
+  o.heartbeat_timeout = 50ms;
+  o.min_ping_interval_allowed = 0ms;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("heartbeat: a tcp request arriving for ten times the heartbeat window is served, not cut off",
+          "[heartbeat]") {
+  trickle_fixture f(fast_heartbeats());
+  test::EchoRequest req;
+  req.set_data(std::string(512u << 10, 'd'));
+  const std::string bytes = trickle_fixture::echo_frame(req);
+  // 4 KiB every 8 ms: about a second before the frame is whole.
+  for (std::size_t at = 0; at < bytes.size(); at += 4096) {
+    boost::asio::write(
+        f.socket, boost::asio::buffer(bytes.data() + at, std::min<std::size_t>(4096, bytes.size() - at)));
+    std::this_thread::sleep_for(8ms);  // pacing the writer, not waiting for anything
+  }
+  std::vector<std::byte> storage;
+  const auto answer = f.next_answer(storage);
+  REQUIRE(answer.header.kind == frame::kind::response);
+  CHECK(answer.header.call_id == 1);
+  CHECK(answer.header.status == status_code::ok);
+  test::EchoReply reply;
+  REQUIRE(reply.ParseFromArray(answer.payload.data(), static_cast<int>(answer.payload.size())));
+  CHECK(reply.data().size() == req.data().size());
+  CHECK(f.h.server().stats().heartbeat_timeouts == 0);
+}
+
+TEST_CASE("heartbeat: a long tcp reply read slowly by a client that sends nothing is not cut off",
+          "[heartbeat]") {
+  server_options o = fast_heartbeats();
+  o.transport.tcp_socket_buffer_bytes = 64u << 10;
+  trickle_fixture f(o);
+  test::EchoRequest req;
+  req.set_reply_size(4u << 20);
+  boost::asio::write(f.socket, boost::asio::buffer(trickle_fixture::echo_frame(req)));
+  // 16 KiB every 4 ms for the first 3 MiB (about 0.8 s), then at full speed: the server's pings
+  // wait behind the reply, and only the reply's bytes being taken show the client alive.
+  std::vector<std::byte> storage;
+  const auto answer = f.next_answer(storage, 3u << 20, 16u << 10, 4ms);
+  REQUIRE(answer.header.kind == frame::kind::response);
+  CHECK(answer.header.status == status_code::ok);
+  test::EchoReply reply;
+  REQUIRE(reply.ParseFromArray(answer.payload.data(), static_cast<int>(answer.payload.size())));
+  CHECK(reply.data().size() == (4u << 20));
+  CHECK(f.h.server().stats().heartbeat_timeouts == 0);
 }

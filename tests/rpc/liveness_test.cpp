@@ -454,3 +454,39 @@ TEST_CASE("connection_liveness: a connection whose path answered goes back to sh
   CHECK(a.tick(t0 + 400ms, false) == action::none);
   CHECK(b.tick(t0 + 400ms, false) == action::none);
 }
+
+TEST_CASE(
+    "connection_liveness: transport activity without a whole frame is a sign of life, an unchanged count is "
+    "not",
+    "[liveness]") {
+  connection_liveness live(100ms, 100ms, t0);
+  // A long message arriving (or the peer taking our backlog): the count moves every tick, no
+  // frame completes, and no ping is needed however long it lasts.
+  std::uint64_t activity = 0;
+  for (int tick = 1; tick <= 10; ++tick) {
+    live.note_activity(++activity);
+    CHECK(live.tick(t0 + tick * 100ms, true) == action::none);
+  }
+  // It stops moving: silence as before, a ping, then the peer is dead.
+  live.note_activity(activity);
+  CHECK(live.tick(t0 + 1100ms, true) == action::send_ping);
+  live.note_activity(activity);
+  CHECK(live.tick(t0 + 1200ms, true) == action::peer_dead);
+}
+
+TEST_CASE("connection_liveness: transport activity answers an outstanding ping, on each carrier's own path",
+          "[liveness]") {
+  connection_liveness a(100ms, 100ms, t0), b(100ms, 100ms, t0);
+  CHECK(a.tick(t0 + 100ms, false) == action::send_ping);
+  a.note_activity(7);  // the pong waits behind the rest of a long reply still arriving
+  CHECK(a.tick(t0 + 200ms, false) == action::none);
+  share_all({&a, &b});
+  CHECK(a.tick(t0 + 300ms, false) == action::none);
+  CHECK(b.tick(t0 + 300ms, false) == action::none);
+  CHECK(a.tick(t0 + 400ms, false) == action::send_ping);
+  CHECK(b.tick(t0 + 400ms, false) == action::send_ping);
+  a.note_activity(7);  // unchanged: nothing new on a's path
+  b.note_activity(1);
+  CHECK(b.tick(t0 + 500ms, false) == action::none);
+  CHECK(a.tick(t0 + 500ms, false) == action::peer_dead);  // carried the ping, its own path silent
+}

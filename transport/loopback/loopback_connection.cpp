@@ -196,6 +196,7 @@ void loopback_connection::notify_peer(boost::system::error_code reason) {
 }
 
 void loopback_connection::on_arrival(message_buffers::buffer message, std::size_t returned) {
+  ++stats_.peer_activity;
   if (returned > 0) {
     take_back_capacity(returned);
     // Capacity only moves the queue (reservations wait for buffer room, not capacity).

@@ -185,6 +185,7 @@ void rdma_connection::handle_receive(const ibv_wc& wc) {
     fail(make_error_code(errc::protocol_error));
     return;
   }
+  ++stats_.peer_activity;                       // a fragment or a credit update is a sign of life too
   if (imm->goodbye) life_.peer_said_goodbye();  // its rdma_disconnect follows
   // Nothing is delivered after close() (the user asked to stop); credits above still count.
   if (imm->credit_only || !life_.is_open()) {

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <boost/asio/post.hpp>
-#include <boost/asio/read.hpp>
-#include <boost/asio/write.hpp>
 #include <climits>
 #include <cstring>
 #include <limits>
@@ -169,6 +167,7 @@ void tcp_connection::on_read(boost::system::error_code ec, std::size_t n) {
     return;
   }
   framer_.commit(n);
+  ++stats_.peer_activity;  // bytes arrived, even if no message is whole yet
   // Replies committed while this read's messages are delivered leave in one write, after them.
   corked_ = true;
   bool more = false;
@@ -292,7 +291,9 @@ void tcp_connection::start_write() {
   const std::span<const boost::asio::const_buffer> buffers(gather_.data(), frames);
   on_executor(
       ex_, through_strand_,
-      [&](auto handler) { boost::asio::async_write(socket_, buffers, std::move(handler)); },
+      // write_some, not async_write: each time the peer makes room shows (peer_activity) while a
+      // long backlog drains.
+      [&](auto handler) { socket_.async_write_some(buffers, std::move(handler)); },
       [self = self()](boost::system::error_code ec, std::size_t bytes) { self->on_written(ec, bytes); });
 }
 
@@ -304,6 +305,7 @@ void tcp_connection::on_written(boost::system::error_code ec, std::size_t bytes)
     return;
   }
   if (ec) return on_write_failed(ec);
+  ++stats_.peer_activity;  // the socket had been full: the peer took bytes
   consume_written(bytes);
   after_write();
 }
