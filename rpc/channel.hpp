@@ -64,9 +64,9 @@ struct channel_options {
   // goes out; no answer within heartbeat_timeout ends the connection with
   // transport::errc::connection_lost and every call and stream on it fails UNAVAILABLE. Zero or max() in
   // either disables them. A dead or hung server is noticed within interval + timeout + one tick (the shorter
-  // of the two): 900 ms with the defaults. Keep the interval at or above the server's
-  // min_ping_interval_allowed (default 200 ms): a channel pinging faster is cut off by the server
-  // (too_many_pings).
+  // of the two): 900 ms with the defaults, after whatever bytes were still on their way stop moving. Keep the
+  // interval at or above the server's min_ping_interval_allowed (default 200 ms): a channel pinging faster is
+  // cut off by the server (too_many_pings).
   std::chrono::steady_clock::duration heartbeat_interval = std::chrono::milliseconds(300);
   std::chrono::steady_clock::duration heartbeat_timeout = std::chrono::milliseconds(300);
   // Interceptors (rpc/interceptor.hpp), asked in this order about every call and stream: they may

@@ -103,7 +103,7 @@ struct server_options {
   // received (a long message still moving either way counts) a ping; no answer within heartbeat_timeout ends
   // the connection (connection_lost) and cancels its calls and streams. Zero or max() in either disables
   // them. A dead or hung client is noticed within interval + timeout + one tick (the shorter of the two): 900
-  // ms by default.
+  // ms by default, after whatever bytes were still on their way stop moving.
   std::chrono::steady_clock::duration heartbeat_interval = std::chrono::milliseconds(300);
   std::chrono::steady_clock::duration heartbeat_timeout = std::chrono::milliseconds(300);
   // Clients may ping at most this often (gRPC's too_many_pings): a ping sooner than this after the

@@ -127,9 +127,10 @@ struct connection_stats {
   std::uint64_t reposts = 0;     // receive slots reposted
   std::uint64_t cq_wakeups = 0;  // completion-channel events handled
   // Signs of the peer below the message level: reads that brought bytes (a whole message or part of
-  // one), rdma receive completions (fragments, credit updates), tcp writes that had waited for the
-  // peer to take earlier bytes. Only its changes mean anything: heartbeats look at it once a tick,
-  // so a connection busy with one long message, either way, is not taken for a silent one.
+  // one), rdma receive completions (fragments, credit updates), tcp writes that completed after the
+  // socket's buffer had been full (room came back because the peer took bytes; a write into room
+  // does not count). Only its changes mean anything: heartbeats look at it once a tick, so a
+  // connection busy with one long message, either way, is not taken for a silent one.
   std::uint64_t peer_activity = 0;
 };
 

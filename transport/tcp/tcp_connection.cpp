@@ -258,14 +258,18 @@ void tcp_connection::flush() {
   if (state_ != state::open && state_ != state::closing) return;
   boost::system::error_code ec;
   std::size_t written = 0;
+  std::size_t offered = 0;
   if (send_queue_.size() == 1) {  // the common case: one frame, a plain send without a gather list
     const auto& frame = send_queue_.front()->bytes;
-    written =
-        socket_.write_some(boost::asio::buffer(frame.data() + send_offset_, frame.size() - send_offset_), ec);
+    offered = frame.size() - send_offset_;
+    written = socket_.write_some(boost::asio::buffer(frame.data() + send_offset_, offered), ec);
   } else {
     const std::size_t frames = fill_gather();
-    written = socket_.write_some(std::span<const boost::asio::const_buffer>(gather_.data(), frames), ec);
+    const std::span<const boost::asio::const_buffer> buffers(gather_.data(), frames);
+    offered = boost::asio::buffer_size(buffers);
+    written = socket_.write_some(buffers, ec);
   }
+  socket_full_ = written < offered;
   if (ec) [[unlikely]] {  // (error_code's == is out of line: not asked on every success)
     if (ec == boost::asio::error::would_block || ec == boost::asio::error::try_again) {
       start_write();  // the socket's buffer is full: wait for room
@@ -289,10 +293,11 @@ void tcp_connection::start_write() {
   const std::size_t frames = fill_gather();
   writing_ = frames;
   const std::span<const boost::asio::const_buffer> buffers(gather_.data(), frames);
+  offered_ = boost::asio::buffer_size(buffers);
   on_executor(
       ex_, through_strand_,
       // write_some, not async_write: each time the peer makes room shows (peer_activity) while a
-      // long backlog drains.
+      // long backlog drains (Asio tries the write at once, and waits only if the socket is full).
       [&](auto handler) { socket_.async_write_some(buffers, std::move(handler)); },
       [self = self()](boost::system::error_code ec, std::size_t bytes) { self->on_written(ec, bytes); });
 }
@@ -305,7 +310,8 @@ void tcp_connection::on_written(boost::system::error_code ec, std::size_t bytes)
     return;
   }
   if (ec) return on_write_failed(ec);
-  ++stats_.peer_activity;  // the socket had been full: the peer took bytes
+  if (socket_full_) ++stats_.peer_activity;  // room came back: the peer took bytes
+  socket_full_ = bytes < offered_;
   consume_written(bytes);
   after_write();
 }

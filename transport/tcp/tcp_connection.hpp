@@ -129,6 +129,11 @@ class tcp_connection final : public connection, public received_message::owner {
   std::deque<message_buffers::buffer> send_queue_;
   std::size_t send_offset_ = 0;  // bytes of send_queue_.front() already written
   std::size_t writing_ = 0;
+  std::size_t offered_ = 0;  // bytes the current async write offered
+  // The last write found the socket's buffer full (it would block, or took less than offered): the
+  // next one to complete shows the peer took bytes (connection_stats::peer_activity). A write into
+  // a socket with room shows nothing: our kernel takes it whether or not the peer is there.
+  bool socket_full_ = false;
   bool corked_ = false;  // delivering a read's messages: commits only queue (see flush)
   // The current gathered write's buffers, at most 64 frames (a share of IOV_MAX); unchanged while
   // the write runs, since Asio copies only the span over them.
