@@ -297,7 +297,7 @@ void tcp_connection::start_write() {
   on_executor(
       ex_, through_strand_,
       // write_some, not async_write: each time the peer makes room shows (peer_activity) while a
-      // long backlog drains (Asio tries the write at once, and waits only if the socket is full).
+      // long backlog drains. (Asio may try the write at once; after a short one it waits for room.)
       [&](auto handler) { socket_.async_write_some(buffers, std::move(handler)); },
       [self = self()](boost::system::error_code ec, std::size_t bytes) { self->on_written(ec, bytes); });
 }
