@@ -4,6 +4,7 @@
 // host names resolved asynchronously; and the pure pieces (backoff, state aggregation, endpoint
 // lists). The client runs on the test thread's io_context (run_until); each server on its own io
 // thread. Every wait is bounded and nothing asserts time.
+#include <algorithm>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -449,7 +450,11 @@ TEST_CASE("connectivity: going away lets calls in flight finish, then new calls 
   REQUIRE(run_until(c.io, [&] { return c.ch->stats().going_aways == 1; }));
   for (const auto& out : slow) CHECK_FALSE(out.has_value());  // still in flight after the going-away
   s.service.release_held();
-  REQUIRE(run_until(c.io, [&] { return shut_done.wait_for(0s) == std::future_status::ready; }));
+  // The server's shutdown completes once the replies are written; the client reads them after that.
+  REQUIRE(run_until(c.io, [&] {
+    return shut_done.wait_for(0s) == std::future_status::ready &&
+           std::all_of(slow.begin(), slow.end(), [](const auto& out) { return out.has_value(); });
+  }));
   for (const auto& out : slow) {
     REQUIRE(out.has_value());
     CHECK_FALSE(*out);
