@@ -46,7 +46,10 @@ void usage() {
          "[--no-heartbeats] [--heartbeat-interval MS] [--heartbeat-timeout MS] [--json PATH]\n"
          "URIs: rdma://HOST:PORT, tcp://HOST:PORT\n"
          "--adaptive-spin-us US  with --adaptive: how long to poll after the last completion\n"
-         "          before sleeping (transport::connection_options::adaptive_spin); default the library's\n"
+         "          before sleeping at first (transport::connection_options::adaptive_spin); default the\n"
+         "          library's\n"
+         "--adaptive-spin-max-us US  with --adaptive: the longest the spin grows to under load\n"
+         "          (connection_options::adaptive_spin_max; = --adaptive-spin-us: a fixed spin)\n"
          "--handler callback (default: EchoBench::CallbackService, answers inline) or coroutine\n"
          "          (EchoBench::Service, a co_spawn per call)\n"
          "--async-writes  (--stream) the server writes each message with co_await async_write; by\n"
@@ -73,7 +76,8 @@ struct settings {
   std::string uri = "tcp://127.0.0.1:0";
   // The bench names its mode explicitly (the library's default is adaptive).
   rdmarpc::transport::cq_polling polling = rdmarpc::transport::cq_polling::event;
-  std::chrono::microseconds adaptive_spin{0};  // --adaptive-spin-us: 0 keeps the library's default
+  std::chrono::microseconds adaptive_spin{0};      // --adaptive-spin-us: 0 keeps the library's default
+  std::chrono::microseconds adaptive_spin_max{0};  // --adaptive-spin-max-us: 0 keeps the library's
   double idle_seconds = 5;
   bool coroutine_handler = false;             // --handler coroutine
   bool async_writes_only = false;             // --async-writes
@@ -91,6 +95,7 @@ struct settings {
     rdmarpc::transport::connection_options o;
     o.polling = polling;
     if (adaptive_spin.count() > 0) o.adaptive_spin = adaptive_spin;
+    if (adaptive_spin_max.count() > 0) o.adaptive_spin_max = adaptive_spin_max;
     return o;
   }
   // What a call costs with interceptors installed: one that does nothing, on each side.
@@ -372,6 +377,8 @@ int run(int argc, char** argv) {
       args.skip();
     } else if (f == "--adaptive-spin-us") {
       s.adaptive_spin = std::chrono::microseconds(std::stoll(args.value()));
+    } else if (f == "--adaptive-spin-max-us") {
+      s.adaptive_spin_max = std::chrono::microseconds(std::stoll(args.value()));
     } else if (f == "--handler") {
       const auto h = args.value();
       if (h != "callback" && h != "coroutine")

@@ -35,7 +35,8 @@ class device_event_monitor;  // transport/rdma/device_event_monitor.hpp
 enum class cq_polling {
   event,     // arm the CQ and sleep on the completion channel fd: ~0 CPU idle, a wake-up per event
   busy,      // spin on the CQ forever (yielding to other handlers between spins): a core per thread
-  adaptive,  // after a wake-up, spin for adaptive_spin after the last completion, then arm and sleep
+  adaptive,  // after a wake-up, spin a while after the last completion (adaptive_spin ..
+             // adaptive_spin_max, learnt from the sleeps), then arm and sleep
 };
 
 // Settings shared by every implementation; each ignores what does not apply to it.
@@ -60,9 +61,16 @@ struct connection_options {
   std::uint32_t send_buffers = 128;
   std::uint32_t signal_every = 16;  // request a send completion every N sends
   cq_polling polling = cq_polling::adaptive;
-  // adaptive: how long to keep polling after the last completion before sleeping. Long enough to
-  // catch the reply of a call just sent on real NICs (a few us) and in the Soft-RoCE VM (tens).
+  // adaptive: how long to keep polling after the last completion before sleeping, at first and
+  // after a quiet spell. Long enough to catch the reply of a call just sent on real NICs (a few us)
+  // and in the Soft-RoCE VM (tens).
   std::chrono::microseconds adaptive_spin{100};
+  // adaptive: the longest that spin grows to. Each sleep that lasted no longer than this doubles
+  // the spin (up to it); a longer sleep sets it back to adaptive_spin. So completions that come
+  // less than adaptive_spin_max apart (a loaded connection) keep the thread polling, as busy-poll
+  // does, and an idle connection (a heartbeat every few hundred ms) costs only adaptive_spin per
+  // exchange. Equal to adaptive_spin: a fixed spin.
+  std::chrono::microseconds adaptive_spin_max{1000};
   // How long a reliable-connection send waits for the peer's ACK before the NIC retransmits:
   // 4.096 us * 2^ack_timeout_exponent (14: 67 ms), and how many times it retransmits before the
   // QP fails with IBV_WC_RETRY_EXC_ERR (the connection then ends connection_lost). With the

@@ -13,12 +13,12 @@ constexpr int kBusyPollSpins = 64;
 }  // namespace
 
 cq_reactor::cq_reactor(const boost::asio::any_io_executor& ex, qp_resources& resources, cq_polling mode,
-                       std::chrono::microseconds adaptive_spin, std::uint64_t& wakeups)
+                       spin_window spin, std::uint64_t& wakeups)
     : ex_(ex),
       io_(io_context_of(ex)),
       resources_(resources),
       mode_(mode),
-      adaptive_spin_(adaptive_spin),
+      spin_(spin),
       wakeups_(wakeups),
       watch_(ex, resources.comp_channel()->fd) {}
 
@@ -63,9 +63,11 @@ void cq_reactor::on_readable(const std::shared_ptr<handler>& h) {
   }
   if (mode_ == cq_polling::adaptive) {
     // Stay awake a while: under load the next completion comes soon, and polling for it costs far
-    // less than sleeping and being woken again.
+    // less than sleeping and being woken again. How long, the sleeps so far tell (spin_window).
+    const auto now = std::chrono::steady_clock::now();
+    spin_.woke_after(now - asleep_since_);
     h->poll_completions();
-    spin_until_ = std::chrono::steady_clock::now() + adaptive_spin_;
+    spin_until_ = now + spin_.window();
     return adaptive_step(h);
   }
   // Arm first, then poll until empty: a completion that arrives between the two is either seen by
@@ -78,12 +80,13 @@ void cq_reactor::on_readable(const std::shared_ptr<handler>& h) {
 void cq_reactor::adaptive_step(const std::shared_ptr<handler>& h) {
   for (int spin = 0; spin < kBusyPollSpins && !stopped_; ++spin) {
     if (h->poll_completions() > 0) {
-      spin_until_ = std::chrono::steady_clock::now() + adaptive_spin_;
+      spin_until_ = std::chrono::steady_clock::now() + spin_.window();
       break;
     }
   }
   if (stopped_) return;
-  if (std::chrono::steady_clock::now() < spin_until_) {
+  const auto now = std::chrono::steady_clock::now();
+  if (now < spin_until_) {
     yield([this, h] { adaptive_step(h); });  // let other handlers run
     return;
   }
@@ -92,10 +95,11 @@ void cq_reactor::adaptive_step(const std::shared_ptr<handler>& h) {
   // it raises is read at the next wake-up.
   ibv_req_notify_cq(resources_.cq(), 0);
   if (h->poll_completions() > 0) {
-    spin_until_ = std::chrono::steady_clock::now() + adaptive_spin_;
+    spin_until_ = std::chrono::steady_clock::now() + spin_.window();
     yield([this, h] { adaptive_step(h); });
     return;
   }
+  asleep_since_ = now;
   wait(h);
 }
 

@@ -1,9 +1,9 @@
 #pragma once
 // cq_reactor: drives one completion queue from an Asio executor in the connection's polling mode:
 // event (arm, poll, sleep on the completion channel), busy (spin on the CQ in user space, yielding
-// to the executor between spins) or adaptive (spin for adaptive_spin after the last completion,
-// then arm and sleep). What a completion means is its handler's business. Layer: transport (rdma).
-// Threading: used on its executor only; the handler runs there.
+// to the executor between spins) or adaptive (spin for a while after the last completion, how
+// long learnt from the sleeps so far (spin_window), then arm and sleep). What a completion means is its
+// handler's business. Layer: transport (rdma). Threading: used on its executor only; the handler runs there.
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/defer.hpp>
@@ -17,6 +17,7 @@
 #include "transport/io_context_of.hpp"
 #include "transport/rdma/fd_watch.hpp"
 #include "transport/rdma/qp_resources.hpp"
+#include "transport/rdma/spin_window.hpp"
 
 namespace rdmarpc::transport::rdma {
 
@@ -33,7 +34,7 @@ class cq_reactor {
 
   // `resources` must outlive the reactor (or its stop()). `wakeups` counts completion-channel events.
   cq_reactor(const boost::asio::any_io_executor& ex, qp_resources& resources, cq_polling mode,
-             std::chrono::microseconds adaptive_spin, std::uint64_t& wakeups);
+             spin_window spin, std::uint64_t& wakeups);
 
   // Arms the CQ and polls once soon (completions may already wait). Every wait holds `h`, which
   // must own this reactor.
@@ -59,11 +60,12 @@ class cq_reactor {
   boost::asio::io_context* io_;  // whose own executor ex_ is (not a strand), or nullptr
   qp_resources& resources_;
   cq_polling mode_;
-  std::chrono::microseconds adaptive_spin_;
+  spin_window spin_;  // adaptive
   std::uint64_t& wakeups_;
   fd_watch watch_;
   bool stopped_ = false;
-  std::chrono::steady_clock::time_point spin_until_;  // adaptive: sleep after this
+  std::chrono::steady_clock::time_point spin_until_;    // adaptive: sleep after this
+  std::chrono::steady_clock::time_point asleep_since_;  // adaptive: when it last went to sleep
 };
 
 }  // namespace rdmarpc::transport::rdma
