@@ -2,8 +2,9 @@
 // cq_reactor: drives one completion queue from an Asio executor in the connection's polling mode:
 // event (arm, poll, sleep on the completion channel), busy (spin on the CQ in user space, yielding
 // to the executor between spins) or adaptive (spin for a while after the last completion, how
-// long learnt from the sleeps so far (spin_window), then arm and sleep). What a completion means is its
-// handler's business. Layer: transport (rdma). Threading: used on its executor only; the handler runs there.
+// long learnt from the sleeps so far (spin_window), then arm and sleep). What a completion means
+// is its handler's business. Layer: transport (rdma). Threading: used on its executor only; the
+// handler runs there.
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/defer.hpp>
