@@ -83,9 +83,8 @@ std::string encode_request(const metadata& md, const stream_window_size* window)
   return ex.SerializeAsString();
 }
 
-std::string encode_response(std::string_view status_message, const metadata& initial,
-                            const metadata& trailing) {
-  if (status_message.empty() && initial.empty() && trailing.empty()) return {};
+std::string detail::encode_response_fields(std::string_view status_message, const metadata& initial,
+                                           const metadata& trailing) {
   wire::ResponseExtras ex;
   ex.set_status_message(std::string(status_message));
   put(initial, *ex.mutable_initial_metadata());

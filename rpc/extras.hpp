@@ -22,8 +22,16 @@ std::optional<std::size_t> count_fields(std::span<const std::byte> bytes) noexce
 // Empty string when there is nothing to send (the frame then has extras_length 0).
 // `window`: a stream_open's receive window (null for a unary request).
 std::string encode_request(const metadata& md, const stream_window_size* window = nullptr);
-std::string encode_response(std::string_view status_message, const metadata& initial = {},
-                            const metadata& trailing = {});
+namespace detail {
+std::string encode_response_fields(std::string_view status_message, const metadata& initial,
+                                   const metadata& trailing);
+}
+// Inline: most responses carry nothing, and then no call is made.
+inline std::string encode_response(std::string_view status_message, const metadata& initial = {},
+                                   const metadata& trailing = {}) {
+  if (status_message.empty() && initial.empty() && trailing.empty()) return {};
+  return detail::encode_response_fields(status_message, initial, trailing);
+}
 
 // False when the bytes do not parse (a malformed frame). Empty input is valid and yields nothing.
 // `window` (may be null) is set when the extras carry one, else left as it is.

@@ -354,3 +354,72 @@ TEST_CASE("frame: ping and pong carry only an opaque 64-bit value and the sender
     }
   }
 }
+
+// decode's shortcut for requests and responses must accept exactly what the field-by-field
+// decode_any accepts, with the same fields, and leave every error to it.
+TEST_CASE("frame: decode agrees with decode_any on every kind of header", "[frame]") {
+  std::size_t compared = 0, valid_unary = 0, valid_other = 0;
+  std::vector<std::byte> msg;
+  for (unsigned kind = 0; kind <= 15; ++kind) {
+    for (unsigned flags : {0u, 1u, 2u, 0x81u}) {
+      for (unsigned status : {0u, 1u, 16u, 17u, 255u}) {
+        for (std::uint64_t timeout :
+             {std::uint64_t{0}, std::uint64_t{1}, frame::kMaxTimeoutUs, frame::kMaxTimeoutUs + 1,
+              (std::uint64_t{1} << 48) + 1, ~std::uint64_t{0}}) {
+          for (std::uint32_t method : {0u, 0xA1B2C3D4u}) {
+            for (std::uint32_t call : {0u, 7u}) {
+              for (int variant = 0; variant < 8; ++variant) {
+                // Lengths 0: nothing; 1: a payload; 2: extras and payload; then extras and payload
+                // with 3: one byte too many; 4: one too few; 5: bad magic; 6: bad version; 7: a
+                // reserved bit.
+                const std::uint32_t extras = variant >= 2 ? 3 : 0, payload = variant >= 1 ? 8 : 0;
+                msg.assign(frame::kHeaderSize + extras + payload + (variant == 3 ? 1 : 0), std::byte{0x5A});
+                if (variant == 4) msg.pop_back();
+                std::byte* p = msg.data();
+                p[0] = p[1] = std::byte{0x52};
+                p[2] = std::byte{static_cast<unsigned char>(variant == 6 ? 2 : 1)};
+                p[3] = std::byte{static_cast<unsigned char>(kind)};
+                p[4] = std::byte{static_cast<unsigned char>(flags)};
+                p[5] = std::byte{static_cast<unsigned char>(status)};
+                p[6] = std::byte{0};
+                p[7] = std::byte{static_cast<unsigned char>(variant == 7 ? 1 : 0)};
+                if (variant == 5) p[1] = std::byte{0x53};
+                for (int i = 0; i < 4; ++i) {
+                  p[8 + i] = std::byte{static_cast<unsigned char>(call >> (8 * i))};
+                  p[12 + i] = std::byte{static_cast<unsigned char>(method >> (8 * i))};
+                  p[24 + i] = std::byte{static_cast<unsigned char>(extras >> (8 * i))};
+                  p[28 + i] = std::byte{static_cast<unsigned char>(payload >> (8 * i))};
+                }
+                for (int i = 0; i < 8; ++i)
+                  p[16 + i] = std::byte{static_cast<unsigned char>(timeout >> (8 * i))};
+                frame::decode_error fast_err{}, any_err{};
+                const auto fast = frame::decode(msg, fast_err);
+                const auto any = frame::decode_any(msg, any_err);
+                ++compared;
+                REQUIRE(fast_err == any_err);
+                if (any_err != frame::decode_error::none) continue;
+                ++(kind <= 2 ? valid_unary : valid_other);
+                CHECK(fast.header.kind == any.header.kind);
+                CHECK(fast.header.flags == any.header.flags);
+                CHECK(fast.header.status == any.header.status);
+                CHECK(fast.header.call_id == any.header.call_id);
+                CHECK(fast.header.method_id == any.header.method_id);
+                CHECK(fast.header.timeout_us == any.header.timeout_us);
+                CHECK(fast.header.extras_length == any.header.extras_length);
+                CHECK(fast.header.payload_length == any.header.payload_length);
+                CHECK(fast.extras.data() == any.extras.data());
+                CHECK(fast.extras.size() == any.extras.size());
+                CHECK(fast.payload.data() == any.payload.data());
+                CHECK(fast.payload.size() == any.payload.size());
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  CHECK(compared == 16 * 4 * 5 * 6 * 2 * 2 * 8);
+  // Requests and responses with and without timeouts, statuses and lengths, and other kinds.
+  CHECK(valid_unary >= 50);
+  CHECK(valid_other > 20);
+}
