@@ -36,34 +36,32 @@ using namespace rdmarpc::bench;
 namespace asio = boost::asio;
 
 void usage() {
-  std::cerr
-      << "usage: rdmarpc_echo_bench server --listen URI [--busy-poll|--adaptive] [--handler H]\n"
-         "       rdmarpc_echo_bench client --target URI [--busy-poll|--adaptive] [client flags]\n"
-         "       rdmarpc_echo_bench inproc [--listen URI|loopback] [--handler H] [client flags]\n"
-         "       rdmarpc_echo_bench idle [--listen URI] [--seconds S] [--busy-poll|--adaptive] [--json "
-         "PATH]\n"
-         "       rdmarpc_echo_bench heartbeats [--listen URI] [--connections N] [--seconds S] "
-         "[--no-heartbeats] [--heartbeat-interval MS] [--heartbeat-timeout MS] [--json PATH]\n"
-         "URIs: rdma://HOST:PORT, tcp://HOST:PORT\n"
-         "--adaptive-spin-us US  with --adaptive: how long to poll after the last completion\n"
-         "          before sleeping at first (transport::connection_options::adaptive_spin); default the\n"
-         "          library's\n"
-         "--adaptive-spin-max-us US  with --adaptive: the longest the spin grows to under load\n"
-         "          (connection_options::adaptive_spin_max; = --adaptive-spin-us: a fixed spin)\n"
-         "--handler callback (default: EchoBench::CallbackService, answers inline) or coroutine\n"
-         "          (EchoBench::Service, a co_spawn per call)\n"
-         "--async-writes  (--stream) the server writes each message with co_await async_write; by\n"
-         "          default it uses try_write while that need not wait\n"
-         "--caller-reply  unary calls parse into the caller's own reply message, one per call in\n"
-         "          flight, reused (the completion is void(error_code)); by default each call\n"
-         "          hands the handler a new reply\n"
-         "--timeout-ms MS  unary calls carry a deadline MS from their start (what a deadline\n"
-         "          costs); by default none\n"
-         "--no-heartbeats, --heartbeat-interval MS, --heartbeat-timeout MS apply to every mode\n"
-         "--metrics  the server's built-in metrics on; --interceptors  also a no-op interceptor on\n"
-         "          each side (what interceptors cost)\n"
-         "client flags:\n"
-      << client_flags_help();
+  std::cerr << "usage: rdmarpc_echo_bench server --listen URI [--busy-poll|--adaptive] [--handler H]\n"
+               "       rdmarpc_echo_bench client --target URI [--busy-poll|--adaptive] [client flags]\n"
+               "       rdmarpc_echo_bench inproc [--listen URI|loopback] [--handler H] [client flags]\n"
+               "       rdmarpc_echo_bench idle [--listen URI] [--seconds S] [--busy-poll|--adaptive] [--json "
+               "PATH]\n"
+               "       rdmarpc_echo_bench heartbeats [--listen URI] [--connections N] [--seconds S] "
+               "[--no-heartbeats] [--heartbeat-interval MS] [--heartbeat-timeout MS] [--json PATH]\n"
+               "URIs: rdma://HOST:PORT, tcp://HOST:PORT\n"
+               "--adaptive-spin-us US  with --adaptive: how long to poll after the last completion at\n"
+               "          first (transport::connection_options::adaptive_spin); default: the library's\n"
+               "--adaptive-spin-max-us US  with --adaptive: the longest the spin grows to under load\n"
+               "          (connection_options::adaptive_spin_max; = --adaptive-spin-us: a fixed spin)\n"
+               "--handler callback (default: EchoBench::CallbackService, answers inline) or coroutine\n"
+               "          (EchoBench::Service, a co_spawn per call)\n"
+               "--async-writes  (--stream) the server writes each message with co_await async_write; by\n"
+               "          default it uses try_write while that need not wait\n"
+               "--caller-reply  unary calls parse into the caller's own reply message, one per call in\n"
+               "          flight, reused (the completion is void(error_code)); by default each call\n"
+               "          hands the handler a new reply\n"
+               "--timeout-ms MS  unary calls carry a deadline MS from their start (what a deadline\n"
+               "          costs); by default none\n"
+               "--no-heartbeats, --heartbeat-interval MS, --heartbeat-timeout MS apply to every mode\n"
+               "--metrics  the server's built-in metrics on; --interceptors  also a no-op interceptor on\n"
+               "          each side (what interceptors cost)\n"
+               "client flags:\n"
+            << client_flags_help();
 }
 
 std::string transport_of(const std::string& uri) {
@@ -77,7 +75,7 @@ struct settings {
   // The bench names its mode explicitly (the library's default is adaptive).
   rdmarpc::transport::cq_polling polling = rdmarpc::transport::cq_polling::event;
   std::chrono::microseconds adaptive_spin{0};      // --adaptive-spin-us: 0 keeps the library's default
-  std::chrono::microseconds adaptive_spin_max{0};  // --adaptive-spin-max-us: 0 keeps the library's
+  std::chrono::microseconds adaptive_spin_max{0};  // --adaptive-spin-max-us: 0 keeps the library's default
   double idle_seconds = 5;
   bool coroutine_handler = false;             // --handler coroutine
   bool async_writes_only = false;             // --async-writes

@@ -25,7 +25,7 @@ std::string encode_request(const metadata& md, const stream_window_size* window 
 namespace detail {
 std::string encode_response_fields(std::string_view status_message, const metadata& initial,
                                    const metadata& trailing);
-}
+}  // namespace detail
 // Inline: most responses carry nothing, and then no call is made.
 inline std::string encode_response(std::string_view status_message, const metadata& initial = {},
                                    const metadata& trailing = {}) {

@@ -123,10 +123,10 @@ std::array<std::byte, kHeaderSize> encode_header(const header& h) noexcept {
 
 namespace {
 
-// The two kinds on every unary call, checked with four word loads (decode_any checks the same
-// rules field by field, and says which one a frame breaks). Little-endian words of the header:
-// w0 = magic, version, kind, flags, status, reserved; w1 = call_id, method_id; w2 = timeout_us;
-// w3 = extras_length, payload_length.
+// The two kinds on every unary call, checked a word at a time (decode_any checks the same rules
+// field by field, and says which one a frame breaks). Little-endian words of the header: bytes
+// 0-7 = magic, version, kind, flags, status, reserved; 8-15 = call_id, method_id; 16-23 =
+// timeout_us.
 constexpr std::uint64_t kWordStart = kMagic | std::uint64_t{kVersion} << 16;
 constexpr std::uint64_t kRequestWord0 = kWordStart | std::uint64_t{1} << 24;   // flags, status 0
 constexpr std::uint64_t kResponseWord0 = kWordStart | std::uint64_t{2} << 24;  // flags 0, status 0
@@ -135,8 +135,9 @@ static_assert(static_cast<std::uint8_t>(kind::request) == 1 &&
 constexpr std::uint64_t kFlagBits = std::uint64_t{kFlagHasTimeout} << 32;
 constexpr std::uint64_t kStatusBits = std::uint64_t{0xff} << 40;
 
-// A request or a response that is valid (as decode_any would find it), else false.
-bool decode_unary(std::span<const std::byte> message, view& v) noexcept {
+}  // namespace
+
+bool detail::decode_unary(std::span<const std::byte> message, view& v) noexcept {
   const std::byte* p = message.data();
   const auto w0 = load_le<std::uint64_t>(p);
   const auto w1 = load_le<std::uint64_t>(p + 8);
@@ -165,12 +166,10 @@ bool decode_unary(std::span<const std::byte> message, view& v) noexcept {
   return true;
 }
 
-}  // namespace
-
 view decode(std::span<const std::byte> message, decode_error& err) noexcept {
   if (message.size() >= kHeaderSize) {
     view v;
-    if (decode_unary(message, v)) {
+    if (detail::decode_unary(message, v)) {
       err = decode_error::none;
       return v;
     }

@@ -99,5 +99,10 @@ view decode(std::span<const std::byte> message, decode_error& err) noexcept;
 // The same, field by field for every kind. decode takes a shortcut for valid requests and
 // responses and comes here for the rest (tests compare the two).
 view decode_any(std::span<const std::byte> message, decode_error& err) noexcept;
+namespace detail {
+// decode's shortcut: true (and `v` set) for a valid request or response of at least kHeaderSize
+// bytes, false for anything else.
+bool decode_unary(std::span<const std::byte> message, view& v) noexcept;
+}  // namespace detail
 
 }  // namespace rdmarpc::frame

@@ -65,11 +65,12 @@ struct connection_options {
   // after a quiet spell. Long enough to catch the reply of a call just sent on real NICs (a few us)
   // and in the Soft-RoCE VM (tens).
   std::chrono::microseconds adaptive_spin{100};
-  // adaptive: the longest that spin grows to. Each sleep that lasted no longer than this doubles
-  // the spin (up to it); a longer sleep sets it back to adaptive_spin. So completions that come
-  // less than adaptive_spin_max apart (a loaded connection) keep the thread polling, as busy-poll
-  // does, and an idle connection (a heartbeat every few hundred ms) costs only adaptive_spin per
-  // exchange. Equal to adaptive_spin: a fixed spin.
+  // adaptive: the longest that spin grows to. A completion that woke the thread less than this
+  // after the one before doubles the spin (up to it); a longer gap sets it back to adaptive_spin.
+  // So completions less than adaptive_spin_max apart (a loaded connection, a call's reply) find
+  // the thread polling, as busy-poll would, while sparser ones (an idle connection's heartbeat
+  // every few hundred ms) cost adaptive_spin each. Equal to adaptive_spin: a fixed spin. Both are
+  // clamped to 1 s.
   std::chrono::microseconds adaptive_spin_max{1000};
   // How long a reliable-connection send waits for the peer's ACK before the NIC retransmits:
   // 4.096 us * 2^ack_timeout_exponent (14: 67 ms), and how many times it retransmits before the

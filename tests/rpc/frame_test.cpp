@@ -355,8 +355,8 @@ TEST_CASE("frame: ping and pong carry only an opaque 64-bit value and the sender
   }
 }
 
-// decode's shortcut for requests and responses must accept exactly what the field-by-field
-// decode_any accepts, with the same fields, and leave every error to it.
+// decode's shortcut (detail::decode_unary) must take exactly the valid requests and responses, with
+// the fields decode_any finds, and leave everything else (every error included) to decode_any.
 TEST_CASE("frame: decode agrees with decode_any on every kind of header", "[frame]") {
   std::size_t compared = 0, valid_unary = 0, valid_other = 0;
   std::vector<std::byte> msg;
@@ -367,11 +367,11 @@ TEST_CASE("frame: decode agrees with decode_any on every kind of header", "[fram
              {std::uint64_t{0}, std::uint64_t{1}, frame::kMaxTimeoutUs, frame::kMaxTimeoutUs + 1,
               (std::uint64_t{1} << 48) + 1, ~std::uint64_t{0}}) {
           for (std::uint32_t method : {0u, 0xA1B2C3D4u}) {
-            for (std::uint32_t call : {0u, 7u}) {
-              for (int variant = 0; variant < 8; ++variant) {
+            for (std::uint32_t call : {0u, 7u, 0x80000007u}) {
+              for (int variant = 0; variant < 9; ++variant) {
                 // Lengths 0: nothing; 1: a payload; 2: extras and payload; then extras and payload
-                // with 3: one byte too many; 4: one too few; 5: bad magic; 6: bad version; 7: a
-                // reserved bit.
+                // with 3: one byte too many; 4: one too few; 5: bad magic; 6: bad version; 7, 8: a
+                // bit in either reserved byte.
                 const std::uint32_t extras = variant >= 2 ? 3 : 0, payload = variant >= 1 ? 8 : 0;
                 msg.assign(frame::kHeaderSize + extras + payload + (variant == 3 ? 1 : 0), std::byte{0x5A});
                 if (variant == 4) msg.pop_back();
@@ -381,7 +381,7 @@ TEST_CASE("frame: decode agrees with decode_any on every kind of header", "[fram
                 p[3] = std::byte{static_cast<unsigned char>(kind)};
                 p[4] = std::byte{static_cast<unsigned char>(flags)};
                 p[5] = std::byte{static_cast<unsigned char>(status)};
-                p[6] = std::byte{0};
+                p[6] = std::byte{static_cast<unsigned char>(variant == 8 ? 0x10 : 0)};
                 p[7] = std::byte{static_cast<unsigned char>(variant == 7 ? 1 : 0)};
                 if (variant == 5) p[1] = std::byte{0x53};
                 for (int i = 0; i < 4; ++i) {
@@ -395,8 +395,15 @@ TEST_CASE("frame: decode agrees with decode_any on every kind of header", "[fram
                 frame::decode_error fast_err{}, any_err{};
                 const auto fast = frame::decode(msg, fast_err);
                 const auto any = frame::decode_any(msg, any_err);
+                frame::view shortcut;
+                const bool took_shortcut = frame::detail::decode_unary(msg, shortcut);
                 ++compared;
                 REQUIRE(fast_err == any_err);
+                REQUIRE(took_shortcut == (any_err == frame::decode_error::none && kind >= 1 && kind <= 2));
+                if (took_shortcut) {
+                  CHECK(shortcut.header.call_id == any.header.call_id);
+                  CHECK(shortcut.payload.data() == any.payload.data());
+                }
                 if (any_err != frame::decode_error::none) continue;
                 ++(kind <= 2 ? valid_unary : valid_other);
                 CHECK(fast.header.kind == any.header.kind);
@@ -418,7 +425,7 @@ TEST_CASE("frame: decode agrees with decode_any on every kind of header", "[fram
       }
     }
   }
-  CHECK(compared == 16 * 4 * 5 * 6 * 2 * 2 * 8);
+  CHECK(compared == 16 * 4 * 5 * 6 * 2 * 3 * 9);
   // Requests and responses with and without timeouts, statuses and lengths, and other kinds.
   CHECK(valid_unary >= 50);
   CHECK(valid_other > 20);

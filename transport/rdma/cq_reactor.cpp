@@ -63,11 +63,13 @@ void cq_reactor::on_readable(const std::shared_ptr<handler>& h) {
   }
   if (mode_ == cq_polling::adaptive) {
     // Stay awake a while: under load the next completion comes soon, and polling for it costs far
-    // less than sleeping and being woken again. How long, the sleeps so far tell (spin_window).
-    const auto now = std::chrono::steady_clock::now();
-    spin_.woke_after(now - asleep_since_);
-    h->poll_completions();
-    spin_until_ = now + spin_.window();
+    // less than sleeping and being woken again. How long, the gaps so far tell (spin_window); a
+    // stale event (its completion was polled while spinning) tells nothing.
+    const auto woke = std::chrono::steady_clock::now();
+    if (h->poll_completions() > 0) {
+      spin_.after_gap(woke - last_completion_);
+      last_completion_ = std::chrono::steady_clock::now();
+    }
     return adaptive_step(h);
   }
   // Arm first, then poll until empty: a completion that arrives between the two is either seen by
@@ -80,13 +82,12 @@ void cq_reactor::on_readable(const std::shared_ptr<handler>& h) {
 void cq_reactor::adaptive_step(const std::shared_ptr<handler>& h) {
   for (int spin = 0; spin < kBusyPollSpins && !stopped_; ++spin) {
     if (h->poll_completions() > 0) {
-      spin_until_ = std::chrono::steady_clock::now() + spin_.window();
+      last_completion_ = std::chrono::steady_clock::now();
       break;
     }
   }
   if (stopped_) return;
-  const auto now = std::chrono::steady_clock::now();
-  if (now < spin_until_) {
+  if (std::chrono::steady_clock::now() < last_completion_ + spin_.window()) {
     yield([this, h] { adaptive_step(h); });  // let other handlers run
     return;
   }
@@ -95,11 +96,10 @@ void cq_reactor::adaptive_step(const std::shared_ptr<handler>& h) {
   // it raises is read at the next wake-up.
   ibv_req_notify_cq(resources_.cq(), 0);
   if (h->poll_completions() > 0) {
-    spin_until_ = std::chrono::steady_clock::now() + spin_.window();
+    last_completion_ = std::chrono::steady_clock::now();
     yield([this, h] { adaptive_step(h); });
     return;
   }
-  asleep_since_ = now;
   wait(h);
 }
 

@@ -1,10 +1,8 @@
 #pragma once
 // cq_reactor: drives one completion queue from an Asio executor in the connection's polling mode:
 // event (arm, poll, sleep on the completion channel), busy (spin on the CQ in user space, yielding
-// to the executor between spins) or adaptive (spin for a while after the last completion, how
-// long learnt from the sleeps so far (spin_window), then arm and sleep). What a completion means
-// is its handler's business. Layer: transport (rdma). Threading: used on its executor only; the
-// handler runs there.
+// to the executor between spins) or adaptive (spin for spin_window's time after the last
+// completion, then arm and sleep). Layer: transport (rdma). Threading: its executor's only.
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/defer.hpp>
@@ -65,8 +63,8 @@ class cq_reactor {
   std::uint64_t& wakeups_;
   fd_watch watch_;
   bool stopped_ = false;
-  std::chrono::steady_clock::time_point spin_until_;    // adaptive: sleep after this
-  std::chrono::steady_clock::time_point asleep_since_;  // adaptive: when it last went to sleep
+  // adaptive: when a poll last found completions (none yet: the first gap counts as a long one).
+  std::chrono::steady_clock::time_point last_completion_{};
 };
 
 }  // namespace rdmarpc::transport::rdma
