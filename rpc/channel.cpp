@@ -1293,7 +1293,8 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     (code == status_code::ok ? calls_ok_ : calls_failed_).fetch_add(1, std::memory_order_relaxed);
     auto op = std::move(c->op);
     auto io_work = std::move(c->io_work);  // released after the completion is posted
-    auto work = std::move(c->work);
+    boost::asio::any_io_executor work;     // (moving an empty one costs a type-erased call)
+    if (!io_work) work = std::move(c->work);
     keep_call(std::move(c));
     const boost::system::error_code ec =
         code == status_code::ok ? boost::system::error_code{} : make_error_code(code);
@@ -1327,7 +1328,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     if (!on_own_thread()) return;
     c->op.reset();
     c->io_work.reset();
-    c->work = {};
+    if (c->work != nullptr) c->work = {};
     c->context = nullptr;
     c->body.clear();
     c->extras_length = 0;

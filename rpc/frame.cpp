@@ -135,9 +135,9 @@ static_assert(static_cast<std::uint8_t>(kind::request) == 1 &&
 constexpr std::uint64_t kFlagBits = std::uint64_t{kFlagHasTimeout} << 32;
 constexpr std::uint64_t kStatusBits = std::uint64_t{0xff} << 40;
 
-}  // namespace
-
-bool detail::decode_unary(std::span<const std::byte> message, view& v) noexcept {
+// detail::decode_unary, inlined into decode.
+[[gnu::always_inline]] inline bool decode_request_or_response(std::span<const std::byte> message,
+                                                              view& v) noexcept {
   const std::byte* p = message.data();
   const auto w0 = load_le<std::uint64_t>(p);
   const auto w1 = load_le<std::uint64_t>(p + 8);
@@ -166,10 +166,16 @@ bool detail::decode_unary(std::span<const std::byte> message, view& v) noexcept 
   return true;
 }
 
+}  // namespace
+
+bool detail::decode_unary(std::span<const std::byte> message, view& v) noexcept {
+  return message.size() >= kHeaderSize && decode_request_or_response(message, v);
+}
+
 view decode(std::span<const std::byte> message, decode_error& err) noexcept {
   if (message.size() >= kHeaderSize) {
     view v;
-    if (detail::decode_unary(message, v)) {
+    if (decode_request_or_response(message, v)) {
       err = decode_error::none;
       return v;
     }
