@@ -375,36 +375,9 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     }
     auto it = calls_.find(v.header.call_id);
     pending_call* c_ptr = it != calls_.end() && it->second->sent_on == e ? it->second.get() : nullptr;
-    // Limits first: nothing of the response's metadata is parsed or allocated before they hold.
-    const auto fields = extras::count_fields(v.extras);
-    if (!fields) {
-      protocol_violation(e, "response extras do not parse");
-      return;
-    }
-    if (v.extras.size() > options_.max_metadata_bytes || *fields > options_.max_metadata_entries + 1) {
-      if (c_ptr == nullptr) return;
-      message.release();
-      complete_inline_ = true;
-      // An error keeps its code (its long message is what went over); a reply fails.
-      const std::string why = "response metadata beyond the channel's limits (" +
-                              std::to_string(options_.max_metadata_entries) + " entries, " +
-                              std::to_string(options_.max_metadata_bytes) + " bytes)";
-      const bool ok = v.header.status == status_code::ok;
-      finish(v.header.call_id, ok ? status_code::resource_exhausted : v.header.status,
-             ok ? std::string(why) : why + "; status message dropped");
-      complete_inline_ = false;
-      pump();
-      return;
-    }
-    // The server's metadata goes to the call's context (a call without one does not want it).
-    client_context* ctx = c_ptr != nullptr ? c_ptr->context : nullptr;
     std::string status_message;
-    if (!extras::decode_response(v.extras, status_message,
-                                 ctx != nullptr ? &ctx->mutable_server_initial_metadata() : nullptr,
-                                 ctx != nullptr ? &ctx->mutable_server_trailing_metadata() : nullptr)) {
-      protocol_violation(e, "response extras do not parse");
-      return;
-    }
+    // Most responses carry no extras (an OK status, no metadata): nothing to check or decode.
+    if (!v.extras.empty() && !take_response_extras(e, v, c_ptr, message, status_message)) return;
     if (c_ptr == nullptr) return;  // finished already (deadline, cancel)
     pending_call& c = *c_ptr;
     status_code code = v.header.status;
@@ -423,6 +396,42 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     finish(v.header.call_id, code, std::move(status_message));
     complete_inline_ = false;
     pump();
+  }
+
+  // A response's extras: limits first (nothing of its metadata is parsed or allocated before they
+  // hold), then its status message and the server's metadata (into the call's context; a call
+  // without one does not want it). False when the response was handled here (a violation, or a
+  // call failed for metadata beyond the limits).
+  bool take_response_extras(std::size_t e, const frame::view& v, pending_call* c_ptr,
+                            transport::received_message& message, std::string& status_message) {
+    const auto fields = extras::count_fields(v.extras);
+    if (!fields) {
+      protocol_violation(e, "response extras do not parse");
+      return false;
+    }
+    if (v.extras.size() > options_.max_metadata_bytes || *fields > options_.max_metadata_entries + 1) {
+      if (c_ptr == nullptr) return false;
+      message.release();
+      complete_inline_ = true;
+      // An error keeps its code (its long message is what went over); a reply fails.
+      const std::string why = "response metadata beyond the channel's limits (" +
+                              std::to_string(options_.max_metadata_entries) + " entries, " +
+                              std::to_string(options_.max_metadata_bytes) + " bytes)";
+      const bool ok = v.header.status == status_code::ok;
+      finish(v.header.call_id, ok ? status_code::resource_exhausted : v.header.status,
+             ok ? std::string(why) : why + "; status message dropped");
+      complete_inline_ = false;
+      pump();
+      return false;
+    }
+    client_context* ctx = c_ptr != nullptr ? c_ptr->context : nullptr;
+    if (!extras::decode_response(v.extras, status_message,
+                                 ctx != nullptr ? &ctx->mutable_server_initial_metadata() : nullptr,
+                                 ctx != nullptr ? &ctx->mutable_server_trailing_metadata() : nullptr)) {
+      protocol_violation(e, "response extras do not parse");
+      return false;
+    }
+    return true;
   }
 
   void on_close(std::size_t e, std::uint64_t generation, const boost::system::error_code& reason) {
