@@ -138,6 +138,7 @@ constexpr std::uint64_t kStatusBits = std::uint64_t{0xff} << 40;
 // detail::decode_unary, inlined into decode.
 [[gnu::always_inline]] inline bool decode_request_or_response(std::span<const std::byte> message,
                                                               view& v) noexcept {
+  if (message.size() < kHeaderSize) return false;
   const std::byte* p = message.data();
   const auto w0 = load_le<std::uint64_t>(p);
   const auto w1 = load_le<std::uint64_t>(p + 8);
@@ -169,16 +170,13 @@ constexpr std::uint64_t kStatusBits = std::uint64_t{0xff} << 40;
 }  // namespace
 
 bool detail::decode_unary(std::span<const std::byte> message, view& v) noexcept {
-  return message.size() >= kHeaderSize && decode_request_or_response(message, v);
+  return decode_request_or_response(message, v);
 }
 
 view decode(std::span<const std::byte> message, decode_error& err) noexcept {
-  if (message.size() >= kHeaderSize) {
-    view v;
-    if (decode_request_or_response(message, v)) {
-      err = decode_error::none;
-      return v;
-    }
+  if (view v; decode_request_or_response(message, v)) {
+    err = decode_error::none;
+    return v;
   }
   return decode_any(message, err);
 }

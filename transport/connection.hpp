@@ -36,7 +36,7 @@ enum class cq_polling {
   event,     // arm the CQ and sleep on the completion channel fd: ~0 CPU idle, a wake-up per event
   busy,      // spin on the CQ forever (yielding to other handlers between spins): a core per thread
   adaptive,  // after a wake-up, spin a while after the last completion (adaptive_spin ..
-             // adaptive_spin_max, learnt from the sleeps), then arm and sleep
+             // adaptive_spin_max, learnt from the gaps between completions), then arm and sleep
 };
 
 // Settings shared by every implementation; each ignores what does not apply to it.
