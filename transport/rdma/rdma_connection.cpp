@@ -136,6 +136,9 @@ std::size_t rdma_connection::poll_completions() {
 void rdma_connection::after_completions() {
   if (life_.is_shut_down()) return;
   reclaim_sent();
+  // What the batch's handlers committed (held back while in_poll_) leaves first, in one chained
+  // post, and only then do the released slots go back: replies are not behind the reposts.
+  if (life_.is_sending() && !committed_.empty()) post_committed();
   flush_reposts();
   pump();
   try_finish_close();
@@ -317,6 +320,11 @@ void rdma_connection::commit_reservation(std::uint64_t token, std::size_t size, 
   // Posting runs no user code: the WRs go out now, in commit order (behind any still waiting, and
   // taking held ones along), or with the doorbell's turn.
   if (coalesce) return hold_doorbell();
+  // Committed from inside a completion batch (a reply, or the next call, from a handler that the
+  // batch ran): the batch's end posts everything committed meanwhile as one chained post
+  // (after_completions), as tcp writes a read's replies in one write. One doorbell (on rxe, one
+  // syscall) per batch instead of one per message.
+  if (in_poll_) return;
   if (committed_.size() == 1 || held_commits() > 0) post_committed();
 }
 
