@@ -1320,8 +1320,15 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     auto target = io_ex_ != nullptr ? op->executor(*io_ex_) : op->executor(ex_);
     detail::posted_completion<unary_op> completion{std::move(op), ec, std::move(target)};
     if (inline_ok) {
-      // Runs here when the handler's executor runs this thread, else is queued there.
-      boost::asio::dispatch(std::move(completion));
+      // Runs here when the handler's executor runs this thread (a strand over our io_context), else
+      // is queued there. Its exception must not unwind through the transport's delivery loop (on
+      // rdma, the rest of a completion batch would be lost): it comes out of run() later, as
+      // complete_in_place's does.
+      try {
+        boost::asio::dispatch(std::move(completion));
+      } catch (...) {
+        boost::asio::post(ex_, [e = std::current_exception()] { std::rethrow_exception(e); });
+      }
     } else {
       // defer: a continuation of the handler running now, so Asio keeps it in this thread's own
       // queue (no lock, no reactor interrupt) when that is ex_'s thread.
