@@ -114,8 +114,9 @@ void rdma_connection::watch_device_events() {
 // --- completions ---------------------------------------------------------------------------------
 
 // Handlers run from here (deliver -> on_message) never throw through it: the rpc layer catches
-// what user code throws and posts it to come out of run() later (rpc/completion_op.hpp). Commits
-// they make wait for after_completions (commit_reservation).
+// what user code throws and posts it to come out of run() later (complete_in_place in
+// rpc/completion_op.hpp, the inline dispatch in rpc/channel.cpp's complete). Commits they make
+// wait for after_completions (commit_reservation).
 std::size_t rdma_connection::poll_completions() {
   in_poll_ = true;
   std::size_t handled = 0;
