@@ -1327,7 +1327,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
       try {
         boost::asio::dispatch(std::move(completion));
       } catch (...) {
-        boost::asio::post(ex_, [e = std::current_exception()] { std::rethrow_exception(e); });
+        rethrow_from_run(ex_);
       }
     } else {
       // defer: a continuation of the handler running now, so Asio keeps it in this thread's own

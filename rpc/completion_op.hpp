@@ -167,6 +167,12 @@ completion_op_ptr make_completion_op(Handler&& handler) {
   return detail::make_recycled<detail::error_code_op<std::decay_t<Handler>>>(std::forward<Handler>(handler));
 }
 
+// Inside a catch block: posts the exception being handled to `ex`, so that it comes out of the
+// io_context's run() later instead of unwinding through the transport that is calling us.
+inline void rethrow_from_run(const boost::asio::any_io_executor& ex) {
+  boost::asio::post(ex, [e = std::current_exception()] { std::rethrow_exception(e); });
+}
+
 // Completes `op` with `ec` here: the caller runs on the handler's executor (op->runs_on) and is not
 // inside the operation's initiating function. A handler that throws must not unwind through the
 // transport that delivered the frame (an rdma poll loop would lose its batch and its re-arm): its
@@ -178,7 +184,7 @@ void complete_in_place(op_ptr<Op> op, boost::system::error_code ec, const boost:
   try {
     op.release()->complete(ec);
   } catch (...) {
-    boost::asio::post(ex, [e = std::current_exception()] { std::rethrow_exception(e); });
+    rethrow_from_run(ex);
   }
 }
 

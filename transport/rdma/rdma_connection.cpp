@@ -140,7 +140,7 @@ std::size_t rdma_connection::poll_completions() {
 void rdma_connection::after_completions() {
   if (life_.is_shut_down()) return;
   reclaim_sent();
-  // What the batch's handlers committed (held back while in_poll_) leaves first, in one chained
+  // What the batch's handlers committed (deferred while in_poll_) leaves first, in one chained
   // post, and only then do the released slots go back: replies are not behind the reposts.
   if (life_.is_sending() && !committed_.empty()) post_committed();
   flush_reposts();
