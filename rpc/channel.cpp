@@ -347,22 +347,27 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   void on_message(std::size_t e, std::uint64_t generation, transport::received_message message) {
     endpoint_slot& slot = *slots_[e];
     if (generation != slot.generation || !slot.conn) return;
-    slot.live->on_received();  // flags: heartbeats cost nothing per message
     frame::decode_error err{};
     const auto v = frame::decode(message.bytes(), err);
     if (err != frame::decode_error::none) {
       protocol_violation(e, frame::to_string(err));
       return;
     }
+    // Flags: heartbeats cost nothing per message (a ping or pong is timed instead: heard_heartbeat).
+    if (!frame::is_heartbeat(v.header.kind) && slot.live->on_received()) [[unlikely]]
+      slot.heartbeat.set_due(clock::time_point::min());  // ticks were skipped: this frame needs the next
     switch (v.header.kind) {
       case frame::kind::response: break;
       case frame::kind::ping:
         share_liveness(slot, frame::heartbeat_domain(v));
-        return on_ping(e, v.header.timeout_us);
+        slot.live->on_received();
+        on_ping(e, v.header.timeout_us);
+        return heard_heartbeat(e);
       case frame::kind::pong:
         pongs_received_.fetch_add(1, std::memory_order_relaxed);
         share_liveness(slot, frame::heartbeat_domain(v));
-        return slot.live->on_pong(v.header.timeout_us);
+        slot.live->on_pong(v.header.timeout_us);
+        return heard_heartbeat(e);
       case frame::kind::reset:
         if (v.header.call_id == 0) return on_connection_reset(e, v);
         return on_stream_frame(e, v, message);
@@ -791,6 +796,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
       it->second.endpoint = e;
       auto core = it->second.core;
       core->attach(slots_[e]->conn);
+      work_begins(e);
     }
   }
 
@@ -890,7 +896,8 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     // A tick that ran late (a stall) times a ping it sends from when it ran and lets the next tick
     // judge an overdue one (liveness::ping_stamp, holds_verdict).
     slot.live->note_activity(slot.conn->stats().peer_activity);
-    switch (slot.live->tick(instant, ran_at, carries_work(e))) {
+    const bool in_use = carries_work(e);
+    switch (slot.live->tick(instant, ran_at, in_use)) {
       case liveness::action::none: break;
       case liveness::action::send_ping:
         // No room now: another connection sharing the liveness may send it; if none can, the
@@ -904,6 +911,26 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
         break;
       case liveness::action::peer_dead: return heartbeat_timed_out(e);
     }
+    slot.heartbeat.set_due(slot.live->next_due(in_use, instant + slot.live->tick_period()));
+  }
+
+  // A ping or pong arrived on endpoint e: heard at the next grid instant (the clock is read for
+  // heartbeat frames only), so that instant's tick need not run, and an idle connection's timer
+  // sleeps until it may ping again (connection_liveness::next_due).
+  void heard_heartbeat(std::size_t e) {
+    endpoint_slot& slot = *slots_[e];
+    if (!slot.live->enabled()) return;
+    const auto slot_end = slot.heartbeat.next_instant(clock::now());
+    slot.live->heard_by(slot_end, slot.conn->stats().peer_activity);
+    slot.heartbeat.set_due(slot.live->next_due(carries_work(e), slot_end));
+  }
+
+  // Calls or a stream begin on endpoint e: a shared connection whose ticks were skipped checks its
+  // own path from the next instant (connection_liveness::work_begins).
+  void work_begins(std::size_t e) {
+    endpoint_slot& slot = *slots_[e];
+    if (slot.live->work_begins()) [[unlikely]]
+      slot.heartbeat.set_due(clock::time_point::min());
   }
 
   // A ping or pong through the connection's ordinary reserve/commit; no waiting for room.
@@ -1119,6 +1146,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     c.request_bytes = payload;
     c.sent_on = e;
     ++in_flight_;
+    work_begins(e);
     return true;
   }
 
@@ -1170,6 +1198,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     c.sent_on = e;
     std::string().swap(c.body);
     ++in_flight_;
+    work_begins(e);
   }
 
   // Endpoint e's connection has no room: wait for it (the connection's one back-pressure mechanism).

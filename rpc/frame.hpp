@@ -36,6 +36,11 @@ enum class kind : std::uint8_t {
 };
 inline constexpr std::uint8_t kLastKind = 13;
 
+// A ping or a pong.
+constexpr bool is_heartbeat(kind k) noexcept {
+  return k == kind::ping || k == kind::pong;
+}
+
 // Header flag bits; any other bit set is a malformed frame.
 inline constexpr std::uint8_t kFlagHasTimeout = 0x01;  // request: timeout_us is meaningful
 inline constexpr std::uint8_t kKnownFlags = kFlagHasTimeout;

@@ -18,11 +18,13 @@ boost::asio::execution_context::id heartbeat_ticker::id;
 struct heartbeat_ticker::entry {
   explicit entry(tick_function f) : tick(std::move(f)) {}
   tick_function tick;
-  std::atomic<bool> active{true};  // cleared by the subscription's end, on any thread
+  std::atomic<bool> active{true};                    // cleared by the subscription's end, on any thread
+  clock::time_point due = clock::time_point::min();  // set_due's; on the executor
 };
 
-// One grid on one executor. `ticking` is touched by the timer's handler only (one wait pending
-// at a time); subscribers arrive in `incoming` (any thread) and join at the next instant.
+// One grid on one executor. `ticking` and the entries' due are touched on the executor only (by
+// the timer's handler, one wait pending at a time, and by set_due); subscribers arrive in
+// `incoming` (any thread) and join at the next instant.
 struct heartbeat_ticker::group : std::enable_shared_from_this<group> {
   group(const boost::asio::any_io_executor& ex, clock::duration period, clock::duration phase)
       : executor(ex), period(period), phase(phase), domain(random_domain()), timer(ex) {}
@@ -44,15 +46,61 @@ struct heartbeat_ticker::group : std::enable_shared_from_this<group> {
   // Guarded by mutex, from the timer to wait_generation.
   boost::asio::steady_timer timer;
   std::vector<std::shared_ptr<entry>> incoming;
-  std::size_t subscribed = 0;                   // subscriptions not ended
-  bool armed = false;                           // a wait is pending
-  std::uint64_t wait_generation = 0;            // a wait's handler from before a stop() finds it changed
-  std::vector<std::shared_ptr<entry>> ticking;  // the handler's own
+  std::size_t subscribed = 0;         // subscriptions not ended
+  bool armed = false;                 // a wait is pending
+  std::uint64_t wait_generation = 0;  // a wait's handler from before a stop() finds it changed
+  // On the executor only: the subscriptions that joined (the handler moves them from incoming).
+  std::vector<std::shared_ptr<entry>> ticking;
+  bool in_round = false;  // on the executor: the handler is calling ticks
+
+  // A timer that sleeps through idle instants still wakes after this many periods, so a due far
+  // off (or never: max()) needs no care with the clock's range.
+  static constexpr int kMaxSkip = 64;
 
   // Under mutex, not armed: wait for the next instant after now.
   void arm_locked() {
     armed = true;
     timer.expires_at(liveness::next_grid_instant(clock::now(), period, phase));
+    wait_locked();
+  }
+
+  // On the executor: the earliest instant any subscription that joined needs a tick at.
+  clock::time_point earliest_due() const {
+    auto earliest = clock::time_point::max();
+    for (const auto& e : ticking) {
+      if (e->active.load(std::memory_order_acquire)) earliest = std::min(earliest, e->due);
+    }
+    return earliest;
+  }
+
+  // The instant to wake at: `next` (the next grid instant), or the first grid instant at or after
+  // `earliest` when that is later, within kMaxSkip periods.
+  clock::time_point skip_to(clock::time_point next, clock::time_point earliest) const {
+    if (earliest <= next) return next;
+    const auto cap = next + (kMaxSkip - 1) * period;
+    if (earliest >= cap) return cap;
+    return liveness::next_grid_instant(earliest - clock::duration(1), period, phase);
+  }
+
+  // On the executor, outside a round: a subscription's due changed; wait for the earliest one.
+  void reschedule() {
+    if (in_round) return;  // the round's end arms for every subscription's due
+    const auto earliest = earliest_due();
+    const std::lock_guard lock(mutex);
+    if (!armed || !incoming.empty()) return;  // stopped, or a newcomer ticks at the next instant
+    const auto now = clock::now();
+    if (timer.expiry() <= now) return;  // that instant came: its round arms for every due
+    const auto next = skip_to(liveness::next_grid_instant(now, period, phase), earliest);
+    if (next == timer.expiry()) return;
+    timer.expires_at(next);  // cancels the wait, whose handler then sees an error and returns
+    wait_locked();
+  }
+
+  // Under mutex, armed: a newcomer ticks at the next instant, however far the timer slept.
+  void wake_for_newcomer_locked() {
+    const auto next = liveness::next_grid_instant(clock::now(), period, phase);
+    if (timer.expiry() <= next) return;
+    timer.expires_at(next);
     wait_locked();
   }
 
@@ -78,24 +126,30 @@ struct heartbeat_ticker::group : std::enable_shared_from_this<group> {
     // heartbeats: the round finishes, the timer re-arms, then the exception leaves run() as it
     // would have from a connection's own timer.
     std::exception_ptr error;
+    in_round = true;
     for (const auto& e : ticking) {
       if (!e->active.load(std::memory_order_acquire)) continue;
+      e->due = clock::time_point::min();  // the next instant, unless the tick says otherwise
       try {
         e->tick(instant, ran_at);
       } catch (...) {
         if (!error) error = std::current_exception();
       }
     }
+    in_round = false;
     std::erase_if(ticking, [](const auto& e) { return !e->active.load(std::memory_order_acquire); });
+    const auto earliest = earliest_due();
     {
       const std::lock_guard lock(mutex);
       if (ticking.empty() && incoming.empty()) {
         armed = false;  // nothing to tick: no timer keeps the executor's context busy
       } else if (armed && generation == wait_generation) {
-        // The next instant after this one, or after now when this ran more than a period late.
+        // The next instant after this one, or after now when this ran more than a period late;
+        // later when no subscription can act before (set_due) and none waits to join.
         auto next = instant + period;
         const auto now = clock::now();
         if (next <= now) next = liveness::next_grid_instant(now, period, phase);
+        if (incoming.empty()) next = skip_to(next, earliest);
         timer.expires_at(next);
         wait_locked();
       }
@@ -153,7 +207,11 @@ heartbeat_ticker::subscription heartbeat_ticker::subscribe(const boost::asio::an
     const std::lock_guard lock(g->mutex);
     g->incoming.push_back(e);
     ++g->subscribed;
-    if (!g->armed) g->arm_locked();
+    if (!g->armed) {
+      g->arm_locked();
+    } else {
+      g->wake_for_newcomer_locked();
+    }
   }
   return subscription(std::move(g), std::move(e));
 }
@@ -195,6 +253,17 @@ void heartbeat_ticker::subscription::reset() noexcept {
     }
   }
   group_.reset();
+}
+
+void heartbeat_ticker::subscription::set_due(clock::time_point due) {
+  if (!entry_) return;
+  entry_->due = due;
+  group_->reschedule();
+}
+
+heartbeat_ticker::clock::time_point heartbeat_ticker::subscription::next_instant(
+    clock::time_point now) const noexcept {
+  return group_ ? liveness::next_grid_instant(now, group_->period, group_->phase) : now;
 }
 
 std::uint64_t heartbeat_ticker::subscription::domain() const noexcept {

@@ -3,7 +3,8 @@
 // connection on that executor. Per-connection timers cost a timer-queue insertion, a handler and a
 // re-arm per connection and tick (~1,300 instructions; 100 idle connections, client and server,
 // tick 667 times a second); here one timer wakes per grid instant and calls each subscriber in a
-// loop. An Asio service of the executor's execution context (no global state): groups are keyed
+// loop, and sleeps through the instants at which no subscriber can act (subscription::set_due).
+// An Asio service of the executor's execution context (no global state): groups are keyed
 // by executor (a strand is its own key), period and phase.
 // Layer: rpc. Threading: subscribe() and ending a subscription from any thread; the tick functions
 // run on the subscription's executor, never concurrently with each other.
@@ -50,6 +51,15 @@ class heartbeat_ticker : public boost::asio::execution_context::service {
     // This grid's heartbeat domain: a random non-zero id, sent in pings and pongs, by which peers
     // tell which of their connections lead to one grid (0 when not subscribed).
     std::uint64_t domain() const noexcept;
+
+    // On the subscription's executor: its next tick is not needed before `due` (liveness::next_due;
+    // clock::time_point::min(): at the next instant, the default). Within a tick it applies to the
+    // instants after that tick's round; outside one it moves the timer at once, later or sooner.
+    // The timer waits for the earliest due of its group's subscriptions, so idle connections
+    // wake their thread only when one of them may act.
+    void set_due(clock::time_point due);
+    // The first grid instant after `now`.
+    clock::time_point next_instant(clock::time_point now) const noexcept;
 
     // On the subscription's executor: the peer_liveness shared by this grid's connections to the
     // peer grid `peer_domain`. The first connection to ask makes `mine` the shared one; `mine`

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <utility>
 
 namespace rdmarpc {
 
@@ -59,7 +60,17 @@ class liveness {
   }
 
   // Any frame arrived. Called per message, so it only sets a flag; tick() looks at it.
-  void on_received() noexcept { received_ = true; }
+  void on_received() noexcept { received_ = heard::at_tick; }
+
+  // The frame just passed to on_received, on_peer_ping or on_pong arrived before `slot_end`, the
+  // first grid instant after it (the caller read the clock: heartbeat frames are a few a second, not
+  // per message). It counts as heard at slot_end, as the tick there would record, so that tick need
+  // not run (next_due). Frames before it that no tick recorded yet arrived earlier still; the tick
+  // that finally runs records the earlier of slot_end and its own instant.
+  void heard_by(clock::time_point slot_end) noexcept {
+    received_ = heard::stamped;
+    stamp_ = slot_end;
+  }
 
   // The peer pinged (a server calls this for a client's pings; a channel never does). While the
   // peer keeps pinging, its pings and our pongs prove both ends alive, so this side stops pinging
@@ -68,13 +79,13 @@ class liveness {
   // then carries one ping and one pong per period instead of up to two of each. A peer that stops
   // pinging (heartbeats off, or dead) gets this side's own pings again after that silence.
   void on_peer_ping() noexcept {
-    received_ = true;
+    on_received();
     peer_pings_ = true;
   }
 
-  // A pong arrived (also call on_received). One echoing our outstanding ping answers it at once.
+  // A pong arrived (a frame: on_received too). One echoing our outstanding ping answers it at once.
   void on_pong(std::uint64_t value) noexcept {
-    received_ = true;
+    on_received();
     if (outstanding_ && value == ping_value_) outstanding_ = false;
   }
 
@@ -86,20 +97,18 @@ class liveness {
   // that is overdue (holds_verdict).
   action tick(clock::time_point instant, clock::time_point ran_at) noexcept {
     if (!enabled()) return action::none;
-    if (received_) {
-      // Something arrived since the last tick: the peer lives, and no ping is needed.
-      received_ = false;
+    if (received_ != heard::nothing) {
+      // Something arrived since the last tick: the peer lives, heard at this instant (no ping is
+      // needed then), or at a stamp from heard_by when the instants between were skipped.
+      last_heard_ = received_ == heard::stamped ? std::min(stamp_, instant) : instant;
+      received_ = heard::nothing;
       outstanding_ = false;
-      last_heard_ = instant;
-      return action::none;
-    }
-    if (outstanding_) {
+    } else if (outstanding_) {
       if (instant - ping_sent_ < timeout_) return action::none;
       if (holds_verdict(instant, ran_at, verdict_held_)) return action::none;
       return action::peer_dead;
     }
-    const auto silence_allowed = peer_pings_ ? interval_ + timeout_ + tick_period() : interval_;
-    if (instant - last_heard_ < silence_allowed) return action::none;
+    if (instant - last_heard_ < silence_allowed()) return action::none;
     peer_pings_ = false;  // its next ping is overdue: from now on this side pings at its interval
     outstanding_ = true;
     verdict_held_ = false;
@@ -109,6 +118,28 @@ class liveness {
   }
   // A tick that ran on time.
   action tick(clock::time_point instant) noexcept { return tick(instant, instant); }
+
+  // Something arrived at some time after `since` (a grid instant), the caller cannot tell when:
+  // heard at since unless a frame already counts (as late or later).
+  void heard_after(clock::time_point since) noexcept {
+    if (received_ != heard::nothing) return;
+    received_ = heard::stamped;
+    stamp_ = since;
+  }
+
+  // The first instant at which tick() can act: ping, or find the peer dead. The ticks before it
+  // would only record what was heard, so heartbeat_ticker may skip their instants, and an idle
+  // connection wakes its thread only to ping (or, deferring to a peer's pings, not at all). min():
+  // the next instant, because a frame arrived that only a tick can time (on_received without
+  // heard_by), or a ping waits for its answer (whose fate can change from outside: forget_ping).
+  // max(): never (heartbeats off).
+  clock::time_point next_due() const noexcept {
+    if (!enabled()) return clock::time_point::max();
+    if (received_ == heard::at_tick) return clock::time_point::min();
+    if (received_ == heard::stamped) return stamp_ + silence_allowed();
+    if (outstanding_) return clock::time_point::min();
+    return last_heard_ + silence_allowed();
+  }
 
   // A tick that ran more than a quarter period (timer latency) after its instant: the process
   // stalled (CPU throttling, swapping, a debugger).
@@ -145,13 +176,14 @@ class liveness {
   // The grid instant the last ping is timed from (ping_stamp).
   clock::time_point ping_sent_at() const noexcept { return ping_sent_; }
   // Something arrived since the last tick.
-  bool heard_since_tick() const noexcept { return received_; }
+  bool heard_since_tick() const noexcept { return received_ != heard::nothing; }
 
   // Starts over as if just heard from at `now` (the ping counter runs on, so a late pong of an
   // earlier ping is not taken for one of the next).
   void restart(clock::time_point now) noexcept {
     last_heard_ = now;
-    received_ = outstanding_ = peer_pings_ = false;
+    received_ = heard::nothing;
+    outstanding_ = peer_pings_ = false;
   }
 
   // The outstanding ping will never be answered where it went (its connection ended): the next
@@ -159,12 +191,22 @@ class liveness {
   void forget_ping() noexcept { outstanding_ = false; }
 
  private:
+  // What arrived since the last tick: nothing, frames only a tick can time, or frames the last of
+  // which heard_by stamped (covering every earlier one).
+  enum class heard : std::uint8_t { nothing, at_tick, stamped };
+
+  // How long a silence may last before this side pings.
+  clock::duration silence_allowed() const noexcept {
+    return peer_pings_ ? interval_ + timeout_ + tick_period() : interval_;
+  }
+
   clock::duration interval_;
   clock::duration timeout_;
   clock::time_point last_heard_;
   clock::time_point ping_sent_{};
+  clock::time_point stamp_{};     // heard_by's, while received_ is stamped
   std::uint64_t ping_value_ = 0;  // opaque on the wire; a counter tells a late pong from a fresh one
-  bool received_ = false;
+  heard received_ = heard::nothing;
   bool outstanding_ = false;
   bool verdict_held_ = false;  // a late tick held back the outstanding ping's verdict
   bool peer_pings_ = false;    // the peer pinged since our last ping: we need not ping
@@ -268,7 +310,7 @@ class connection_liveness {
   using clock = liveness::clock;
 
   connection_liveness(clock::duration interval, clock::duration timeout, clock::time_point now) noexcept
-      : interval_(interval), timeout_(timeout), own_(interval, timeout, now) {}
+      : interval_(interval), timeout_(timeout), own_(interval, timeout, now), last_tick_(now) {}
   connection_liveness(const connection_liveness&) = delete;
   connection_liveness& operator=(const connection_liveness&) = delete;
   ~connection_liveness() { leave(); }
@@ -277,18 +319,37 @@ class connection_liveness {
   clock::duration tick_period() const noexcept { return own_.tick_period(); }
   bool shared() const noexcept { return shared_ != nullptr; }
 
-  // Any frame arrived (per message: two flags).
-  void on_received() noexcept {
+  // Any frame arrived (per message: two flags). True once when the ticker skips instants for this
+  // connection (next_due) and must tick at the next one after all: only a tick can time this frame.
+  bool on_received() noexcept {
     own_.on_received();
     if (shared_) shared_->state().on_received();
+    return std::exchange(skipping_, false);
   }
+  // The frame just passed to on_received, on_peer_ping or on_pong (a ping or pong) arrived before
+  // the grid instant `slot_end` (liveness::heard_by). `peer_activity` as for note_activity, read
+  // now: the activity so far (this frame's bytes among it) arrived before slot_end too, and a tick
+  // that sees it must not take it for news it can only time at its own instant.
+  void heard_by(clock::time_point slot_end, std::uint64_t peer_activity) noexcept {
+    activity_seen_ = peer_activity;
+    own_.heard_by(slot_end);
+    if (shared_) shared_->state().heard_by(slot_end);
+  }
+  // Calls or a stream begin on this connection. True once when the ticker skips instants for it and
+  // must tick at the next one: a shared connection's own checks begin at that tick.
+  bool work_begins() noexcept { return shared_ != nullptr && std::exchange(skipping_, false); }
   // The transport's connection_stats::peer_activity, read just before each tick: when it moved,
   // the peer lives although no whole frame arrived (one long message in either direction: bytes of
   // it arriving, or the peer taking ours while our ping waits behind them).
+  // When it moved is unknown, only that it was after the last tick that ran: it counts as heard at
+  // the first instant after that tick (the instant about to tick, unless the ticker skipped some),
+  // which may be early, so a ping may go out early, never late.
   void note_activity(std::uint64_t peer_activity) noexcept {
     if (peer_activity == activity_seen_) return;
     activity_seen_ = peer_activity;
-    on_received();
+    const auto since = last_tick_ + own_.tick_period();
+    own_.heard_after(since);
+    if (shared_) shared_->state().heard_after(since);
   }
   void on_peer_ping() noexcept {
     own_.on_peer_ping();
@@ -309,6 +370,7 @@ class connection_liveness {
   // A tick on the grid `instant`, run at `ran_at` (liveness::tick). `in_use`: the connection
   // carries calls or streams.
   liveness::action tick(clock::time_point instant, clock::time_point ran_at, bool in_use) noexcept {
+    last_tick_ = instant;
     last_was_shared_ = false;
     if (!shared_) return own_tick(instant, ran_at);
     const bool heard = own_.heard_since_tick();
@@ -349,6 +411,25 @@ class connection_liveness {
     return tick(instant, instant, in_use);
   }
 
+  // The first instant at which tick() can act (liveness::next_due), after a tick or heard_by;
+  // `next_instant`: the grid instant after that tick, or heard_by's slot_end. `in_use` as for
+  // tick(). Past next_instant, the ticker skips the instants before it: then on_received and
+  // work_begins say when it must tick sooner.
+  clock::time_point next_due(bool in_use, clock::time_point next_instant) noexcept {
+    clock::time_point due;
+    if (!shared_) {
+      due = own_.next_due();
+    } else if (in_use || own_checking_) {
+      due = clock::time_point::min();  // its own checks: every instant
+    } else {
+      due = shared_->state().next_due();
+      // A shared ping it carried, which its own path has not answered yet: judged at the timeout.
+      if (carried_ping_ && !own_.heard_since_tick()) due = std::min(due, carried_at_ + timeout_);
+    }
+    skipping_ = due > next_instant;
+    return due;
+  }
+
   // What the ping that tick() asked for carries.
   std::uint64_t ping_value() const noexcept { return ping_value_; }
 
@@ -383,6 +464,7 @@ class connection_liveness {
   clock::duration timeout_;
   liveness own_;
   std::shared_ptr<peer_liveness> shared_;
+  clock::time_point last_tick_;  // the instant of the last tick that ran (note_activity)
   clock::time_point carried_at_{};
   std::uint64_t ping_value_ = 0;
   std::uint64_t activity_seen_ = 0;    // note_activity's last value
@@ -391,6 +473,7 @@ class connection_liveness {
   bool carried_ping_ = false;          // it carried the shared ping sent at carried_at_
   bool carried_verdict_held_ = false;  // a late tick held back that ping's verdict (holds_verdict)
   bool last_was_shared_ = false;
+  bool skipping_ = false;  // next_due reported an instant past the next one
 };
 
 // A server's bound on client pings, as gRPC's too_many_pings: a ping sooner than min_interval

@@ -185,17 +185,20 @@ class connection_impl final : public server_connection,
 
   void on_message(transport::received_message message) override {
     if (closed_) return;
-    live_->on_received();  // flags: heartbeats cost nothing per message
     frame::decode_error err{};
     const auto v = frame::decode(message.bytes(), err);
     if (err != frame::decode_error::none) return violation(frame::to_string(err));
+    // Flags: heartbeats cost nothing per message (a ping or pong is timed instead: heard_heartbeat).
+    if (!frame::is_heartbeat(v.header.kind) && live_->on_received()) [[unlikely]]
+      heartbeat_.set_due(clock::time_point::min());  // ticks were skipped: this frame needs the next
     switch (v.header.kind) {
       case frame::kind::ping: share_liveness(frame::heartbeat_domain(v)); return on_ping(v.header.timeout_us);
       case frame::kind::pong:
         ++pongs_received_;
         server_->heartbeats().pongs_received.fetch_add(1, std::memory_order_relaxed);
         share_liveness(frame::heartbeat_domain(v));
-        return live_->on_pong(v.header.timeout_us);
+        live_->on_pong(v.header.timeout_us);
+        return heard_heartbeat(clock::now());
       case frame::kind::request: return on_request(v, message);
       case frame::kind::going_away: return on_going_away_answer();
       case frame::kind::cancel: return on_cancel(v.header.call_id);
@@ -264,7 +267,8 @@ class connection_impl final : public server_connection,
     // Decided on the grid instant this tick stands for (see the channel's heartbeat_tick).
     // A connection with calls or streams checks its own path too (connection_liveness).
     live_->note_activity(conn_->stats().peer_activity);
-    switch (live_->tick(instant, ran_at, !calls_.empty() || !streams_.empty())) {
+    const bool in_use = has_work();
+    switch (live_->tick(instant, ran_at, in_use)) {
       case liveness::action::none: break;
       case liveness::action::send_ping:
         // No room now: another connection sharing the liveness may send it; if none can, the
@@ -288,6 +292,7 @@ class connection_impl final : public server_connection,
         return end_connection("connection lost: " + reason.message() + " (no heartbeat answer)");
       }
     }
+    heartbeat_.set_due(live_->next_due(in_use, instant + live_->tick_period()));
   }
 
   boost::system::error_code send_heartbeat(frame::kind kind, std::uint64_t value) {
@@ -305,10 +310,24 @@ class connection_impl final : public server_connection,
   void on_ping(std::uint64_t value) {
     ++pings_received_;
     server_->heartbeats().pings_received.fetch_add(1, std::memory_order_relaxed);
-    if (policer_.on_ping(clock::now())) return too_many_pings();
+    const auto now = clock::now();
+    if (policer_.on_ping(now)) return too_many_pings();
     live_->on_peer_ping();  // the client runs heartbeats: ours are its pongs while it does
     (void)send_heartbeat(frame::kind::pong, value);  // no room: whatever fills the queue is traffic too
+    heard_heartbeat(now);
   }
+
+  // A ping or pong that arrived at `now` counts as heard at the next grid instant, so that
+  // instant's tick need not run: an idle connection's timer sleeps until one can act
+  // (connection_liveness::next_due). Deferring to a client's pings, it never wakes while they come.
+  void heard_heartbeat(clock::time_point now) {
+    if (!live_->enabled()) return;
+    const auto slot_end = heartbeat_.next_instant(now);
+    live_->heard_by(slot_end, conn_->stats().peer_activity);
+    heartbeat_.set_due(live_->next_due(has_work(), slot_end));
+  }
+
+  bool has_work() const noexcept { return !calls_.empty() || !streams_.empty(); }
 
   // The client pings faster than min_ping_interval_allowed: tell it why, then close.
   void too_many_pings() {

@@ -2,8 +2,11 @@
 // every transition of rpc/liveness.hpp, no I/O and no clock.
 #include "rpc/liveness.hpp"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <initializer_list>
+#include <utility>
+#include <vector>
 
 using rdmarpc::connection_liveness;
 using rdmarpc::liveness;
@@ -489,4 +492,201 @@ TEST_CASE("connection_liveness: transport activity answers an outstanding ping, 
   b.note_activity(1);
   CHECK(b.tick(t0 + 500ms, false) == action::none);
   CHECK(a.tick(t0 + 500ms, false) == action::peer_dead);  // carried the ping, its own path silent
+}
+
+// --- Skipped ticks (heard_by, next_due): heartbeat_ticker sleeps until a connection can act ------
+
+TEST_CASE("liveness: next_due is the first instant a tick can act", "[liveness]") {
+  liveness l(300ms, 300ms, t0);
+  CHECK(l.next_due() == t0 + 300ms);  // silence for the interval: a ping
+  l.on_received();                    // untimed: only the next tick can record it
+  CHECK(l.next_due() == liveness::clock::time_point::min());
+  l.heard_by(t0 + 300ms);  // the same frame, timed: heard at its slot's end
+  CHECK(l.next_due() == t0 + 600ms);
+  CHECK(l.tick(t0 + 600ms) == action::send_ping);             // the tick at 300 ms was skipped: same decision
+  CHECK(l.next_due() == liveness::clock::time_point::min());  // its answer is awaited every tick
+  l.on_pong(l.ping_value());
+  l.heard_by(t0 + 900ms);
+  CHECK(l.next_due() == t0 + 1200ms);
+  // Deferring to a peer that pings: its ping is overdue only interval + timeout + a period later.
+  l.on_peer_ping();
+  l.heard_by(t0 + 900ms);
+  CHECK(l.next_due() == t0 + 900ms + 900ms);
+  CHECK(liveness(0ms, 300ms, t0).next_due() == liveness::clock::time_point::max());  // heartbeats off
+}
+
+TEST_CASE("liveness: an untimed frame after a timed one is heard at its own tick", "[liveness]") {
+  liveness l(300ms, 300ms, t0);
+  l.on_pong(0);
+  l.heard_by(t0 + 300ms);
+  l.on_received();  // a later frame, which only a tick can time
+  CHECK(l.next_due() == liveness::clock::time_point::min());
+  CHECK(l.tick(t0 + 600ms) == action::none);  // heard at 600 ms, not 300
+  CHECK(l.tick(t0 + 900ms) == action::send_ping);
+}
+
+namespace {
+
+// One connection end's heartbeats over `until`, ticked as heartbeat_ticker ticks it: every grid
+// instant, or (skipping) only at next_due and when on_received or work_begins asks for the next
+// instant, with pings and pongs timed by heard_by. The peer answers each ping 1 ms later while it
+// lives (until `peer_dies`), pings itself at `peer_pings` (a channel's pings, for a server), and
+// sends other frames at `frames`; this side has calls in flight during `busy`. What this side did:
+// its pings' instants, and when it found the peer dead.
+struct heartbeat_run {
+  std::vector<liveness::clock::time_point> pings;
+  liveness::clock::time_point dead = liveness::clock::time_point::max();
+  int ticks = 0;
+};
+
+struct heartbeat_script {
+  liveness::clock::time_point peer_dies;
+  std::vector<liveness::clock::time_point> peer_pings, frames;
+  std::pair<liveness::clock::time_point, liveness::clock::time_point> busy{};
+  bool shared = false;
+};
+
+constexpr liveness::clock::duration period = 300ms;  // interval and timeout: the defaults
+
+heartbeat_run run_heartbeats(const heartbeat_script& s, bool skipping) {
+  using clock = liveness::clock;
+  const auto grid_after = [](clock::time_point t) { return liveness::next_grid_instant(t, period, {}); };
+  connection_liveness live(period, period, t0);
+  connection_liveness other(period, period, t0);  // a second idle member, when shared
+  if (s.shared) share_all({&live, &other});
+  heartbeat_run out;
+  std::vector<std::pair<clock::time_point, int>> events;  // 0 peer ping, 1 frame, 2 pong, 3 work begins
+  for (const auto t : s.peer_pings) events.emplace_back(t, 0);
+  for (const auto t : s.frames) events.emplace_back(t, 1);
+  if (s.busy.first != clock::time_point{}) events.emplace_back(s.busy.first, 3);
+  const auto in_use = [&](clock::time_point t) { return t >= s.busy.first && t < s.busy.second; };
+  auto next_tick = grid_after(t0);
+  const auto due_to_next = [&](clock::time_point due, clock::time_point next) {
+    return due <= next ? next : liveness::next_grid_instant(due - clock::duration(1), period, {});
+  };
+  const auto until = t0 + 20s;
+  while (next_tick < until && out.dead == clock::time_point::max()) {
+    std::sort(events.begin(), events.end());
+    if (!events.empty() && events.front().first < next_tick) {
+      const auto [t, kind] = events.front();
+      events.erase(events.begin());
+      if (t >= s.peer_dies && kind != 3) continue;  // a dead peer sends nothing
+      const auto slot_end = grid_after(t);
+      if (kind == 3) {
+        if (skipping && live.work_begins()) next_tick = grid_after(t);
+        continue;
+      }
+      const bool heartbeat = kind != 1;
+      const bool wake = live.on_received();
+      if (kind == 0) live.on_peer_ping();
+      if (kind == 2) live.on_pong(live.ping_value());
+      if (!skipping) continue;
+      if (!heartbeat) {
+        if (wake) next_tick = grid_after(t);
+        continue;
+      }
+      live.heard_by(slot_end, 0);
+      next_tick = due_to_next(live.next_due(in_use(t), slot_end), grid_after(t));
+      continue;
+    }
+    const auto instant = next_tick;
+    ++out.ticks;
+    const auto a = live.tick(instant, in_use(instant));
+    if (s.shared) (void)other.tick(instant, false);
+    if (a == action::send_ping) {
+      out.pings.push_back(instant);
+      events.emplace_back(instant + 1ms, 2);
+    }
+    if (a == action::peer_dead) out.dead = instant;
+    next_tick = instant + period;
+    if (skipping) next_tick = due_to_next(live.next_due(in_use(instant), next_tick), next_tick);
+  }
+  return out;
+}
+
+void check_same_decisions(const heartbeat_script& s) {
+  const auto every = run_heartbeats(s, false), skipping = run_heartbeats(s, true);
+  CHECK(skipping.pings == every.pings);
+  CHECK(skipping.dead == every.dead);
+  CHECK(every.dead != liveness::clock::time_point::max());  // the peer's death was found
+  CHECK(skipping.ticks < every.ticks);
+}
+
+}  // namespace
+
+TEST_CASE("connection_liveness: skipping the ticks that only record decides as ticking them all",
+          "[liveness]") {
+  SECTION("a client pinging an idle server, which dies") {
+    check_same_decisions({.peer_dies = t0 + 7s + 450ms});
+    check_same_decisions({.peer_dies = t0 + 7s + 610ms});
+  }
+  SECTION("the same, shared with another idle connection to that server") {
+    check_same_decisions({.peer_dies = t0 + 7s + 450ms, .shared = true});
+  }
+  SECTION("a server deferring to its client's pings; the client dies") {
+    heartbeat_script s{.peer_dies = t0 + 9s + 100ms};
+    for (auto t = t0 + 5ms; t < t0 + 10s; t += 600ms) s.peer_pings.push_back(t);
+    check_same_decisions(s);
+    s.shared = true;
+    check_same_decisions(s);
+  }
+  SECTION("other frames now and then, untimed") {
+    heartbeat_script s{.peer_dies = t0 + 12s + 20ms,
+                       .frames = {t0 + 2s + 40ms, t0 + 4s + 350ms, t0 + 4s + 420ms}};
+    for (auto t = t0 + 5ms; t < t0 + 6s; t += 600ms) s.peer_pings.push_back(t);
+    check_same_decisions(s);
+  }
+  SECTION("calls begin on a shared idle connection whose peer then dies") {
+    heartbeat_script s{.peer_dies = t0 + 5s + 10ms, .busy = {t0 + 5s + 20ms, t0 + 20s}, .shared = true};
+    check_same_decisions(s);
+    s.busy = {t0 + 4s + 700ms, t0 + 20s};  // begun while the peer still answered
+    check_same_decisions(s);
+  }
+}
+
+TEST_CASE("connection_liveness: asks for the next tick once, when its ticks are skipped", "[liveness]") {
+  connection_liveness live(300ms, 300ms, t0);
+  CHECK_FALSE(live.on_received());  // nothing skipped yet
+  CHECK(live.tick(t0 + 300ms, false) == action::none);
+  CHECK(live.next_due(false, t0 + 600ms) == t0 + 600ms);  // not past the next instant
+  CHECK_FALSE(live.on_received());
+  (void)live.tick(t0 + 600ms, false);
+  live.on_pong(0);
+  live.heard_by(t0 + 900ms, 0);
+  CHECK(live.next_due(false, t0 + 900ms) == t0 + 1200ms);  // the tick at 900 ms is skipped
+  CHECK_FALSE(live.work_begins());                         // unshared: calls change nothing
+  CHECK(live.on_received());                               // an untimed frame: the next instant after all
+  CHECK_FALSE(live.on_received());                         // once
+  // Shared and idle, calls beginning ask too, and in use it needs every tick.
+  connection_liveness a(300ms, 300ms, t0), b(300ms, 300ms, t0);
+  share_all({&a, &b});
+  a.on_pong(0);
+  a.heard_by(t0 + 300ms, 0);
+  CHECK(a.next_due(false, t0 + 300ms) == t0 + 600ms);
+  CHECK(a.work_begins());
+  CHECK(a.next_due(true, t0 + 300ms) == liveness::clock::time_point::min());
+  // Transport activity already seen when a heartbeat frame was timed is no news to a tick.
+  connection_liveness c(300ms, 300ms, t0);
+  c.on_pong(0);
+  c.heard_by(t0 + 300ms, 5);
+  c.note_activity(5);
+  CHECK(c.tick(t0 + 600ms, false) == action::send_ping);  // last heard at 300 ms
+}
+
+TEST_CASE(
+    "connection_liveness: transport activity found after skipped ticks counts from the first skipped one",
+    "[liveness]") {
+  connection_liveness live(300ms, 300ms, t0);  // a server whose client pings
+  live.on_peer_ping();
+  live.heard_by(t0 + 300ms, 0);
+  CHECK(live.tick(t0 + 300ms, false) == action::none);
+  REQUIRE(live.next_due(false, t0 + 600ms) == t0 + 1200ms);  // deferring: 600 and 900 ms skipped
+  // Bytes of a long request arrived at some time since: counted from 600 ms, the earliest it can
+  // have been, so the ping (if the bytes stop) is not late; a tick at every instant might have
+  // seen them first at 600 ms too.
+  live.note_activity(1);
+  CHECK(live.tick(t0 + 1200ms, false) == action::none);
+  CHECK(live.next_due(false, t0 + 1500ms) == t0 + 600ms + 900ms);
+  live.note_activity(1);  // no more
+  CHECK(live.tick(t0 + 1500ms, false) == action::send_ping);
 }
