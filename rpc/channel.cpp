@@ -347,20 +347,21 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   void on_message(std::size_t e, std::uint64_t generation, transport::received_message message) {
     endpoint_slot& slot = *slots_[e];
     if (generation != slot.generation || !slot.conn) return;
+    // Flags: heartbeats cost nothing per message. True when the ticks were being skipped: this
+    // frame needs the next one, unless it is a ping or pong (timed instead: heard_heartbeat).
+    const bool needs_tick = slot.live->on_received();
     frame::decode_error err{};
     const auto v = frame::decode(message.bytes(), err);
     if (err != frame::decode_error::none) {
       protocol_violation(e, frame::to_string(err));
       return;
     }
-    // Flags: heartbeats cost nothing per message (a ping or pong is timed instead: heard_heartbeat).
-    if (!frame::is_heartbeat(v.header.kind) && slot.live->on_received()) [[unlikely]]
-      slot.heartbeat.set_due(clock::time_point::min());  // ticks were skipped: this frame needs the next
+    if (needs_tick && !frame::is_heartbeat(v.header.kind)) [[unlikely]]
+      slot.heartbeat.set_due(clock::time_point::min());
     switch (v.header.kind) {
       case frame::kind::response: break;
       case frame::kind::ping:
         share_liveness(slot, frame::heartbeat_domain(v));
-        slot.live->on_received();
         on_ping(e, v.header.timeout_us);
         return heard_heartbeat(e);
       case frame::kind::pong:

@@ -324,7 +324,7 @@ class connection_liveness {
   bool on_received() noexcept {
     own_.on_received();
     if (shared_) shared_->state().on_received();
-    return std::exchange(skipping_, false);
+    return take_skipping();
   }
   // The frame just passed to on_received, on_peer_ping or on_pong (a ping or pong) arrived before
   // the grid instant `slot_end` (liveness::heard_by). `peer_activity` as for note_activity, read
@@ -337,7 +337,7 @@ class connection_liveness {
   }
   // Calls or a stream begin on this connection. True once when the ticker skips instants for it and
   // must tick at the next one: a shared connection's own checks begin at that tick.
-  bool work_begins() noexcept { return shared_ != nullptr && std::exchange(skipping_, false); }
+  bool work_begins() noexcept { return shared_ != nullptr && take_skipping(); }
   // The transport's connection_stats::peer_activity, read just before each tick: when it moved,
   // the peer lives although no whole frame arrived (one long message in either direction: bytes of
   // it arriving, or the peer taking ours while our ping waits behind them).
@@ -454,6 +454,14 @@ class connection_liveness {
   }
 
  private:
+  // Per message and call: a load and a branch, no store unless it was set.
+  bool take_skipping() noexcept {
+    if (!skipping_) [[likely]]
+      return false;
+    skipping_ = false;
+    return true;
+  }
+
   liveness::action own_tick(clock::time_point instant, clock::time_point ran_at) noexcept {
     const auto a = own_.tick(instant, ran_at);
     if (a == liveness::action::send_ping) ping_value_ = own_.ping_value();

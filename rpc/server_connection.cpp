@@ -185,12 +185,14 @@ class connection_impl final : public server_connection,
 
   void on_message(transport::received_message message) override {
     if (closed_) return;
+    // Flags: heartbeats cost nothing per message. True when the ticks were being skipped: this
+    // frame needs the next one, unless it is a ping or pong (timed instead: heard_heartbeat).
+    const bool needs_tick = live_->on_received();
     frame::decode_error err{};
     const auto v = frame::decode(message.bytes(), err);
     if (err != frame::decode_error::none) return violation(frame::to_string(err));
-    // Flags: heartbeats cost nothing per message (a ping or pong is timed instead: heard_heartbeat).
-    if (!frame::is_heartbeat(v.header.kind) && live_->on_received()) [[unlikely]]
-      heartbeat_.set_due(clock::time_point::min());  // ticks were skipped: this frame needs the next
+    if (needs_tick && !frame::is_heartbeat(v.header.kind)) [[unlikely]]
+      heartbeat_.set_due(clock::time_point::min());
     switch (v.header.kind) {
       case frame::kind::ping: share_liveness(frame::heartbeat_domain(v)); return on_ping(v.header.timeout_us);
       case frame::kind::pong:
