@@ -6,6 +6,7 @@
 #include <boost/asio/query.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <exception>
+#include <map>
 #include <random>
 #include <unordered_map>
 
@@ -18,8 +19,11 @@ boost::asio::execution_context::id heartbeat_ticker::id;
 struct heartbeat_ticker::entry {
   explicit entry(tick_function f) : tick(std::move(f)) {}
   tick_function tick;
-  std::atomic<bool> active{true};                    // cleared by the subscription's end, on any thread
-  clock::time_point due = clock::time_point::min();  // set_due's; on the executor
+  std::atomic<bool> active{true};  // cleared by the subscription's end, on any thread
+  // On the executor: the grid instant set_due asked for (min(): the next one), and whether the
+  // group's `dues` counts it (from when it joined until it is dropped).
+  clock::time_point due = clock::time_point::min();
+  bool counted = false;
 };
 
 // One grid on one executor. `ticking` and the entries' due are touched on the executor only (by
@@ -49,8 +53,11 @@ struct heartbeat_ticker::group : std::enable_shared_from_this<group> {
   std::size_t subscribed = 0;         // subscriptions not ended
   bool armed = false;                 // a wait is pending
   std::uint64_t wait_generation = 0;  // a wait's handler from before a stop() finds it changed
-  // On the executor only: the subscriptions that joined (the handler moves them from incoming).
+  // On the executor only: the subscriptions that joined (the handler moves them from incoming),
+  // and how many of them need a tick at each grid instant (their due's), so the earliest is at
+  // hand however many there are: set_due costs O(log instants), not a walk over them all.
   std::vector<std::shared_ptr<entry>> ticking;
+  std::map<clock::time_point, std::size_t> dues;
   bool in_round = false;  // on the executor: the handler is calling ticks
 
   // A timer that sleeps through idle instants still wakes after this many periods, so a due far
@@ -64,13 +71,35 @@ struct heartbeat_ticker::group : std::enable_shared_from_this<group> {
     wait_locked();
   }
 
-  // On the executor: the earliest instant any subscription that joined needs a tick at.
+  // On the executor: the earliest instant any subscription that joined needs a tick at (one that
+  // ended meanwhile may still count until the next round drops it: an early wake-up at worst).
   clock::time_point earliest_due() const {
-    auto earliest = clock::time_point::max();
-    for (const auto& e : ticking) {
-      if (e->active.load(std::memory_order_acquire)) earliest = std::min(earliest, e->due);
+    return dues.empty() ? clock::time_point::max() : dues.begin()->first;
+  }
+
+  // The grid instant a due asks for: the first at or after it (min() stays: the next instant).
+  clock::time_point instant_for(clock::time_point due) const {
+    constexpr auto far = clock::time_point(clock::duration::max() / 2);  // skip_to caps it anyway
+    if (due == clock::time_point::min()) return due;
+    if (due >= far) return far;
+    return liveness::next_grid_instant(due - clock::duration(1), period, phase);
+  }
+
+  // On the executor: entry e's due becomes `due` (a grid instant from instant_for, or min()).
+  void move_due(entry& e, clock::time_point due) {
+    if (e.counted && e.due != due) {
+      uncount(e);
+      ++dues[due];
     }
-    return earliest;
+    e.due = due;
+  }
+  void count(entry& e) {
+    e.counted = true;
+    ++dues[e.due];
+  }
+  void uncount(entry& e) {
+    const auto it = dues.find(e.due);
+    if (--it->second == 0) dues.erase(it);
   }
 
   // The instant to wake at: `next` (the next grid instant), or the first grid instant at or after
@@ -121,6 +150,9 @@ struct heartbeat_ticker::group : std::enable_shared_from_this<group> {
       for (auto& e : incoming) ticking.push_back(std::move(e));
       incoming.clear();
     }
+    for (const auto& e : ticking) {
+      if (!e->counted) count(*e);
+    }
     // A tick may end its own or another subscription (the flag only) or start one (incoming):
     // the vector is not touched while we walk it. A tick that throws does not stop the others'
     // heartbeats: the round finishes, the timer re-arms, then the exception leaves run() as it
@@ -129,7 +161,7 @@ struct heartbeat_ticker::group : std::enable_shared_from_this<group> {
     in_round = true;
     for (const auto& e : ticking) {
       if (!e->active.load(std::memory_order_acquire)) continue;
-      e->due = clock::time_point::min();  // the next instant, unless the tick says otherwise
+      move_due(*e, clock::time_point::min());  // the next instant, unless the tick says otherwise
       try {
         e->tick(instant, ran_at);
       } catch (...) {
@@ -137,7 +169,11 @@ struct heartbeat_ticker::group : std::enable_shared_from_this<group> {
       }
     }
     in_round = false;
-    std::erase_if(ticking, [](const auto& e) { return !e->active.load(std::memory_order_acquire); });
+    std::erase_if(ticking, [this](const auto& e) {
+      if (e->active.load(std::memory_order_acquire)) return false;
+      uncount(*e);
+      return true;
+    });
     const auto earliest = earliest_due();
     {
       const std::lock_guard lock(mutex);
@@ -257,7 +293,7 @@ void heartbeat_ticker::subscription::reset() noexcept {
 
 void heartbeat_ticker::subscription::set_due(clock::time_point due) {
   if (!entry_) return;
-  entry_->due = due;
+  group_->move_due(*entry_, group_->instant_for(due));
   group_->reschedule();
 }
 

@@ -25,7 +25,8 @@ class peer_liveness;
 class heartbeat_ticker : public boost::asio::execution_context::service {
  public:
   using clock = std::chrono::steady_clock;
-  // Called on the executor at each grid instant, with that instant (timer latency differs from
+  // Called on the executor at the grid instants the group's timer wakes at (every one, unless all
+  // of its subscriptions let it sleep: subscription::set_due), with that instant (timer latency differs from
   // tick to tick, the grid does not) and the time the round of ticks began (later than the instant
   // by the timer's latency, or by a whole stall of the process: liveness::ping_stamp and
   // holds_verdict).
@@ -54,9 +55,10 @@ class heartbeat_ticker : public boost::asio::execution_context::service {
 
     // On the subscription's executor: its next tick is not needed before `due` (liveness::next_due;
     // clock::time_point::min(): at the next instant, the default). Within a tick it applies to the
-    // instants after that tick's round; outside one it moves the timer at once, later or sooner.
-    // The timer waits for the earliest due of its group's subscriptions, so idle connections
-    // wake their thread only when one of them may act.
+    // instants after that tick's round; outside one it moves the timer to the group's earliest due
+    // at once, later or sooner (unless a newcomer waits, or the timer's instant came: that round
+    // arms again). The timer waits for the earliest due of its group's subscriptions, so idle
+    // connections wake their thread only when one of them may act. O(log n) in the distinct dues.
     void set_due(clock::time_point due);
     // The first grid instant after `now`.
     clock::time_point next_instant(clock::time_point now) const noexcept;
@@ -74,8 +76,9 @@ class heartbeat_ticker : public boost::asio::execution_context::service {
     std::shared_ptr<entry> entry_;
   };
 
-  // Calls `tick` on `ex` at every instant of the grid of `period` shifted by `phase` (see
-  // liveness::next_tick), from the first one after now, until the subscription ends.
+  // Calls `tick` on `ex` at the instants of the grid of `period` shifted by `phase` (see
+  // liveness::next_tick), from the first one after now, until the subscription ends: at every one,
+  // unless the group's set_due let the timer sleep through some.
   subscription subscribe(const boost::asio::any_io_executor& ex, clock::duration period,
                          clock::duration phase, tick_function tick);
 

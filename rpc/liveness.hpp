@@ -128,7 +128,7 @@ class liveness {
   }
 
   // The first instant at which tick() can act: ping, or find the peer dead. The ticks before it
-  // would only record what was heard, so heartbeat_ticker may skip their instants, and an idle
+  // would only record what was heard, so heartbeat_ticker may skip their instants: a lone idle
   // connection wakes its thread only to ping (or, deferring to a peer's pings, not at all). min():
   // the next instant, because a frame arrived that only a tick can time (on_received without
   // heard_by), or a ping waits for its answer (whose fate can change from outside: forget_ping).
@@ -192,7 +192,7 @@ class liveness {
 
  private:
   // What arrived since the last tick: nothing, frames only a tick can time, or frames the last of
-  // which heard_by stamped (covering every earlier one).
+  // which heard_by stamped (covering every earlier one), or activity heard_after stamped.
   enum class heard : std::uint8_t { nothing, at_tick, stamped };
 
   // How long a silence may last before this side pings.
@@ -204,7 +204,7 @@ class liveness {
   clock::duration timeout_;
   clock::time_point last_heard_;
   clock::time_point ping_sent_{};
-  clock::time_point stamp_{};     // heard_by's, while received_ is stamped
+  clock::time_point stamp_{};     // heard_by's or heard_after's, while received_ is stamped
   std::uint64_t ping_value_ = 0;  // opaque on the wire; a counter tells a late pong from a fresh one
   heard received_ = heard::nothing;
   bool outstanding_ = false;

@@ -321,7 +321,8 @@ class connection_impl final : public server_connection,
 
   // A ping or pong that arrived at `now` counts as heard at the next grid instant, so that
   // instant's tick need not run: an idle connection's timer sleeps until one can act
-  // (connection_liveness::next_due). Deferring to a client's pings, it never wakes while they come.
+  // (connection_liveness::next_due). Deferring to the pings of a client it alone serves, it never
+  // wakes while they come.
   void heard_heartbeat(clock::time_point now) {
     if (!live_->enabled()) return;
     const auto slot_end = heartbeat_.next_instant(now);

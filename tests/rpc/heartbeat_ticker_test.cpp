@@ -171,29 +171,26 @@ TEST_CASE("heartbeat_ticker: one grid's connections to one peer domain share a p
 
 TEST_CASE("heartbeat_ticker: instants no subscriber needs are slept through, until one is needed again",
           "[liveness][ticker]") {
-  constexpr auto kSlow = std::chrono::microseconds(10000);
+  // Each check below fails only if the ticker ignores a due or a wake-up; a slow machine can only
+  // make them pass where they should not (a late handler lands past the due anyway), never fail.
+  constexpr auto kSlow = std::chrono::milliseconds(50);
   boost::asio::io_context io(1);
   const boost::asio::any_io_executor ex = io.get_executor();
   auto& ticker = heartbeat_ticker::of(ex);
   instants a, b;
-  heartbeat_ticker::clock::time_point woken_at{}, joined_at{};
   heartbeat_ticker::subscription sa, sb;
   sa = ticker.subscribe(ex, kSlow, {}, [&](auto t, auto) {
     a.push_back(t);
     if (a.size() == 1 || a.size() == 3) sa.set_due(t + 3 * kSlow);  // nothing to do before then
     if (a.size() == 2) {
       // Asked for sooner from outside a round (a frame only a tick can time): the next instant.
-      sa.set_due(t + 3 * kSlow);
-      boost::asio::post(io, [&] {
-        woken_at = heartbeat_ticker::clock::now();
-        sa.set_due(heartbeat_ticker::clock::time_point::min());
-      });
+      sa.set_due(t + 6 * kSlow);
+      boost::asio::post(io, [&] { sa.set_due(heartbeat_ticker::clock::time_point::min()); });
     }
     if (a.size() == 4) {
       // A newcomer joins a group that sleeps: it ticks at the next instant all the same.
-      sa.set_due(t + 5 * kSlow);
+      sa.set_due(t + 8 * kSlow);
       boost::asio::post(io, [&] {
-        joined_at = heartbeat_ticker::clock::now();
         sb = ticker.subscribe(ex, kSlow, {}, [&](auto u, auto) {
           b.push_back(u);
           sb.reset();
@@ -206,9 +203,9 @@ TEST_CASE("heartbeat_ticker: instants no subscriber needs are slept through, unt
   REQUIRE(a.size() >= 4);
   REQUIRE(b.size() == 1);
   CHECK(a[1] - a[0] >= 3 * kSlow);  // the two instants between were slept through
-  CHECK(a[2] <= woken_at + kSlow);  // woken: the first instant after the call, not the due
+  CHECK(a[2] < a[1] + 6 * kSlow);   // woken before the due it had asked for
   CHECK(a[3] - a[2] >= 3 * kSlow);
-  CHECK(b[0] <= joined_at + kSlow);        // not the sleeping group's due
+  CHECK(b[0] < a[3] + 8 * kSlow);          // the newcomer did not wait for the sleeping group's due
   if (a.size() == 5) CHECK(a[4] == b[0]);  // one timer serves both
   CHECK(ticker.running_groups() == 0);
 }
