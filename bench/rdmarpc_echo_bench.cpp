@@ -58,6 +58,7 @@ void usage() {
                "--timeout-ms MS  unary calls carry a deadline MS from their start (what a deadline\n"
                "          costs); by default none\n"
                "--no-heartbeats, --heartbeat-interval MS, --heartbeat-timeout MS apply to every mode\n"
+               "          (idle --no-heartbeats reports its mode as MODE-no_heartbeats)\n"
                "--metrics  the server's built-in metrics on; --interceptors  also a no-op interceptor on\n"
                "          each side (what interceptors cost)\n"
                "client flags:\n"
@@ -246,7 +247,9 @@ int run_idle(const settings& s) {
   // One call proves the pair is connected; then both sides wait for work that never comes, each
   // running its io_context as a real program would.
   run_matrix(client, one_call_options());
-  const auto r = measure_idle("rdmarpc", transport_of(s.uri), s.mode_label(), [&] {
+  // --no-heartbeats: the polling mode's own idle cost, without the default heartbeats' exchanges.
+  const auto label = s.mode_label() + (s.heartbeats ? "" : "-no_heartbeats");
+  const auto r = measure_idle("rdmarpc", transport_of(s.uri), label, [&] {
     pair.client_io().restart();
     pair.client_io().run_for(idle_duration(s.idle_seconds));
   });

@@ -219,6 +219,10 @@ if part idle; then
   step "idle cost: a connected client+server doing nothing for ${IDLE_SECONDS}s"
   timeout 60 "$BIN/rdmarpc_echo_bench" idle --listen rdma://$IP:0 --seconds $IDLE_SECONDS --json $OUT/echo.jsonl 2>&1 | cat
   timeout 60 "$BIN/rdmarpc_echo_bench" idle --adaptive --listen rdma://$IP:0 --seconds $IDLE_SECONDS --json $OUT/echo.jsonl 2>&1 | cat
+  # The same without heartbeats: what the polling modes themselves cost at rest (information; the
+  # difference is the default heartbeats' one ping/pong per ~600 ms, each a few ms of CPU under TCG).
+  timeout 60 "$BIN/rdmarpc_echo_bench" idle --no-heartbeats --listen rdma://$IP:0 --seconds $IDLE_SECONDS --json $OUT/echo.jsonl 2>&1 | cat
+  timeout 60 "$BIN/rdmarpc_echo_bench" idle --no-heartbeats --adaptive --listen rdma://$IP:0 --seconds $IDLE_SECONDS --json $OUT/echo.jsonl 2>&1 | cat
   timeout 60 "$BIN/rdmarpc_echo_bench" idle --listen tcp://$IP:0 --seconds $IDLE_SECONDS --json $OUT/echo.jsonl 2>&1 | cat
   if [ -x "$BIN/grpc_echo_bench" ]; then
     timeout 60 "$BIN/grpc_echo_bench" idle --seconds $IDLE_SECONDS --json $OUT/echo.jsonl 2>&1 | cat
