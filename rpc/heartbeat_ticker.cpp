@@ -102,13 +102,11 @@ struct heartbeat_ticker::group : std::enable_shared_from_this<group> {
     if (--it->second == 0) dues.erase(it);
   }
 
-  // The instant to wake at: `next` (the next grid instant), or the first grid instant at or after
-  // `earliest` when that is later, within kMaxSkip periods.
+  // The instant to wake at: `next` (the next grid instant), or `earliest` when that is later
+  // (a key of `dues`, already a grid instant: instant_for), within kMaxSkip periods.
   clock::time_point skip_to(clock::time_point next, clock::time_point earliest) const {
     if (earliest <= next) return next;
-    const auto cap = next + (kMaxSkip - 1) * period;
-    if (earliest >= cap) return cap;
-    return liveness::next_grid_instant(earliest - clock::duration(1), period, phase);
+    return std::min(earliest, next + (kMaxSkip - 1) * period);
   }
 
   // On the executor, outside a round: a subscription's due changed; wait for the earliest one.
@@ -147,11 +145,11 @@ struct heartbeat_ticker::group : std::enable_shared_from_this<group> {
       const std::lock_guard lock(mutex);
       if (!armed || generation != wait_generation) return;  // stopped meanwhile
       instant = timer.expiry();
-      for (auto& e : incoming) ticking.push_back(std::move(e));
+      for (auto& e : incoming) {
+        count(*e);
+        ticking.push_back(std::move(e));
+      }
       incoming.clear();
-    }
-    for (const auto& e : ticking) {
-      if (!e->counted) count(*e);
     }
     // A tick may end its own or another subscription (the flag only) or start one (incoming):
     // the vector is not touched while we walk it. A tick that throws does not stop the others'
