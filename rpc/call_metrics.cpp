@@ -6,22 +6,6 @@ call_metrics::call_metrics(const std::vector<std::string_view>& methods) : metho
   for (std::size_t i = 0; i < methods.size(); ++i) methods_[i].name = methods[i];
 }
 
-call_verdict call_metrics::on_call_start(const call_info& call, rdmarpc::metadata&) {
-  of(call).started.fetch_add(1, std::memory_order_relaxed);
-  return {};
-}
-
-void call_metrics::on_call_end(const call_info& call, const call_outcome& outcome) {
-  counters& c = of(call);
-  const auto code = static_cast<std::size_t>(outcome.code);
-  c.finished[code < kStatusCodes ? code : static_cast<std::size_t>(status_code::unknown)].fetch_add(
-      1, std::memory_order_relaxed);
-  if (outcome.request_bytes != 0) c.request_bytes.fetch_add(outcome.request_bytes, std::memory_order_relaxed);
-  if (outcome.response_bytes != 0)
-    c.response_bytes.fetch_add(outcome.response_bytes, std::memory_order_relaxed);
-  c.latency.record(outcome.elapsed);
-}
-
 std::vector<method_stats> call_metrics::snapshot() const {
   std::vector<method_stats> out;
   out.reserve(methods_.size());

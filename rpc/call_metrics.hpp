@@ -1,7 +1,8 @@
 #pragma once
 // call_metrics: a server's built-in per-method figures (server_options::metrics): calls started,
-// finished by status, in flight, a latency histogram, request and response bytes. It is a
-// server_interceptor, first in the server's chain, so it sees the calls later interceptors refuse.
+// finished by status, in flight, a latency histogram, request and response bytes. Each connection
+// calls it directly (no interceptor's virtual calls or call_info), before its interceptors start
+// and after they end, so it sees the calls they refuse.
 // Layer: rpc. Threading: the hooks run on every connection thread (relaxed atomics, no lock);
 // snapshot() from any thread.
 
@@ -40,13 +41,27 @@ struct method_stats {
   }
 };
 
-class call_metrics final : public server_interceptor {
+class call_metrics final {
  public:
   // `methods`: the server's method names by method_index (method_table::names()).
   explicit call_metrics(const std::vector<std::string_view>& methods);
 
-  call_verdict on_call_start(const call_info& call, rdmarpc::metadata& initial_metadata) override;
-  void on_call_end(const call_info& call, const call_outcome& outcome) override;
+  // A call or stream of method `method_index` (call_info::kUnknownMethod for an unknown id)
+  // started; it ended with `outcome`. Inlined into the connection's call path.
+  void call_started(std::size_t method_index) noexcept {
+    of(method_index).started.fetch_add(1, std::memory_order_relaxed);
+  }
+  void call_ended(std::size_t method_index, const call_outcome& outcome) noexcept {
+    counters& c = of(method_index);
+    const auto code = static_cast<std::size_t>(outcome.code);
+    c.finished[code < kStatusCodes ? code : static_cast<std::size_t>(status_code::unknown)].fetch_add(
+        1, std::memory_order_relaxed);
+    if (outcome.request_bytes != 0)
+      c.request_bytes.fetch_add(outcome.request_bytes, std::memory_order_relaxed);
+    if (outcome.response_bytes != 0)
+      c.response_bytes.fetch_add(outcome.response_bytes, std::memory_order_relaxed);
+    c.latency.record(outcome.elapsed);
+  }
 
   // Every method's figures, in registration order, then the unknown methods' (name "") when any
   // was called.
@@ -60,8 +75,8 @@ class call_metrics final : public server_interceptor {
     std::atomic<std::uint64_t> request_bytes{0}, response_bytes{0};
     latency_histogram latency;
   };
-  counters& of(const call_info& call) noexcept {
-    return call.method_index < methods_.size() - 1 ? methods_[call.method_index] : methods_.back();
+  counters& of(std::size_t method_index) noexcept {
+    return method_index < methods_.size() - 1 ? methods_[method_index] : methods_.back();
   }
 
   std::vector<counters> methods_;  // by method_index, then one for unknown methods

@@ -100,6 +100,7 @@ class server::impl final : public server_connection::owner,
   void call_finished() override { in_flight_.fetch_sub(1); }
   server_connection::heartbeat_counters& heartbeats() noexcept override { return heartbeats_; }
   const interceptor_chain<server_interceptor>& interceptors() const noexcept override { return chain_; }
+  call_metrics* metrics() const noexcept override { return metrics_.get(); }
 
   std::vector<method_stats> method_metrics() const {
     std::lock_guard lock(mutex_);
@@ -254,8 +255,7 @@ class server::impl final : public server_connection::owner,
       methods_.limit_request_bytes(name, bytes);
     std::vector<std::shared_ptr<server_interceptor>> chain;
     if (options_.metrics || !options_.metrics_address.empty()) {
-      metrics_ = std::make_shared<call_metrics>(methods_.names());
-      chain.push_back(metrics_);
+      metrics_ = std::make_shared<call_metrics>(methods_.names());  // not in the chain: see call_metrics
     }
     if (options_.check_call) chain.push_back(std::make_shared<call_check_interceptor>(options_.check_call));
     chain.insert(chain.end(), options_.interceptors.begin(), options_.interceptors.end());

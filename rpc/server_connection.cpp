@@ -31,10 +31,11 @@ using clock = std::chrono::steady_clock;
 struct interception {
   std::uint16_t asked = 0;
   clock::time_point started{};
-  std::optional<metadata> initial;  // engaged only when interceptors ran
+  metadata* initial = nullptr;  // what they added (the connection's scratch), when they ran
   void add_initial_to(server_context& ctx) {
-    if (!initial) return;
+    if (initial == nullptr || initial->empty()) return;
     for (auto& [key, value] : *initial) ctx.add_initial_metadata(std::move(key), std::move(value));
+    initial->clear();
   }
 };
 
@@ -124,6 +125,7 @@ class connection_impl final : public server_connection,
         peer_(std::make_shared<const std::string>(conn_->remote_address())),
         peer_info_(peer_info::from_address(*peer_)),
         chain_(server_->interceptors()),
+        metrics_(server_->metrics()),
         live_(std::in_place, server_->options().heartbeat_interval, server_->options().heartbeat_timeout,
               clock::now()),
         policer_(server_->options().min_ping_interval_allowed, server_->options().max_ping_strikes) {}
@@ -799,8 +801,8 @@ class connection_impl final : public server_connection,
     }
     m = server_->methods().find(v.header.method_id);
     ++calls_started_;
-    // Without interceptors (the usual case) this branch is all it costs.
-    if (!chain_.empty()) [[unlikely]]
+    // Without metrics or interceptors (the usual case) this branch is all it costs.
+    if (metrics_ != nullptr || !chain_.empty()) [[unlikely]]
       return run_interceptors(id, m, md, window != nullptr, icpt);
     return true;
   }
@@ -810,32 +812,46 @@ class connection_impl final : public server_connection,
                      m != nullptr ? m->slot : call_info::kUnknownMethod};
   }
 
-  // The interceptors' on_call_start for a call about to start; refuses it unless all say OK.
+  // The metrics' count of a call about to start, and the interceptors' on_call_start, which refuse
+  // it unless all say OK. icpt.asked counts the metrics as the first of the chain: they are owed
+  // the end of every call they counted, after the interceptors (end_interception).
   bool run_interceptors(std::uint32_t id, const method_entry* m, const metadata& md, bool stream,
                         interception& icpt) {
-    const call_info info = info_of(m, md, peer_info_, stream);
     icpt.started = clock::now();
-    const call_verdict verdict = chain_.start(info, icpt.initial.emplace(), icpt.asked);
+    if (metrics_ != nullptr) {
+      metrics_->call_started(m != nullptr ? m->slot : call_info::kUnknownMethod);
+      icpt.asked = 1;
+      if (chain_.empty()) return true;  // the metrics alone: no call_info, no verdict
+    }
+    const call_info info = info_of(m, md, peer_info_, stream);
+    std::uint16_t asked = 0;
+    initial_metadata_.clear();  // (left over only by a refused call)
+    icpt.initial = &initial_metadata_;
+    const call_verdict verdict = chain_.start(info, initial_metadata_, asked);
+    icpt.asked += asked;
     if (verdict.code == status_code::ok) return true;
     // Per call, so at debug: a client without credentials must not flood the log.
     rdmarpc::logger()->debug("rdmarpc server: {} {} from {} refused by an interceptor: {} {}",
                              stream ? "stream" : "call", info.method, *peer_, to_string(verdict.code),
                              verdict.message);
     refuse(id, verdict.code, verdict.message, stream ? frame::kind::reset : frame::kind::response);
-    chain_.end(icpt.asked, info,
-               call_outcome{verdict.code, verdict.message, 0, 0, clock::now() - icpt.started});
+    end_interception(icpt.asked, icpt.started, m, md, stream, verdict.code, verdict.message, 0, 0);
     return false;
   }
 
-  // The interceptors' on_call_end for a call that ended (no-op when none was asked). Inlined: per
-  // call with the metrics on, and out of line its nine arguments cost more than its body.
+  // The interceptors' on_call_end, then the metrics', for a call that ended (no-op when none was
+  // asked). Inlined: per call with the metrics on, and out of line its nine arguments cost more
+  // than its body.
   [[gnu::always_inline]] void end_interception(std::uint16_t asked, clock::time_point started,
                                                const method_entry* m, const metadata& md, bool stream,
                                                status_code code, std::string_view message,
                                                std::size_t request_bytes, std::size_t response_bytes) {
     if (asked == 0) return;
-    chain_.end(asked, info_of(m, md, peer_info_, stream),
-               call_outcome{code, message, request_bytes, response_bytes, clock::now() - started});
+    const call_outcome outcome{code, message, request_bytes, response_bytes, clock::now() - started};
+    const std::uint16_t by_chain = metrics_ != nullptr ? asked - 1 : asked;
+    if (by_chain != 0) chain_.end(by_chain, info_of(m, md, peer_info_, stream), outcome);
+    if (metrics_ != nullptr)
+      metrics_->call_ended(m != nullptr ? m->slot : call_info::kUnknownMethod, outcome);
   }
 
   // The limits a request can hit, each logged once per connection.
@@ -919,6 +935,9 @@ class connection_impl final : public server_connection,
   std::uint8_t limits_logged_ = 0;  // the limits (enum limit) already logged
   std::unique_ptr<server_call> parked_;
   metadata request_metadata_;  // on_request's, empty outside it
+  // What interceptors add to a call's response metadata, moved into its context (kept: its
+  // capacity serves the next call).
+  metadata initial_metadata_;
   // Running calls, and finished ones whose reply waits for send room; records are reused.
   call_table<active_call> calls_{kSpareActiveCalls};
   std::vector<std::vector<std::unique_ptr<server_call>>> spare_calls_;  // by method_entry::slot
@@ -926,6 +945,7 @@ class connection_impl final : public server_connection,
   std::uint32_t highest_id_ = 0;  // highest call or stream id seen (frames above it: never opened)
   // The server's interceptors (immutable once serving): one load per call instead of a virtual call.
   const interceptor_chain<server_interceptor>& chain_;
+  call_metrics* const metrics_;  // the server's built-in metrics, or null
   // Figures (connection_figures): plain counters, this connection's thread only.
   const clock::time_point accepted_at_ = clock::now();
   std::uint64_t calls_started_ = 0;

@@ -36,8 +36,10 @@ class server_connection : public transport::connection_handler {
     // `c` ended; called once, on its executor.
     virtual void connection_ended(server_connection* c) = 0;
     virtual heartbeat_counters& heartbeats() noexcept = 0;
-    // The server's interceptors: the metrics, check_call, server_options::interceptors.
+    // The server's interceptors: check_call, then server_options::interceptors.
     virtual const interceptor_chain<server_interceptor>& interceptors() const noexcept = 0;
+    // The built-in metrics (null without server_options::metrics); set before connections exist.
+    virtual call_metrics* metrics() const noexcept = 0;
 
    protected:
     ~owner() = default;

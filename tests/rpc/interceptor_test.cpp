@@ -411,6 +411,58 @@ TEST_CASE("interceptors: built-in metrics count calls by method and status, with
   CHECK(figures[0].counters.rnr_errors == 0);
 }
 
+// The metrics are not in the interceptor chain but run around it: they count what it refuses, and
+// each call's response metadata is only what the chain added for that call.
+TEST_CASE("interceptors: metrics with interceptors count refused calls and streams, metadata per call",
+          "[interceptor][metrics]") {
+  const std::string target = GENERATE(as<std::string>{}, "loopback", "tcp");
+  CAPTURE(target);
+  journal j;
+  server_options options;
+  options.metrics = true;
+  options.interceptors = {std::make_shared<recording_server_interceptor>("a", j)};
+  e2e_harness h(target, options);
+  auto ch = h.make_channel();
+
+  client_context refused;
+  refused.add_metadata("refuse-by", "a");  // "a" adds its metadata, then refuses
+  CHECK(to_status_code(call(*ch, test_service::echo, make_request("x"), &refused).ec) ==
+        status_code::permission_denied);
+  for (int i = 0; i < 2; ++i) {
+    client_context ctx;
+    REQUIRE_FALSE(call(*ch, test_service::echo, make_request("y"), &ctx).ec);
+    CHECK(values_of(ctx.server_initial_metadata(), "x-a") == std::vector<std::string>{"1"});
+  }
+  client_context sctx;
+  REQUIRE(chat(h, ch, sctx) == status_code::ok);
+  REQUIRE(j.wait_for(8));  // four starts and four ends
+
+  std::vector<method_stats> m;
+  const auto find = [&](std::string_view name) -> const method_stats* {
+    for (const auto& s : m)
+      if (s.name == name) return &s;
+    return nullptr;
+  };
+  for (int i = 0; i < 2000; ++i) {  // the end hooks run on the server's thread: bounded wait
+    m = h.server().method_metrics();
+    const auto* chat_row = find(test_service::chat.full_name);
+    if (chat_row != nullptr && chat_row->finished_total() == 1) break;
+    std::this_thread::sleep_for(5ms);
+  }
+  const auto* echo = find(test_service::echo.full_name);
+  REQUIRE(echo != nullptr);
+  CHECK(echo->started == 3);
+  CHECK(echo->finished[static_cast<std::size_t>(status_code::permission_denied)] == 1);
+  CHECK(echo->finished[static_cast<std::size_t>(status_code::ok)] == 2);
+  CHECK(echo->latency.count == 3);
+  CHECK(echo->in_flight() == 0);
+  const auto* chat_row = find(test_service::chat.full_name);
+  REQUIRE(chat_row != nullptr);
+  CHECK(chat_row->started == 1);
+  CHECK(chat_row->finished[static_cast<std::size_t>(status_code::ok)] == 1);
+  CHECK(chat_row->request_bytes > 0);
+}
+
 TEST_CASE("interceptors: metrics off means no per-method figures", "[interceptor][metrics]") {
   e2e_harness h("loopback");
   auto ch = h.make_channel();
