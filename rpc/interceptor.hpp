@@ -1,8 +1,9 @@
 #pragma once
 // Interceptors: ordered chains of hooks that a server (server_options::interceptors) and a channel
 // (channel_options::interceptors) run around every call and stream. They see the method, the
-// metadata, the peer (server) and the final status; they may add metadata and refuse a call. The
-// built-in metrics (rpc/call_metrics.hpp) and server_options::check_call are interceptors.
+// metadata, the peer (server) and the final status; they may add metadata and refuse a call.
+// server_options::check_call is an interceptor; the built-in metrics (rpc/call_metrics.hpp) are
+// counted around the server's chain, not in it.
 // Layer: rpc. Threading: a chain's hooks run on many threads at once (each hook says where): an
 // interceptor must be thread-safe, quick, and must not block.
 

@@ -52,7 +52,7 @@ const char* admission_refusal(const server_options& options, const peer_info& pe
   return "admit_connection threw";
 }
 
-// server_options::check_call as an interceptor: the chain's first after the metrics.
+// server_options::check_call as an interceptor: the chain's first.
 class call_check_interceptor final : public server_interceptor {
  public:
   explicit call_check_interceptor(call_check check) : check_(std::move(check)) {}
@@ -246,7 +246,7 @@ class server::impl final : public server_connection::owner,
   }
 
   // Services are added before serving: the method table is complete, so its per-method limits
-  // are set and the interceptor chain (whose metrics are indexed by method) is built now, once.
+  // are set, and the metrics (indexed by method) and the interceptor chain are built now, once.
   // Connections read them afterwards.
   void freeze() {
     std::lock_guard lock(mutex_);

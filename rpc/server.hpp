@@ -85,10 +85,12 @@ struct server_options {
   // the handler never runs and the connection carries on. An exception answers INTERNAL. Runs on
   // the connection's thread, from several threads at once when `threads` > 1; it must not block.
   // Empty (the default): no check, and no cost beyond one branch per call. It is an interceptor
-  // (below): the chain's first after the metrics.
+  // (below): the chain's first (the metrics count around the chain).
   call_check check_call;
-  // Interceptors (rpc/interceptor.hpp), asked in this order about every call and stream, after the
-  // metrics and check_call. Empty (the default) with metrics off: no cost beyond one branch per call.
+  // Interceptors (rpc/interceptor.hpp), asked in this order about every call and stream, after
+  // check_call (the metrics are not in the chain: they count each call before it is asked and
+  // after its last on_call_end). Empty (the default) with metrics off: no cost beyond one branch
+  // per call.
   std::vector<std::shared_ptr<server_interceptor>> interceptors;
   // The built-in per-method metrics (rpc/call_metrics.hpp; server::method_metrics(), the admin service,
   // metrics_address): calls started and finished by status, in flight, latency, bytes. Off by

@@ -37,6 +37,10 @@ struct interception {
     for (auto& [key, value] : *initial) ctx.add_initial_metadata(std::move(key), std::move(value));
     initial->clear();
   }
+  // A refused call's: never sent, and not kept until the next call.
+  void drop_initial() noexcept {
+    if (initial != nullptr) initial->clear();
+  }
 };
 
 // One request being served. Owned by its connection until its reply is sent; then kept for
@@ -369,6 +373,7 @@ class connection_impl final : public server_connection,
     // A refusal from here on is an end the interceptors are told of.
     const auto refuse_admitted = [&](status_code code, const std::string& why) {
       refuse_stream(id, code, why);
+      icpt.drop_initial();
       end_interception(icpt.asked, icpt.started, m, md, true, code, why, 0, 0);
     };
     if (client_gone_away_) return refuse_admitted(status_code::unavailable, "server shutting down");
@@ -532,6 +537,7 @@ class connection_impl final : public server_connection,
     // A refusal from here on is an end the interceptors are told of.
     const auto refuse_admitted = [&](status_code code, const std::string& why) {
       refuse(id, code, why);
+      icpt.drop_initial();
       end_interception(icpt.asked, icpt.started, m, md, false, code, why, request_bytes, 0);
     };
     if (client_gone_away_) return refuse_admitted(status_code::unavailable, "server shutting down");
@@ -825,7 +831,7 @@ class connection_impl final : public server_connection,
     }
     const call_info info = info_of(m, md, peer_info_, stream);
     std::uint16_t asked = 0;
-    initial_metadata_.clear();  // (left over only by a refused call)
+    initial_metadata_.clear();  // (empty: add_initial_to or drop_initial emptied it)
     icpt.initial = &initial_metadata_;
     const call_verdict verdict = chain_.start(info, initial_metadata_, asked);
     icpt.asked += asked;
@@ -835,6 +841,7 @@ class connection_impl final : public server_connection,
                              stream ? "stream" : "call", info.method, *peer_, to_string(verdict.code),
                              verdict.message);
     refuse(id, verdict.code, verdict.message, stream ? frame::kind::reset : frame::kind::response);
+    icpt.drop_initial();
     end_interception(icpt.asked, icpt.started, m, md, stream, verdict.code, verdict.message, 0, 0);
     return false;
   }

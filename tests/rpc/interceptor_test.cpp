@@ -5,6 +5,7 @@
 // and connection figures the server reports.
 #include "rpc/interceptor.hpp"
 
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -435,7 +436,9 @@ TEST_CASE("interceptors: metrics with interceptors count refused calls and strea
   }
   client_context sctx;
   REQUIRE(chat(h, ch, sctx) == status_code::ok);
-  REQUIRE(j.wait_for(8));  // four starts and four ends
+  // Refused after the interceptors said yes: their end and the metrics' are owed all the same.
+  CHECK(to_status_code(call(*ch, test_service::unknown, make_request("z")).ec) == status_code::unimplemented);
+  REQUIRE(j.wait_for(10));  // five starts and five ends
 
   std::vector<method_stats> m;
   const auto find = [&](std::string_view name) -> const method_stats* {
@@ -443,10 +446,15 @@ TEST_CASE("interceptors: metrics with interceptors count refused calls and strea
       if (s.name == name) return &s;
     return nullptr;
   };
-  for (int i = 0; i < 2000; ++i) {  // the end hooks run on the server's thread: bounded wait
+  // The end hooks run on the server's thread, and a snapshot may catch one half-recorded (its
+  // counters are separate atomics): bounded wait until every figure checked below is in.
+  for (int i = 0; i < 2000; ++i) {
     m = h.server().method_metrics();
     const auto* chat_row = find(test_service::chat.full_name);
-    if (chat_row != nullptr && chat_row->finished_total() == 1) break;
+    const auto* unknown_row = find("");
+    if (chat_row != nullptr && chat_row->finished_total() == 1 && chat_row->request_bytes > 0 &&
+        unknown_row != nullptr && unknown_row->latency.count == 1)
+      break;
     std::this_thread::sleep_for(5ms);
   }
   const auto* echo = find(test_service::echo.full_name);
@@ -461,6 +469,15 @@ TEST_CASE("interceptors: metrics with interceptors count refused calls and strea
   CHECK(chat_row->started == 1);
   CHECK(chat_row->finished[static_cast<std::size_t>(status_code::ok)] == 1);
   CHECK(chat_row->request_bytes > 0);
+  const auto* unknown = find("");
+  REQUIRE(unknown != nullptr);
+  CHECK(unknown->started == 1);
+  CHECK(unknown->finished[static_cast<std::size_t>(status_code::unimplemented)] == 1);
+  CHECK(unknown->latency.count == 1);
+  const auto ev = j.snapshot();
+  CHECK(std::count_if(ev.begin(), ev.end(), [](const event& e) {
+          return e.who == "a.end" && e.code == status_code::unimplemented;
+        }) == 1);
 }
 
 TEST_CASE("interceptors: metrics off means no per-method figures", "[interceptor][metrics]") {
