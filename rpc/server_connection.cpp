@@ -813,9 +813,13 @@ class connection_impl final : public server_connection,
     return true;
   }
 
+  // A method's dense index for per-method tables; kUnknownMethod for an id no method has.
+  static std::size_t slot_of(const method_entry* m) {
+    return m != nullptr ? m->slot : call_info::kUnknownMethod;
+  }
+
   static call_info info_of(const method_entry* m, const metadata& md, const peer_info& peer, bool stream) {
-    return call_info{m != nullptr ? m->full_name : std::string_view(), md, peer, stream,
-                     m != nullptr ? m->slot : call_info::kUnknownMethod};
+    return call_info{m != nullptr ? m->full_name : std::string_view(), md, peer, stream, slot_of(m)};
   }
 
   // The metrics' count of a call about to start, and the interceptors' on_call_start, which refuse
@@ -825,7 +829,7 @@ class connection_impl final : public server_connection,
                         interception& icpt) {
     icpt.started = clock::now();
     if (metrics_ != nullptr) {
-      metrics_->call_started(m != nullptr ? m->slot : call_info::kUnknownMethod);
+      metrics_->call_started(slot_of(m));
       icpt.asked = 1;
       if (chain_.empty()) return true;  // the metrics alone: no call_info, no verdict
     }
@@ -857,8 +861,7 @@ class connection_impl final : public server_connection,
     const call_outcome outcome{code, message, request_bytes, response_bytes, clock::now() - started};
     const std::uint16_t by_chain = metrics_ != nullptr ? asked - 1 : asked;
     if (by_chain != 0) chain_.end(by_chain, info_of(m, md, peer_info_, stream), outcome);
-    if (metrics_ != nullptr)
-      metrics_->call_ended(m != nullptr ? m->slot : call_info::kUnknownMethod, outcome);
+    if (metrics_ != nullptr) metrics_->call_ended(slot_of(m), outcome);
   }
 
   // The limits a request can hit, each logged once per connection.
