@@ -192,7 +192,7 @@ def ucx_errors(path, limit=6):
 #   rest             total per call minus the three                  the transport's delivery (loopback
 #                                                                    post / tcp reads and writes), Asio's
 #                                                                    scheduler and reactor, thread wake-ups
-# Only meaningful with the callback handler: a coroutine handler runs after on_message returns.
+# Meaningful for both handlers: one that never suspends (the echo) runs inside on_message.
 STAGE_FUNCTIONS = {
     "client_send": r"^rdmarpc::bench::EchoBench::Stub::do_echo\(",
     "server_dispatch": r"^rdmarpc::\(anonymous namespace\)::connection_impl::on_message\(",
@@ -852,16 +852,15 @@ def instruction_cost_section(c, w):
         return
     w("## What an instruction on the call path costs over rxe here")
     w("")
-    w("Each extra round also measures the busy-poll 64 B point with the server's coroutine handler (a")
-    w("`co_spawn` per call) next to the callback one (alternating which goes first). The coroutine")
-    w("handler executes more user-space instructions per call (callgrind, loopback, client + server),")
-    w("almost all of them between the request's arrival and the reply's send, so the p50 difference over")
-    w("the instruction difference estimates what an instruction of rdmarpc-like code costs on the round")
-    w("trip under this emulation (TCG runs call-heavy code far slower per instruction than tight loops).")
-    w("Two biases, opposite ways: over rdma the coroutine's reply also waits for the rest of the")
-    w("completion poll it arrived in (a few hundred instructions the loopback count does not hold: the")
-    w("estimate reads high), and work that runs after the reply left is counted but not waited for (it")
-    w("reads low).")
+    w("Each extra round also measures the busy-poll 64 B point with the server's coroutine handler (the")
+    w("generated `Service`: a coroutine frame and its launch per call) next to the callback one")
+    w("(alternating which goes first). The coroutine handler executes more user-space instructions per")
+    w("call (callgrind, loopback, client + server), all of them between the request's arrival and the")
+    w("reply's commit (a handler that never suspends runs and answers inside the request's delivery, as")
+    w("a callback does), so the p50 difference over the instruction difference estimates what an")
+    w("instruction of rdmarpc-like code costs on the round trip under this emulation (TCG runs")
+    w("call-heavy code far slower per instruction than tight loops). The difference is small (about")
+    w("1,700 instructions), so one round's noise weighs more in it than it did when it was 4,100.")
     w("")
     w("| round | callback p50 µs | coroutine p50 µs | difference µs | `ib_send_lat -R` RTT µs |")
     w("|---|---:|---:|---:|---:|")
@@ -1070,7 +1069,7 @@ def markdown(res, meta, tgts, cost):
     w("counts are differenced, so start-up and warm-up cancel out. User-space instructions only")
     w("(callgrind does not see the kernel), the same for every system. rdmarpc serves the echo with the")
     w("generated `CallbackService` (`--handler callback`, answers before returning) or the coroutine")
-    w("`Service` (`--handler coroutine`, a `co_spawn` per call). Allocations are the calls to")
+    w("`Service` (`--handler coroutine`, a coroutine launched per call). Allocations are the calls to")
     w("`operator new` and to `malloc` (every heap block, `operator new`'s included) per call;")
     w("\"protobuf\" counts those made inside protobuf's code or the generated messages (parsing the")
     w("reply's `bytes` field, setting the reply's payload), which tests/rpc/allocation_test.cpp does not")

@@ -3,10 +3,55 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/prefer.hpp>
+#include <boost/version.hpp>
 
 #include "rpc/status.hpp"
 
+// Boost 1.81 (Debian 12's): handlers on an io_context start through Asio's own coroutine thread
+// (boost::asio::detail::awaitable_thread) with an entry point of ours. Another Boost falls back to
+// co_spawn until this is checked against its awaitable internals.
+#if BOOST_VERSION == 108100
+#define RDMARPC_DIRECT_HANDLER_LAUNCH 1
+#else
+#define RDMARPC_DIRECT_HANDLER_LAUNCH 0
+#endif
+
 namespace rdmarpc {
+namespace {
+
+#if RDMARPC_DIRECT_HANDLER_LAUNCH
+using handler_executor = boost::asio::any_io_executor;
+using tracked_io_executor =
+    std::decay_t<decltype(boost::asio::prefer(std::declval<boost::asio::io_context::executor_type>(),
+                                              boost::asio::execution::outstanding_work.tracked))>;
+
+// The server's cancellation, relayed to the handler's coroutine: a slot holds one handler, and the
+// coroutine's cancellation state installs its own in the relay's slot (as co_spawn does).
+struct cancellation_relay {
+  boost::asio::cancellation_signal signal;
+  void operator()(boost::asio::cancellation_type_t type) { signal.emit(type); }
+};
+
+// The bottom frame of a handler's coroutine thread: runs the handler, then reports its end. Unlike
+// co_spawn's entry point it neither dispatches first (we are on the executor) nor posts once more
+// when the handler finished without suspending: done may run inside start() (the server keeps the
+// call until start() returns), so a handler that answers at once costs no trip through the
+// scheduler. `work` keeps run() from returning while the handler waits (co_spawn's guard).
+boost::asio::awaitable<boost::asio::detail::awaitable_thread_entry_point, handler_executor> run_to_done(
+    boost::asio::awaitable<void> handler, server_done done, tracked_io_executor work) {
+  (void)work;
+  std::exception_ptr error;
+  try {
+    co_await std::move(handler);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  done(std::move(error));
+}
+#endif
+
+}  // namespace
 
 void server_done::drop() noexcept {
   if (auto t = std::move(target_)) t->call_dropped(key_, std::uncaught_exceptions() > 0);
@@ -27,9 +72,24 @@ void spawn_handler(const boost::asio::any_io_executor& ex, boost::asio::awaitabl
         boost::asio::bind_cancellation_slot(
             cancel, [done = std::move(done)](std::exception_ptr e) mutable { done(std::move(e)); }));
   };
-  // On an io_context, spawn on its concrete executor: co_spawn keeps the executor busy while the
-  // call runs, which through the type-erased executor costs an allocation per call.
-  if (const auto* io = ex.target<boost::asio::io_context::executor_type>()) return spawn(*io);
+  if (const auto* io = ex.target<boost::asio::io_context::executor_type>()) {
+#if RDMARPC_DIRECT_HANDLER_LAUNCH
+    boost::asio::cancellation_slot relay;
+    if (cancel.is_connected()) relay = cancel.template emplace<cancellation_relay>().signal.slot();
+    // Runs the handler here until it first suspends (or ends); a suspended handler's thread moves
+    // into the operation it waits for, leaving this one empty.
+    boost::asio::detail::awaitable_thread<handler_executor> thread(
+        run_to_done(std::move(handler), std::move(done),
+                    boost::asio::prefer(*io, boost::asio::execution::outstanding_work.tracked)),
+        handler_executor(*io), relay, boost::asio::cancellation_state(relay));
+    thread.launch();
+    return;
+#else
+    // On its concrete executor: co_spawn keeps the executor busy while the call runs, which
+    // through the type-erased executor costs an allocation per call.
+    return spawn(*io);
+#endif
+  }
   spawn(ex);
 }
 

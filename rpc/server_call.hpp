@@ -42,7 +42,9 @@ class server_call {
   virtual void clear() noexcept = 0;
 };
 
-// Runs a coroutine handler on `ex` (co_spawn), cancellable through `cancel`; `done` gets its end.
+// Runs a coroutine handler on `ex`, cancellable through `cancel`; `done` gets its end. On an
+// io_context's executor it starts at once, here, and one that never suspends calls done before
+// this returns (no scheduler hop); on another executor it is co_spawned.
 void spawn_handler(const boost::asio::any_io_executor& ex, boost::asio::awaitable<void> handler,
                    boost::asio::cancellation_slot cancel, server_done done);
 

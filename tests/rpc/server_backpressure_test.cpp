@@ -81,16 +81,19 @@ outcome run(std::uint32_t requests) {
 
 TEST_CASE("server: refusals without send room wait their turn - a client that reads is not cut off",
           "[server][backpressure]") {
-  // Calls 1 and 2 run; 3, 4 and 5 are refused (2 in flight) while the replies wait for room.
+  // Echo answers at once (its coroutine never suspends, so it ends inside the request's delivery):
+  // call 1's reply takes the send room; calls 2 and 3 end with their replies waiting for room,
+  // still in flight (2); 4 and 5 are refused, and their refusals wait behind those replies.
   const outcome out = run(5);
   CHECK(out.closes == 0);
-  CHECK(out.ok == 2);
-  CHECK(out.resource_exhausted == 3);
+  CHECK(out.ok == 3);
+  CHECK(out.resource_exhausted == 2);
 }
 
 TEST_CASE("server: a peer that lets more refusals wait than max_in_flight_per_connection is cut off",
           "[server][backpressure]") {
-  // The 6th request finds the first refusal sent and two waiting: the bound is reached.
+  // The 6th request finds two refusals waiting (4 and 5, behind two waiting replies): the bound
+  // of 2 is reached.
   const outcome out = run(6);
   CHECK(out.closes == 1);
 }
