@@ -26,13 +26,6 @@ using tracked_io_executor =
     std::decay_t<decltype(boost::asio::prefer(std::declval<boost::asio::io_context::executor_type>(),
                                               boost::asio::execution::outstanding_work.tracked))>;
 
-// The server's cancellation, relayed to the handler's coroutine: a slot holds one handler, and the
-// coroutine's cancellation state installs its own in the relay's slot (as co_spawn does).
-struct cancellation_relay {
-  boost::asio::cancellation_signal signal;
-  void operator()(boost::asio::cancellation_type_t type) { signal.emit(type); }
-};
-
 // The bottom frame of a handler's coroutine thread: runs the handler, then reports its end. Unlike
 // co_spawn's entry point it neither dispatches first (we are on the executor) nor posts once more
 // when the handler finished without suspending: done may run inside start() (the server keeps the
@@ -74,14 +67,14 @@ void spawn_handler(const boost::asio::any_io_executor& ex, boost::asio::awaitabl
   };
   if (const auto* io = ex.target<boost::asio::io_context::executor_type>()) {
 #if RDMARPC_DIRECT_HANDLER_LAUNCH
-    boost::asio::cancellation_slot relay;
-    if (cancel.is_connected()) relay = cancel.template emplace<cancellation_relay>().signal.slot();
     // Runs the handler here until it first suspends (or ends); a suspended handler's thread moves
-    // into the operation it waits for, leaving this one empty.
+    // into the operation it waits for, leaving this one empty. The coroutine's cancellation state
+    // goes straight into the server's slot (co_spawn puts a relay in between, which only matters
+    // when the emitter is on another executor; the server emits on this one).
     boost::asio::detail::awaitable_thread<handler_executor> thread(
         run_to_done(std::move(handler), std::move(done),
                     boost::asio::prefer(*io, boost::asio::execution::outstanding_work.tracked)),
-        handler_executor(*io), relay, boost::asio::cancellation_state(relay));
+        handler_executor(*io), cancel, boost::asio::cancellation_state(cancel));
     thread.launch();
     return;
 #else

@@ -72,8 +72,8 @@ class typed_server_call : public server_call {
 };
 
 // A call whose handler is a coroutine member function of the service:
-// boost::asio::awaitable<Reply> (Owner::*)(server_context&, const Request&). Costs a co_spawn
-// (coroutine frames and a scheduler hop) per call; callback_server_call does not.
+// boost::asio::awaitable<Reply> (Owner::*)(server_context&, const Request&). Costs its coroutine
+// frames and their launch (spawn_handler) per call; callback_server_call does not.
 template <typename Owner, typename Request, typename Reply>
 class member_server_call final : public typed_server_call<Request, Reply> {
  public:
