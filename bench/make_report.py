@@ -182,7 +182,7 @@ def ucx_errors(path, limit=6):
 #                                                                    into the reservation, commit
 #   server dispatch  rdmarpc::(anon)::connection_impl::on_message    rpc/server_connection.cpp: frame
 #                                                                    decode, method lookup, request parse,
-#                                                                    the callback handler, reply written
+#                                                                    the handler, reply written
 #                                                                    and committed
 #   client receive   rdmarpc::(anon)::connection_events::on_message  rpc/channel.cpp: reply decode, call
 #                    minus client send                               lookup, reply parse, completion; the
@@ -192,7 +192,8 @@ def ucx_errors(path, limit=6):
 #   rest             total per call minus the three                  the transport's delivery (loopback
 #                                                                    post / tcp reads and writes), Asio's
 #                                                                    scheduler and reactor, thread wake-ups
-# Meaningful for both handlers: one that never suspends (the echo) runs inside on_message.
+# Reported for the callback handler; a coroutine handler that never suspends (the echo) also runs
+# inside on_message, its frames' teardown after the reply's commit.
 STAGE_FUNCTIONS = {
     "client_send": r"^rdmarpc::bench::EchoBench::Stub::do_echo\(",
     "server_dispatch": r"^rdmarpc::\(anonymous namespace\)::connection_impl::on_message\(",
@@ -855,9 +856,10 @@ def instruction_cost_section(c, w):
     w("Each extra round also measures the busy-poll 64 B point with the server's coroutine handler (the")
     w("generated `Service`: a coroutine frame and its launch per call) next to the callback one")
     w("(alternating which goes first). The coroutine handler executes more user-space instructions per")
-    w("call (callgrind, loopback, client + server), all of them between the request's arrival and the")
+    w("call (callgrind, loopback, client + server), most of them between the request's arrival and the")
     w("reply's commit (a handler that never suspends runs and answers inside the request's delivery, as")
-    w("a callback does), so the p50 difference over the instruction difference estimates what an")
+    w("a callback does; its frames are torn down after the commit, in the same completion poll), so the")
+    w("p50 difference over the instruction difference estimates what an")
     w("instruction of rdmarpc-like code costs on the round trip under this emulation (TCG runs")
     w("call-heavy code far slower per instruction than tight loops). The difference is small (about")
     w("1,700 instructions), so one round's noise weighs more in it than it did when it was 4,100.")

@@ -298,7 +298,7 @@ void print_service(code_writer& p, const service_model& s) {
       "  // The server side: derive from it, implement every handler and register the object with\n"
       "  // rdmarpc::server::add_service. A handler reports an error by throwing rdmarpc::status_error\n"
       "  // or by calling context.set_status() (its reply is then not sent); any other exception\n"
-      "  // answers INTERNAL. Each call runs as a coroutine (co_spawn); CallbackService is cheaper.\n"
+      "  // answers INTERNAL. Each call runs as a coroutine; CallbackService is cheaper.\n"
       "  class Service : public ::rdmarpc::service {\n"
       "   public:\n",
       "    // rpc $proto_name$$deprecated_note$\n"

@@ -59,6 +59,8 @@ void server_done::target::call_dropped(std::uint64_t key, bool unwinding) noexce
 
 void spawn_handler(const boost::asio::any_io_executor& ex, boost::asio::awaitable<void> handler,
                    boost::asio::cancellation_slot cancel, server_done done) {
+  // On an io_context, co_spawn on its concrete executor: co_spawn keeps the executor busy while
+  // the call runs, which through the type-erased executor costs an allocation per call.
   auto spawn = [&](const auto& executor) {
     boost::asio::co_spawn(
         executor, std::move(handler),
@@ -67,6 +69,10 @@ void spawn_handler(const boost::asio::any_io_executor& ex, boost::asio::awaitabl
   };
   if (const auto* io = ex.target<boost::asio::io_context::executor_type>()) {
 #if RDMARPC_DIRECT_HANDLER_LAUNCH
+    // Only from inside the io_context's run(), as the server calls it: from another thread the
+    // handler would run there, and outside run() its work guard could be the context's last work,
+    // whose release stops the context.
+    if (!io->running_in_this_thread()) return spawn(*io);
     // Runs the handler here until it first suspends (or ends); a suspended handler's thread moves
     // into the operation it waits for, leaving this one empty. The coroutine's cancellation state
     // goes straight into the server's slot (co_spawn puts a relay in between, which only matters
@@ -78,8 +84,6 @@ void spawn_handler(const boost::asio::any_io_executor& ex, boost::asio::awaitabl
     thread.launch();
     return;
 #else
-    // On its concrete executor: co_spawn keeps the executor busy while the call runs, which
-    // through the type-erased executor costs an allocation per call.
     return spawn(*io);
 #endif
   }

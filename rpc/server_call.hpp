@@ -42,9 +42,10 @@ class server_call {
   virtual void clear() noexcept = 0;
 };
 
-// Runs a coroutine handler on `ex`, cancellable through `cancel`; `done` gets its end. On an
-// io_context's executor it starts at once, here, and one that never suspends calls done before
-// this returns (no scheduler hop); on another executor it is co_spawned.
+// Runs a coroutine handler on `ex`, cancellable through `cancel`; `done` gets its end. Called from
+// inside the run() of the io_context `ex` is the executor of (the server's case; Boost 1.81), it
+// starts at once, here, and one that never suspends calls done before this returns (no scheduler
+// hop); otherwise it is co_spawned.
 void spawn_handler(const boost::asio::any_io_executor& ex, boost::asio::awaitable<void> handler,
                    boost::asio::cancellation_slot cancel, server_done done);
 

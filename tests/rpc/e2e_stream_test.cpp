@@ -213,6 +213,36 @@ TEST_CASE(
   CHECK(failed.message == "chat failed as asked");
 }
 
+// A stream handler that ends before it first suspends ends inside the server's start of it (a
+// coroutine handler runs at once there): the stream still ends once, with its status, and the
+// connection goes on serving streams.
+TEST_CASE("e2e stream: a handler that fails before its first read ends the stream, the next one works",
+          "[e2e][stream]") {
+  const auto target = GENERATE(from_range(e2e_targets()));
+  CAPTURE(target);
+  e2e_harness h(target);
+  auto ch = h.make_channel();
+  const auto failed =
+      run_client(h, [](std::shared_ptr<channel> ch) -> boost::asio::awaitable<stream_outcome> {
+        client_context ctx;
+        ctx.add_metadata("x-fail-at-once", "1");
+        client_stream<EchoRequest, EchoReply> s(ch->start_stream(test_service::chat, &ctx, nullptr));
+        stream_outcome out;
+        co_await read_all(s, out);
+        co_await finish(s, ctx, out);
+        co_return out;
+      }(ch));
+  CHECK(failed.sizes.empty());
+  CHECK(failed.status == status_code::aborted);
+  CHECK(failed.message == "chat failed at once");
+  CHECK(h.service().streams_finished.load() == 1);
+  for (int i = 0; i < 2; ++i) {
+    const auto ok = run_client(h, ping_pong(ch, {"one", "two"}));
+    CHECK(ok.sizes == std::vector<std::size_t>{3, 3});
+    CHECK(ok.status == status_code::ok);
+  }
+}
+
 TEST_CASE(
     "e2e stream: cancel after begin and after the first response (interop cancel_after_begin and "
     "cancel_after_first_response)",

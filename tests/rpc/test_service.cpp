@@ -186,6 +186,13 @@ boost::asio::awaitable<void> test_service::do_chat(server_context& ctx,
   ++streams_started;
   notify();
   echo_metadata(ctx);
+  // Ends before its first co_await: the handler finishes inside the stream's start.
+  for (const auto& [key, value] : ctx.client_metadata()) {
+    if (key == "x-fail-at-once") {
+      stream_ended(ctx, true);
+      throw status_error(status_code::aborted, "chat failed at once");
+    }
+  }
   EchoRequest req;
   EchoReply reply;
   std::size_t n = 0;
