@@ -34,8 +34,9 @@ class test_service final : public rdmarpc::service {
                                           method_id("/rdmarpc.test.Test/Metadata")};
   // Ticks: server streaming (StreamRequest -> EchoReply x count); Sum: client streaming (EchoRequest
   // x n -> EchoReply with the total size as text); Chat: bidi, echoes each message back (data
-  // "fail" ends it ABORTED; client metadata "x-fail-at-once" ends it ABORTED before it reads). Each echoes client metadata as initial metadata and sets trailing
-  // metadata "count" = messages it read or wrote.
+  // "fail" ends it ABORTED; client metadata "x-fail-at-once" ends it ABORTED before it reads).
+  // Each echoes client metadata as initial metadata and sets trailing metadata "count" = messages
+  // it read or wrote.
   static constexpr method_descriptor ticks{"/rdmarpc.test.Test/Ticks", method_id("/rdmarpc.test.Test/Ticks"),
                                            rpc_kind::server_streaming};
   static constexpr method_descriptor sum{"/rdmarpc.test.Test/Sum", method_id("/rdmarpc.test.Test/Sum"),
