@@ -128,7 +128,14 @@ std::size_t rdma_connection::poll_completions() {
       fail(make_error_code(errc::device_error));
       break;
     }
-    for (int i = 0; i < n; ++i) handle_completion(wcs[static_cast<std::size_t>(i)]);
+    for (int i = 0; i < n; ++i) {
+      // The batch's last completion: nothing behind it to share a doorbell with, so the first
+      // commit its handler makes (a reply, the next call) goes out at once, before the handler's
+      // own teardown and the batch's bookkeeping. That work then overlaps the peer's.
+      post_first_commit_ = i + 1 == n && n < kPollBatch;
+      handle_completion(wcs[static_cast<std::size_t>(i)]);
+    }
+    post_first_commit_ = false;
     handled += static_cast<std::size_t>(n);
     if (n < kPollBatch) break;
   }
@@ -327,8 +334,13 @@ void rdma_connection::commit_reservation(std::uint64_t token, std::size_t size, 
   // Committed from inside a completion batch (a reply, or the next call, from a handler that the
   // batch ran): the batch's end posts everything committed meanwhile as one chained post
   // (after_completions), as tcp writes a read's replies in one write. One doorbell (on rxe, one
-  // syscall) per batch instead of one per message.
-  if (in_poll_) return;
+  // syscall) per batch instead of one per message. Except the first commit of the batch's last
+  // completion, which takes everything committed before it along at once (poll_completions).
+  if (in_poll_) {
+    if (!post_first_commit_) return;
+    post_first_commit_ = false;
+    return post_committed();
+  }
   if (committed_.size() == 1 || held_commits() > 0) post_committed();
 }
 

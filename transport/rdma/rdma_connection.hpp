@@ -179,6 +179,7 @@ class rdma_connection final : public connection,
   receive_ring receives_;
   bool repost_scheduled_ = false;  // a post will repost what was released outside the poll
   bool in_poll_ = false;
+  bool post_first_commit_ = false;  // the next commit in the poll posts at once (poll_completions)
 };
 
 }  // namespace rdmarpc::transport::rdma
