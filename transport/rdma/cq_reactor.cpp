@@ -47,36 +47,46 @@ void cq_reactor::wait(const std::shared_ptr<handler>& h) {
 
 void cq_reactor::on_readable(const std::shared_ptr<handler>& h) {
   if (stopped_) return;
-  ibv_cq* cq = nullptr;
-  void* context = nullptr;
-  // One read, not a loop until EAGAIN (a wasted syscall per wake-up): the CQ is armed one-shot and
-  // re-armed only below, after this read, so at most one event waits here. Should one ever be left
-  // (a completion racing the re-arm), it is read at the next wake-up, which its successor's event
-  // causes: the epoll registration is edge-triggered and every new event is a new edge.
-  if (ibv_get_cq_event(resources_.comp_channel(), &cq, &context) == 0) {
-    ++wakeups_;
-    resources_.add_unacked_cq_events(1);
-    // Adaptive mode arms the CQ while it may go on spinning, so more than one event can wait.
-    while (mode_ == cq_polling::adaptive && ibv_get_cq_event(resources_.comp_channel(), &cq, &context) == 0) {
-      resources_.add_unacked_cq_events(1);
-    }
-  }
+  // Completions first: what they trigger (a reply, the next call) is posted before the syscalls
+  // that consume the event and re-arm the CQ, which then overlap the peer's work instead of
+  // lengthening the round trip. The CQ stays disarmed meanwhile (its event is one-shot): anything
+  // that completes after this poll is found by the poll after the arm below, or raises an event.
+  const auto woke = mode_ == cq_polling::adaptive ? std::chrono::steady_clock::now()
+                                                  : std::chrono::steady_clock::time_point{};
+  const std::size_t found = h->poll_completions();
+  if (stopped_) return;
+  consume_events();
   if (mode_ == cq_polling::adaptive) {
     // Stay awake a while: under load the next completion comes soon, and polling for it costs far
     // less than sleeping and being woken again. How long, the gaps so far tell (spin_window); a
     // stale event (its completion was polled while spinning) tells nothing.
-    const auto woke = std::chrono::steady_clock::now();
-    if (h->poll_completions() > 0) {
+    if (found > 0) {
       spin_.after_gap(woke - last_completion_);
       last_completion_ = std::chrono::steady_clock::now();
     }
     return adaptive_step(h);
   }
-  // Arm first, then poll until empty: a completion that arrives between the two is either seen by
-  // this poll or raises a new event, never lost.
+  // Arm, then poll until empty: a completion that arrives between the two is either seen by this
+  // poll or raises a new event, never lost.
   ibv_req_notify_cq(resources_.cq(), 0);
   h->poll_completions();
   wait(h);
+}
+
+void cq_reactor::consume_events() {
+  ibv_cq* cq = nullptr;
+  void* context = nullptr;
+  // One read, not a loop until EAGAIN (a wasted syscall per wake-up): the CQ is armed one-shot and
+  // re-armed only after this read, so at most one event waits here. Should one ever be left (a
+  // completion racing the re-arm), it is read at the next wake-up, which its successor's event
+  // causes: the epoll registration is edge-triggered and every new event is a new edge.
+  if (ibv_get_cq_event(resources_.comp_channel(), &cq, &context) != 0) return;
+  ++wakeups_;
+  resources_.add_unacked_cq_events(1);
+  // Adaptive mode arms the CQ while it may go on spinning, so more than one event can wait.
+  while (mode_ == cq_polling::adaptive && ibv_get_cq_event(resources_.comp_channel(), &cq, &context) == 0) {
+    resources_.add_unacked_cq_events(1);
+  }
 }
 
 void cq_reactor::adaptive_step(const std::shared_ptr<handler>& h) {

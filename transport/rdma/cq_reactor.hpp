@@ -44,6 +44,7 @@ class cq_reactor {
  private:
   void wait(const std::shared_ptr<handler>& h);
   void on_readable(const std::shared_ptr<handler>& h);
+  void consume_events();  // reads (and counts for acking) what the completion channel holds
   void busy_step(const std::shared_ptr<handler>& h);
   void adaptive_step(const std::shared_ptr<handler>& h);
 
