@@ -49,8 +49,10 @@ void cq_reactor::on_readable(const std::shared_ptr<handler>& h) {
   if (stopped_) return;
   // Completions first: what they trigger (a reply, the next call) is posted before the syscalls
   // that consume the event and re-arm the CQ, which then overlap the peer's work instead of
-  // lengthening the round trip. The CQ stays disarmed meanwhile (its event is one-shot): anything
+  // lengthening the round trip. The CQ is normally disarmed here (its event is one-shot): anything
   // that completes after this poll is found by the poll after the arm below, or raises an event.
+  // If it is armed (start(), or adaptive mode's arm while spinning), a completion during this poll
+  // raises an event that consume_events reads now or that wakes the next wait at once.
   const auto woke = mode_ == cq_polling::adaptive ? std::chrono::steady_clock::now()
                                                   : std::chrono::steady_clock::time_point{};
   const std::size_t found = h->poll_completions();
@@ -78,8 +80,8 @@ void cq_reactor::consume_events() {
   void* context = nullptr;
   // One read, not a loop until EAGAIN (a wasted syscall per wake-up): the CQ is armed one-shot and
   // re-armed only after this read, so at most one event waits here. Should one ever be left (a
-  // completion racing the re-arm), it is read at the next wake-up, which its successor's event
-  // causes: the epoll registration is edge-triggered and every new event is a new edge.
+  // completion racing the re-arm), the next wait reports the still-readable fd at once (Asio's
+  // async_wait re-registers the edge-triggered fd, which reports what is ready now).
   if (ibv_get_cq_event(resources_.comp_channel(), &cq, &context) != 0) return;
   ++wakeups_;
   resources_.add_unacked_cq_events(1);

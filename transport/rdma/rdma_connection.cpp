@@ -116,7 +116,8 @@ void rdma_connection::watch_device_events() {
 // Handlers run from here (deliver -> on_message) never throw through it: the rpc layer catches
 // what user code throws and posts it to come out of run() later (complete_in_place in
 // rpc/completion_op.hpp, the inline dispatch in rpc/channel.cpp's complete). Commits they make
-// wait for after_completions (commit_reservation).
+// wait for after_completions, except the first commit of the batch's last completion
+// (commit_reservation).
 std::size_t rdma_connection::poll_completions() {
   in_poll_ = true;
   std::size_t handled = 0;
@@ -147,8 +148,9 @@ std::size_t rdma_connection::poll_completions() {
 void rdma_connection::after_completions() {
   if (life_.is_shut_down()) return;
   reclaim_sent();
-  // What the batch's handlers committed (deferred while in_poll_) leaves first, in one chained
-  // post, and only then do the released slots go back: replies are not behind the reposts.
+  // What the batch's handlers committed and still waits (deferred while in_poll_) leaves first, in
+  // one chained post, and only then do the released slots go back: replies are not behind the
+  // reposts.
   if (life_.is_sending() && !committed_.empty()) post_committed();
   flush_reposts();
   pump();
@@ -335,7 +337,8 @@ void rdma_connection::commit_reservation(std::uint64_t token, std::size_t size, 
   // batch ran): the batch's end posts everything committed meanwhile as one chained post
   // (after_completions), as tcp writes a read's replies in one write. One doorbell (on rxe, one
   // syscall) per batch instead of one per message. Except the first commit of the batch's last
-  // completion, which takes everything committed before it along at once (poll_completions).
+  // completion, which takes everything committed before it along at once, credits and send-queue
+  // room permitting (poll_completions).
   if (in_poll_) {
     if (!post_first_commit_) return;
     post_first_commit_ = false;
