@@ -79,7 +79,8 @@ std::future<call_result> start_call(channel& ch, const method_descriptor& method
   const auto start = std::chrono::steady_clock::now();
   async_unary_call<EchoReply>(
       ch, method, ctx, req, [p = std::move(p), start](boost::system::error_code ec, EchoReply reply) mutable {
-        p.set_value({ec, std::move(reply), std::chrono::steady_clock::now() - start});
+        const auto now = std::chrono::steady_clock::now();
+        p.set_value({ec, std::move(reply), now - start, now});
       });
   return f;
 }

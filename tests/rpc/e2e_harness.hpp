@@ -89,7 +89,8 @@ class e2e_harness {
 struct call_result {
   boost::system::error_code ec;
   EchoReply reply;
-  std::chrono::steady_clock::duration elapsed{};
+  std::chrono::steady_clock::duration elapsed{};  // from start_call to the completion
+  std::chrono::steady_clock::time_point completed_at{};
 };
 
 // Starts a unary call with a promise-fulfilling callback; the future is ready when it completes.
