@@ -27,6 +27,7 @@
 #include "bench/echo_client.hpp"
 #include "bench/echo_service.hpp"
 #include "rpc/channel.hpp"
+#include "rpc/frame.hpp"
 #include "rpc/server.hpp"
 #include "transport/loopback/loopback_transport.hpp"
 
@@ -43,7 +44,10 @@ void usage() {
                "PATH]\n"
                "       rdmarpc_echo_bench heartbeats [--listen URI] [--connections N] [--seconds S] "
                "[--no-heartbeats] [--heartbeat-interval MS] [--heartbeat-timeout MS] [--json PATH]\n"
+               "       rdmarpc_echo_bench frame-size [--payload LIST]\n"
                "URIs: rdma://HOST:PORT, tcp://HOST:PORT\n"
+               "frame-size prints, per payload, the bytes of one unary echo's request and reply frames\n"
+               "          as they go on the wire (no metadata, no deadline): PAYLOAD REQUEST REPLY\n"
                "--adaptive-spin-us US  with --adaptive: how long to poll after the last completion at\n"
                "          first (transport::connection_options::adaptive_spin); default: the library's\n"
                "--adaptive-spin-max-us US  with --adaptive: the longest the spin grows to under load\n"
@@ -240,6 +244,20 @@ int run_inproc(const settings& s) {
   return 0;
 }
 
+// What a unary echo puts on the wire per message (bench/compare runs perftest at that size too):
+// the frame header and the serialized message; a call without metadata or deadline has no extras.
+int run_frame_size(const settings& s) {
+  for (const auto payload : s.client.payloads) {
+    EchoRequest request;
+    request.set_payload(std::string(payload, 'x'));
+    EchoReply reply;
+    reply.set_payload(request.payload());
+    std::cout << payload << ' ' << rdmarpc::frame::kHeaderSize + request.ByteSizeLong() << ' '
+              << rdmarpc::frame::kHeaderSize + reply.ByteSizeLong() << '\n';
+  }
+  return 0;
+}
+
 int run_idle(const settings& s) {
   inproc_pair pair(s);
   echo_client client(pair.client_io(), pair.channel(), transport_of(s.uri), s.mode_label());
@@ -423,6 +441,7 @@ int run(int argc, char** argv) {
   if (s.mode == "inproc") return run_inproc(s);
   if (s.mode == "idle") return run_idle(s);
   if (s.mode == "heartbeats") return run_heartbeats(s);
+  if (s.mode == "frame-size") return run_frame_size(s);
   usage();
   return 2;
 }

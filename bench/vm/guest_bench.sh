@@ -6,7 +6,9 @@
 # heartbeat CPU over rdma:// and tcp://), more rounds of the rxe targets' 64 B points, and
 # callgrind of rdmarpc over rdma://, all on one rxe0 in one VM boot, and leaves raw results in
 # /out for bench/make_report.py:
-#   /out/perftest/<test>-<size>.txt   perftest client output (ib_send_lat[_e], ib_send_bw)
+#   /out/perftest/<test>-<size>.txt   perftest client output (ib_send_lat[_e], ib_send_bw); the
+#                                     latency tests also at the 64 B echo's wire size
+#   /out/frame_bytes                  that size (rdmarpc_echo_bench frame-size)
 #   /out/echo.jsonl                   one JSON object per rdmarpc / gRPC point and idle probe
 #   /out/liveness.jsonl               one JSON object per detection / failover run and heartbeat probe
 #   /out/callgrind/rdmarpc.rdma.callback.<calls>.out
@@ -40,8 +42,13 @@ payloads=$(echo $SIZES | tr ' ' ',')
 T0=$(date +%s)
 step() { echo "[bench +$(( $(date +%s) - T0 ))s] $*"; }
 
+# The bytes a 64 B echo puts on the wire per message (frame header + protobuf): perftest runs at
+# that size too, next to 64 B, so the report can tell the header's cost on rxe from rdmarpc's own.
+WIRE=$("$BIN/rdmarpc_echo_bench" frame-size --payload 64 2>/dev/null | awk '{print ($2 > $3 ? $2 : $3)}')
+[[ $WIRE =~ ^[0-9]+$ && $WIRE != 64 ]] || WIRE=""
+[[ -n $WIRE ]] && echo "$WIRE" > $OUT/frame_bytes
 # perftest iterations per message size: enough samples, bounded time under TCG (~60 MB/s).
-lat_iters() { case $1 in 64) echo 2000;; 4096) echo 1000;; 65536) echo 200;; *) echo 30;; esac; }
+lat_iters() { case $1 in 64|"$WIRE") echo 2000;; 4096) echo 1000;; 65536) echo 200;; *) echo 30;; esac; }
 bw_iters() { case $1 in 64) echo 10000;; 4096) echo 5000;; 65536) echo 500;; *) echo 50;; esac; }
 
 # perftest_pair NAME TOOL ARGS...: server on vCPU 0, client on vCPU 1 after PERFTEST_DELAY s; the
@@ -149,6 +156,14 @@ part perftest && for s in $SIZES; do
   perftest_pair "ib_send_lat_e-$s" ib_send_lat -R -e -d rxe0 -s $s -n $(lat_iters $s)
   perftest_pair "ib_send_bw-$s" ib_send_bw -R -d rxe0 -s $s -n $(bw_iters $s)
 done
+# wire_latency [DIR]: ib_send_lat and ib_send_lat -e at the 64 B echo's wire size (WIRE).
+wire_latency() {
+  [[ -n $WIRE ]] || return 0
+  PERFTEST_OUT=${1:-$OUT/perftest} perftest_pair "ib_send_lat-$WIRE" ib_send_lat -R -d rxe0 -s $WIRE -n $(lat_iters $WIRE)
+  PERFTEST_OUT=${1:-$OUT/perftest} perftest_pair "ib_send_lat_e-$WIRE" ib_send_lat -R -e -d rxe0 -s $WIRE \
+    -n $(lat_iters $WIRE)
+}
+part perftest && wire_latency
 
 # UCX on the same rxe0: active messages over rc_verbs at the transport layer (uct am_lat, am_bw:
 # UCX's own busy-polling ping-pong and streaming), then the tag-matching protocol layer restricted
@@ -312,6 +327,7 @@ if part rounds; then
     PERFTEST_OUT=$d/perftest perftest_pair ib_send_lat-64 ib_send_lat -R -d rxe0 -s 64 -n $(lat_iters 64)
     PERFTEST_OUT=$d/perftest perftest_pair ib_send_lat_e-64 ib_send_lat -R -e -d rxe0 -s 64 -n $(lat_iters 64)
     PERFTEST_OUT=$d/perftest perftest_pair ib_send_bw-64 ib_send_bw -R -d rxe0 -s 64 -n $(bw_iters 64)
+    wire_latency "$d/perftest"
     round_common=(--payload 64 --duration "$DURATION" --warmup "$WARMUP" --json "$d/echo.jsonl")
     CLIENT_TIMEOUT=60 echo_pair round$r-rdma "$BIN/rdmarpc_echo_bench" server --listen rdma://$IP:7482 -- \
       "$BIN/rdmarpc_echo_bench" client --target rdma://$IP:7482 --concurrency 1 "${round_common[@]}"
