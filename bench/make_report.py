@@ -6,7 +6,9 @@
       (bench/compare's callgrind stage: one JSON line for callgrind.jsonl from two profiles)
 
 RAW_DIR holds what bench/compare collected:
-  vm/perftest/<test>-<size>.txt  perftest client output (ib_send_lat, ib_send_lat_e, ib_send_bw)
+  vm/perftest/<test>-<size>.txt  perftest client output (ib_send_lat, ib_send_lat_e, ib_send_bw); the
+                                 latency tests also at the 64 B echo's wire size, here and in each round
+  vm/frame_bytes                 that size (rdmarpc_echo_bench frame-size); absent: no such section
   vm/echo.jsonl                  rdmarpc / gRPC / Cap'n Proto points (echo calls, and server streams with
                                  "rpc": "server_stream") and idle probes (one JSON object per line)
   vm/rounds/<r>/perftest/*.txt, vm/rounds/<r>/echo.jsonl

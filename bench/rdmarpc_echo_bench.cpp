@@ -5,6 +5,8 @@
 //   inproc [--listen URI|loopback] [client flags]     server thread + client in one process
 //                                                     (loopback transport, callgrind runs)
 //   idle [--listen URI] [--seconds S] [--busy-poll|--adaptive]   CPU used by a connected, idle pair
+//   heartbeats [--connections N] ...                  CPU of many idle connections' heartbeats
+//   frame-size [--payload LIST]                       a unary echo's request and reply frame bytes
 // URIs: rdma://10.0.0.1:7471, tcp://127.0.0.1:7472 (port 0 = any, for inproc/idle).
 #include <spdlog/spdlog.h>
 
