@@ -151,16 +151,15 @@ if [ -r $cs/current_clocksource ]; then
 fi
 
 part perftest && step "perftest baselines on rxe0 (sizes: $SIZES)"
-# wire_latency [DIR]: ib_send_lat and ib_send_lat -e at the 64 B echo's wire size (WIRE).
-wire_latency() {
-  [[ -n $WIRE ]] || return 0
-  PERFTEST_OUT=${1:-$OUT/perftest} perftest_pair "ib_send_lat-$WIRE" ib_send_lat -R -d rxe0 -s $WIRE -n $(lat_iters $WIRE)
-  PERFTEST_OUT=${1:-$OUT/perftest} perftest_pair "ib_send_lat_e-$WIRE" ib_send_lat -R -e -d rxe0 -s $WIRE \
-    -n $(lat_iters $WIRE)
+# latency_pair SIZE: ib_send_lat, polling and with -e, at SIZE bytes (into PERFTEST_OUT).
+latency_pair() {
+  perftest_pair "ib_send_lat-$1" ib_send_lat -R -d rxe0 -s $1 -n $(lat_iters $1)
+  perftest_pair "ib_send_lat_e-$1" ib_send_lat -R -e -d rxe0 -s $1 -n $(lat_iters $1)
 }
+# wire_latency: latency_pair at the 64 B echo's wire size (WIRE), if known.
+wire_latency() { [[ -z $WIRE ]] || latency_pair $WIRE; }
 part perftest && for s in $SIZES; do
-  perftest_pair "ib_send_lat-$s" ib_send_lat -R -d rxe0 -s $s -n $(lat_iters $s)
-  perftest_pair "ib_send_lat_e-$s" ib_send_lat -R -e -d rxe0 -s $s -n $(lat_iters $s)
+  latency_pair $s
   perftest_pair "ib_send_bw-$s" ib_send_bw -R -d rxe0 -s $s -n $(bw_iters $s)
   # Right after 64 B, so the VM's drift does not skew their ratio.
   [[ $s == 64 ]] && wire_latency
@@ -325,10 +324,9 @@ if part rounds; then
     d=$OUT/rounds/$r
     mkdir -p "$d/perftest"
     step "round $r of $ROUNDS: the 64 B points of the rxe targets again"
-    PERFTEST_OUT=$d/perftest perftest_pair ib_send_lat-64 ib_send_lat -R -d rxe0 -s 64 -n $(lat_iters 64)
-    PERFTEST_OUT=$d/perftest perftest_pair ib_send_lat_e-64 ib_send_lat -R -e -d rxe0 -s 64 -n $(lat_iters 64)
+    PERFTEST_OUT=$d/perftest latency_pair 64
     PERFTEST_OUT=$d/perftest perftest_pair ib_send_bw-64 ib_send_bw -R -d rxe0 -s 64 -n $(bw_iters 64)
-    wire_latency "$d/perftest"
+    PERFTEST_OUT=$d/perftest wire_latency
     round_common=(--payload 64 --duration "$DURATION" --warmup "$WARMUP" --json "$d/echo.jsonl")
     CLIENT_TIMEOUT=60 echo_pair round$r-rdma "$BIN/rdmarpc_echo_bench" server --listen rdma://$IP:7482 -- \
       "$BIN/rdmarpc_echo_bench" client --target rdma://$IP:7482 --concurrency 1 "${round_common[@]}"
