@@ -173,19 +173,26 @@ inline void rethrow_from_run(const boost::asio::any_io_executor& ex) {
   boost::asio::post(ex, [e = std::current_exception()] { std::rethrow_exception(e); });
 }
 
-// Completes `op` with `ec` here: the caller runs on the handler's executor (op->runs_on) and is not
-// inside the operation's initiating function. A handler that throws must not unwind through the
-// transport that delivered the frame (an rdma poll loop would lose its batch and its re-arm): its
-// exception is posted to `ex`, to come out of the io_context's run() as any handler's would.
-template <typename Op>
-void complete_in_place(op_ptr<Op> op, boost::system::error_code ec, const boost::asio::any_io_executor& ex) {
+// Completes `op` here with `complete(op)` (which calls complete, or a sibling): the caller runs on
+// the handler's executor (op->runs_on) and is not inside the operation's initiating function. A
+// handler that throws must not unwind through the transport that delivered the frame (an rdma poll
+// loop would lose its batch and its re-arm): its exception is posted to `ex`, to come out of the
+// io_context's run() as any handler's would.
+template <typename Op, typename Complete>
+void complete_in_place_with(op_ptr<Op> op, const boost::asio::any_io_executor& ex, Complete&& complete) {
   auto slot = op->cancellation_slot();
   if (slot.is_connected()) slot.clear();
   try {
-    op.release()->complete(ec);
+    complete(*op.release());
   } catch (...) {
     rethrow_from_run(ex);
   }
+}
+
+// Completes `op` with `ec` here (see complete_in_place_with).
+template <typename Op>
+void complete_in_place(op_ptr<Op> op, boost::system::error_code ec, const boost::asio::any_io_executor& ex) {
+  complete_in_place_with(std::move(op), ex, [ec](Op& o) { o.complete(ec); });
 }
 
 // Queues the completion of `op` with `ec` on the handler's associated executor (`io`, or `ex` when

@@ -22,6 +22,13 @@ class unary_op : public completion_op {
  public:
   // The message the channel parses the reply into.
   virtual google::protobuf::MessageLite& response() noexcept = 0;
+  // Whether the handler may be given a reply the channel keeps (complete_lent): true when the op
+  // would hand the handler a message of its own, false when the reply is the caller's.
+  virtual bool takes_lent_reply() const noexcept = 0;
+  // complete(ec) for a call that succeeded, with the reply parsed into `lent`, a message of
+  // response()'s type that the caller keeps for later replies: the handler gets `lent` itself, so
+  // what it leaves there (its strings' memory, unless it moves the reply out) carries the next one.
+  virtual void complete_lent(boost::system::error_code ec, google::protobuf::MessageLite& lent) = 0;
 
  protected:
   ~unary_op() = default;
@@ -53,6 +60,11 @@ class typed_unary_op final : public handler_op<unary_op, Handler> {
       std::move(this->handler_)(ec, std::move(reply_));
     }
   }
+  bool takes_lent_reply() const noexcept override { return true; }
+  void complete_lent(boost::system::error_code ec, google::protobuf::MessageLite& lent) override {
+    const destroy_on_exit guard{this};
+    std::move(this->handler_)(ec, std::move(static_cast<Reply&>(lent)));
+  }
   void destroy() noexcept override { recycled_destroy(this); }
 
  private:
@@ -76,6 +88,11 @@ class caller_reply_op final : public handler_op<unary_op, Handler> {
       handler.emplace(std::move(this->handler_));
     }  // destroyed before the handler runs: the next call it starts reuses this memory
     (*std::move(handler))(ec);
+  }
+  bool takes_lent_reply() const noexcept override { return false; }
+  void complete_lent(boost::system::error_code ec, google::protobuf::MessageLite& lent) override {
+    reply_->CheckTypeAndMergeFrom(lent);  // never asked of this op (takes_lent_reply); correct anyway
+    complete(ec);
   }
   void destroy() noexcept override { recycled_destroy(this); }
 

@@ -24,7 +24,7 @@ int main(int argc, char* argv[]) {
   };
 
   // callback (never runs inside the call that starts it)
-  greeter.async_say_hello(request, [&](boost::system::error_code ec, greeter::v1::HelloReply reply) {
+  greeter.async_say_hello(request, [&](boost::system::error_code ec, const greeter::v1::HelloReply& reply) {
     if (!ec) std::cout << "callback:  " << reply.text() << "\n";
     done(!ec);
   });
