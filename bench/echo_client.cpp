@@ -57,15 +57,21 @@ bench_result echo_client::run_point(std::uint64_t payload, std::uint64_t concurr
     const auto into_slot = [completed, sp = &s](boost::system::error_code ec) {
       completed(*sp, ec, sp->reply);
     };
-    const auto handed = [completed, sp = &s](boost::system::error_code ec, EchoReply reply) {
+    // Reads the reply where the channel parsed it; or owns it (the reply's strings then go with it).
+    const auto handed = [completed, sp = &s](boost::system::error_code ec, const EchoReply& reply) {
+      completed(*sp, ec, reply);
+    };
+    const auto kept = [completed, sp = &s](boost::system::error_code ec, EchoReply reply) {
       completed(*sp, ec, reply);
     };
     if (call_timeout.count() > 0) {
       s.context.set_timeout(call_timeout);
       if (caller_reply) return stub_.async_echo(s.context, request, s.reply, into_slot);
+      if (reply_by_value) return stub_.async_echo(s.context, request, kept);
       return stub_.async_echo(s.context, request, handed);
     }
     if (caller_reply) return stub_.async_echo(request, s.reply, into_slot);
+    if (reply_by_value) return stub_.async_echo(request, kept);
     stub_.async_echo(request, handed);
   };
 

@@ -36,8 +36,11 @@ class echo_client {
   // Asks the server to write each streamed message with async_write only (--async-writes).
   bool async_writes_only = false;
   // Unary calls parse their replies into one reply message per slot, reused call after call
-  // (--caller-reply), instead of a new reply per call handed to the handler.
+  // (--caller-reply), instead of the reply the channel hands the handler.
   bool caller_reply = false;
+  // The handler takes the reply by value, keeping it (--reply-by-value), instead of reading it by
+  // reference where the channel parsed it (which then allocates nothing per call).
+  bool reply_by_value = false;
   // Unary calls carry this timeout as their deadline (--timeout-ms; a client_context per slot,
   // reused); zero: no deadline. What a deadline costs per call.
   std::chrono::milliseconds call_timeout{0};

@@ -604,10 +604,12 @@ def targets(res):
         v = res.ipc("rdmarpc", transport, "callback")
         co = res.ipc("rdmarpc", transport, "coroutine")
         own = res.ipc("rdmarpc", transport, "callback+caller_reply")
+        by_value = res.ipc("rdmarpc", transport, "callback+reply_by_value")
         dl = res.ipc("rdmarpc", transport, "callback+deadline")
-        add(f"instructions per 64 B echo call (client+server), rdmarpc {transport}, callback handler ≤ 5,000",
+        add(f"instructions per 64 B echo call (client+server), rdmarpc {transport}, callback handler (reply read by reference) ≤ 5,000",
             v, 5000, True, f"{fmt(v)}", "5,000",
             "" if v is None else f"; with the coroutine handler: {fmt(co)}"
+            + ("" if by_value is None else f"; the handler taking the reply by value: {fmt(by_value)}")
             + ("" if own is None else f"; into the caller's own reply message (async_echo(request, reply, "
                f"token)): {fmt(own)}")
             + ("" if dl is None else f"; every call with a deadline (1 s): {fmt(dl)}"))

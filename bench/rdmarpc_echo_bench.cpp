@@ -59,8 +59,10 @@ void usage() {
                "--async-writes  (--stream) the server writes each message with co_await async_write; by\n"
                "          default it uses try_write while that need not wait\n"
                "--caller-reply  unary calls parse into the caller's own reply message, one per call in\n"
-               "          flight, reused (the completion is void(error_code)); by default each call\n"
-               "          hands the handler a new reply\n"
+               "          flight, reused (the completion is void(error_code)); by default the handler\n"
+               "          reads the reply by reference, where the channel parsed it\n"
+               "--reply-by-value  the handler takes the reply by value (it keeps the reply's memory,\n"
+               "          so each call's reply allocates)\n"
                "--timeout-ms MS  unary calls carry a deadline MS from their start (what a deadline\n"
                "          costs); by default none\n"
                "--no-heartbeats, --heartbeat-interval MS, --heartbeat-timeout MS apply to every mode\n"
@@ -87,6 +89,7 @@ struct settings {
   bool coroutine_handler = false;             // --handler coroutine
   bool async_writes_only = false;             // --async-writes
   bool caller_reply = false;                  // --caller-reply
+  bool reply_by_value = false;                // --reply-by-value
   std::chrono::milliseconds call_timeout{0};  // --timeout-ms
   bool metrics = false;                       // --metrics: the server's built-in metrics
   bool interceptors = false;      // --interceptors: a no-op interceptor on each side (and --metrics)
@@ -171,6 +174,7 @@ int serve(const settings& s) {
 void apply_client_flags(echo_client& client, const settings& s) {
   client.async_writes_only = s.async_writes_only;
   client.caller_reply = s.caller_reply;
+  client.reply_by_value = s.reply_by_value;
   client.call_timeout = s.call_timeout;
 }
 
@@ -410,6 +414,9 @@ int run(int argc, char** argv) {
       args.skip();
     } else if (f == "--caller-reply") {
       s.caller_reply = true;
+      args.skip();
+    } else if (f == "--reply-by-value") {
+      s.reply_by_value = true;
       args.skip();
     } else if (f == "--timeout-ms") {
       s.call_timeout = std::chrono::milliseconds(std::stoll(args.value()));
