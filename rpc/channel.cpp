@@ -389,17 +389,18 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     pending_call& c = *c_ptr;
     status_code code = v.header.status;
     if (code == status_code::ok) {
-      google::protobuf::MessageLite* into = &c.op->response();
+      spare_reply_message* spare = nullptr;
       if (v.payload.size() <= kLentReplyMaxBytes && io_ex_ != nullptr && c.op->takes_lent_reply() &&
           c.op->runs_on(*io_ex_)) {
-        into = spare_reply(*into);  // complete() lends it: the call completes in place
+        spare = spare_reply(c.op->response());  // complete() lends it: the call completes in place
       }
+      google::protobuf::MessageLite& into = spare != nullptr ? *spare->message : c.op->response();
       if (v.payload.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
-          !into->ParseFromArray(v.payload.data(), static_cast<int>(v.payload.size()))) {
+          !into.ParseFromArray(v.payload.data(), static_cast<int>(v.payload.size()))) {
         code = status_code::internal;
         status_message = "cannot parse the response of " + std::string(c.method.full_name);
-      } else if (into != &c.op->response()) {
-        lent_reply_ = into;
+      } else {
+        lent_reply_ = spare;
       }
     }
     c.response_bytes = v.payload.size();
@@ -473,6 +474,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
         random_(std::random_device{}()),
         chain_(options_.interceptors) {
     if (options_.max_in_flight == 0) options_.max_in_flight = 1;
+    spare_replies_.reserve(kSpareReplyTypes);  // never moves: lent_reply_ points into it
   }
 
   struct cancel_fn {
@@ -1334,7 +1336,9 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   // Hands the call's status to its handler on the handler's associated executor: inline only for
   // the call whose reply on_message is processing (complete_inline_), else queued behind us.
   void complete(std::unique_ptr<pending_call> c, status_code code, std::string&& message) {
-    google::protobuf::MessageLite* const lent = std::exchange(lent_reply_, nullptr);
+    // Both taken before an interceptor's on_call_end could start (and complete) another call.
+    spare_reply_message* const lent = std::exchange(lent_reply_, nullptr);
+    const bool inline_ok = std::exchange(complete_inline_, false);
     if (c->intercepted != 0) [[unlikely]]
       end_interception(*c, code, message);
     if (c->context != nullptr) c->context->set_result(code, std::move(message));
@@ -1346,19 +1350,26 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     keep_call(std::move(c));
     const boost::system::error_code ec =
         code == status_code::ok ? boost::system::error_code{} : make_error_code(code);
-    const bool inline_ok = std::exchange(complete_inline_, false);
     if (inline_ok && io_ex_ != nullptr && op->runs_on(*io_ex_)) {
       // The handler runs on our io_context, and we are on it: call it here, without wrapping it
       // for a type-erased dispatch (what dispatch would do, minus its cost).
       if (lent != nullptr) {  // a handler's exception comes out of run()
-        complete_in_place_with(std::move(op), ex_, [ec, lent](unary_op& o) { o.complete_lent(ec, *lent); });
+        // Not lent again until the handler returns (were it to run the io_context meanwhile).
+        const struct lend_scope {
+          spare_reply_message& s;
+          explicit lend_scope(spare_reply_message& spare) : s(spare) { s.lent = true; }
+          ~lend_scope() { s.lent = false; }
+        } lending{*lent};
+        complete_in_place_with(std::move(op), ex_,
+                               [ec, lent](unary_op& o) { o.complete_lent(ec, *lent->message); });
       } else {
         complete_in_place(std::move(op), ec, ex_);
       }
       if (released_) maybe_close_released();
       return;
     }
-    if (lent != nullptr) op->response().CheckTypeAndMergeFrom(*lent);  // (on_message expected the above)
+    if (lent != nullptr)
+      op->response().CheckTypeAndMergeFrom(*lent->message);  // (not expected: see on_message)
     // The io_context's own executor as the default: converting it is free, converting the
     // type-erased ex_ into the handler's executor type costs an allocation per call.
     auto target = io_ex_ != nullptr ? op->executor(*io_ex_) : op->executor(ex_);
@@ -1384,22 +1395,32 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   // Call records are reused (on ex_ only): no allocation per call in steady state.
   static constexpr std::size_t kSpareCalls = 64;
 
+  struct spare_reply_message {
+    const std::type_info* type;
+    std::unique_ptr<google::protobuf::MessageLite> message;
+    bool lent = false;  // a handler is reading it
+  };
+
   // A reply completed in place is parsed into a message the channel keeps, one per reply type, and
   // lent to the handler (unary_op::complete_lent): a handler that reads the reply rather than moving
-  // it out leaves its memory for the next reply, so such a call allocates nothing. Larger replies
-  // go into the call's own message, so at most this much wire data shapes what a spare keeps.
-  static constexpr std::size_t kLentReplyMaxBytes = 16 * 1024;
+  // it out leaves its memory for the next reply, so such a call allocates nothing. Only small
+  // replies are lent, so what a spare keeps (the last reply, its strings' capacity, cleared
+  // repeated elements) is shaped by at most this much wire data.
+  static constexpr std::size_t kLentReplyMaxBytes = 4 * 1024;
   static constexpr std::size_t kSpareReplyTypes = 16;  // beyond: replies of other types are not lent
 
-  // The spare for `reply`'s type (made on first use), or `reply` itself when there are too many.
-  google::protobuf::MessageLite* spare_reply(google::protobuf::MessageLite& reply) {
-    const std::type_info& type = typeid(reply);
-    for (const auto& spare : spare_replies_) {
-      if (*spare.type == type) return spare.message.get();
+  // The spare for `reply`'s type (made on first use); null when none can be lent: too many types,
+  // or it is lent already (a handler reading it runs the io_context).
+  spare_reply_message* spare_reply(google::protobuf::MessageLite& reply) {
+    const std::type_info* type = &typeid(reply);  // by address: a same-named type elsewhere is not it
+    for (auto& spare : spare_replies_) {
+      if (spare.type == type) return spare.lent ? nullptr : &spare;
     }
-    if (spare_replies_.size() >= kSpareReplyTypes) return &reply;
-    spare_replies_.push_back({&type, std::unique_ptr<google::protobuf::MessageLite>(reply.New())});
-    return spare_replies_.back().message.get();
+    if (spare_replies_.size() >= kSpareReplyTypes) return nullptr;
+    std::unique_ptr<google::protobuf::MessageLite> message(reply.New());
+    if (message == nullptr) return nullptr;
+    spare_replies_.push_back({type, std::move(message)});
+    return &spare_replies_.back();
   }
 
   void keep_call(std::unique_ptr<pending_call> c) {
@@ -1440,12 +1461,8 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   std::vector<state_waiter> waiters_;
   bool closed_ = false;
   bool released_ = false;
-  bool complete_inline_ = false;                         // see on_message and complete
-  google::protobuf::MessageLite* lent_reply_ = nullptr;  // on_message parsed the reply into it
-  struct spare_reply_message {
-    const std::type_info* type;
-    std::unique_ptr<google::protobuf::MessageLite> message;
-  };
+  bool complete_inline_ = false;                            // see on_message and complete
+  spare_reply_message* lent_reply_ = nullptr;               // on_message parsed the reply into it
   std::vector<spare_reply_message> spare_replies_;          // see spare_reply
   call_table<pending_call> calls_{kSpareCalls};             // queued and sent
   std::deque<std::uint32_t> queue_;                         // not yet sent, in order

@@ -91,7 +91,8 @@ class caller_reply_op final : public handler_op<unary_op, Handler> {
   }
   bool takes_lent_reply() const noexcept override { return false; }
   void complete_lent(boost::system::error_code ec, google::protobuf::MessageLite& lent) override {
-    reply_->CheckTypeAndMergeFrom(lent);  // never asked of this op (takes_lent_reply); correct anyway
+    reply_->Clear();  // never asked of this op (takes_lent_reply); correct anyway
+    reply_->CheckTypeAndMergeFrom(lent);
     complete(ec);
   }
   void destroy() noexcept override { recycled_destroy(this); }

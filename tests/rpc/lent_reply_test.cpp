@@ -1,9 +1,10 @@
 // Replies lent to handlers: a unary call that completes on the channel's own io_context hands its
 // handler a reply message the channel keeps, one per reply type (unary_op::complete_lent). These
 // tests check what a handler can see of it: exactly its own call's reply, whatever came before;
-// a reply it moves out stays its own; replies of different types never share a message; and a
-// handler on another executor gets a message of its own. Client and server share one io_context on
-// the test thread, over the loopback transport; every wait is bounded.
+// calls in flight together share it; a reply it moves out stays its own; replies of different
+// types never share a message; and a handler on a strand gets its own call's reply. Client and server share
+// one io_context on the test thread, over the loopback transport; every wait is bounded.
+#include <algorithm>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>
@@ -34,7 +35,8 @@ struct loopback_pair {
 
   loopback_pair() {
     srv.add_service(service);
-    auto [client_end, server_end] = transport::loopback::make_loopback_pair(io.get_executor(), io.get_executor());
+    auto [client_end, server_end] =
+        transport::loopback::make_loopback_pair(io.get_executor(), io.get_executor());
     srv.serve(server_end);
     ch = channel::create(client_end);
   }
@@ -57,24 +59,44 @@ TEST_CASE("a handler reading the reply by reference sees only its own call's rep
   loopback_pair p;
   // Shrinking and growing replies, one after another: a reused message must not show the bytes of
   // a longer reply before it.
-  const std::vector<std::pair<std::size_t, char>> calls{{100, 'a'}, {10, 'b'}, {0, 'c'}, {300, 'd'}, {1, 'e'}};
+  const std::vector<std::pair<std::size_t, char>> calls{
+      {100, 'a'}, {10, 'b'}, {0, 'c'}, {300, 'd'}, {1, 'e'}};
   std::vector<std::string> seen;
-  std::vector<const EchoReply*> addresses;
   for (const auto& [bytes, fill] : calls) {
     bool done = false;
     async_unary_call<EchoReply>(*p.ch, test::test_service::echo, nullptr, echo_of(bytes, fill),
                                 [&](boost::system::error_code ec, const EchoReply& reply) {
                                   CHECK_FALSE(ec);
                                   seen.push_back(reply.data());
-                                  addresses.push_back(&reply);
                                   done = true;
                                 });
     REQUIRE(test::run_until(p.io, [&] { return done; }));
   }
   REQUIRE(seen.size() == calls.size());
-  for (std::size_t i = 0; i < calls.size(); ++i) CHECK(seen[i] == std::string(calls[i].first, calls[i].second));
-  // The same message each time: what makes such a call allocate nothing (allocation_test counts it).
-  for (const auto* a : addresses) CHECK(a == addresses.front());
+  for (std::size_t i = 0; i < calls.size(); ++i)
+    CHECK(seen[i] == std::string(calls[i].first, calls[i].second));
+}
+
+TEST_CASE("calls in flight together are handed the channel's one reply message, in turn", "[lent]") {
+  loopback_pair p;
+  // Two calls at once have two ops (two messages of their own): both handlers reading the same
+  // message shows it is the channel's, lent to each in turn (what makes the calls allocate nothing;
+  // allocation_test counts that).
+  std::vector<const EchoReply*> addresses;
+  std::vector<std::string> seen;
+  for (char fill : {'p', 'q', 'r'}) {
+    async_unary_call<EchoReply>(*p.ch, test::test_service::echo, nullptr, echo_of(64, fill),
+                                [&](boost::system::error_code ec, const EchoReply& reply) {
+                                  CHECK_FALSE(ec);
+                                  addresses.push_back(&reply);
+                                  seen.push_back(reply.data());
+                                });
+  }
+  REQUIRE(test::run_until(p.io, [&] { return seen.size() == 3; }));
+  CHECK(addresses[1] == addresses[0]);
+  CHECK(addresses[2] == addresses[0]);
+  std::sort(seen.begin(), seen.end());
+  CHECK(seen == std::vector<std::string>{std::string(64, 'p'), std::string(64, 'q'), std::string(64, 'r')});
 }
 
 TEST_CASE("a reply the handler moves out stays its own after later calls", "[lent]") {
@@ -136,13 +158,13 @@ TEST_CASE("a handler on a strand gets its own call's reply", "[lent]") {
   int done = 0;
   // Completed through the strand, not in place: the channel parses into the call's own message.
   for (char fill : {'s', 't'}) {
-    async_unary_call<EchoReply>(*p.ch, test::test_service::echo, nullptr, echo_of(64, fill),
-                                boost::asio::bind_executor(strand, [&, fill](boost::system::error_code ec,
-                                                                             const EchoReply& reply) {
-                                  CHECK_FALSE(ec);
-                                  CHECK(reply.data() == std::string(64, fill));
-                                  ++done;
-                                }));
+    async_unary_call<EchoReply>(
+        *p.ch, test::test_service::echo, nullptr, echo_of(64, fill),
+        boost::asio::bind_executor(strand, [&, fill](boost::system::error_code ec, const EchoReply& reply) {
+          CHECK_FALSE(ec);
+          CHECK(reply.data() == std::string(64, fill));
+          ++done;
+        }));
     REQUIRE(test::run_until(p.io, [&, want = done + 1] { return done == want; }));
   }
 }
