@@ -410,6 +410,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     complete_inline_ = true;
     finish(v.header.call_id, code, std::move(status_message));
     complete_inline_ = false;
+    lent_reply_ = nullptr;  // (taken by that call's complete())
     pump();
   }
 
@@ -1339,6 +1340,17 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     // Both taken before an interceptor's on_call_end could start (and complete) another call.
     spare_reply_message* const lent = std::exchange(lent_reply_, nullptr);
     const bool inline_ok = std::exchange(complete_inline_, false);
+    // The reply is not lent again until this call is done with it (were an interceptor or the
+    // handler to run the io_context meanwhile).
+    const struct lend_scope {
+      spare_reply_message* s;
+      explicit lend_scope(spare_reply_message* spare) : s(spare) {
+        if (s != nullptr) s->lent = true;
+      }
+      ~lend_scope() {
+        if (s != nullptr) s->lent = false;
+      }
+    } lending{lent};
     if (c->intercepted != 0) [[unlikely]]
       end_interception(*c, code, message);
     if (c->context != nullptr) c->context->set_result(code, std::move(message));
@@ -1354,12 +1366,6 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
       // The handler runs on our io_context, and we are on it: call it here, without wrapping it
       // for a type-erased dispatch (what dispatch would do, minus its cost).
       if (lent != nullptr) {  // a handler's exception comes out of run()
-        // Not lent again until the handler returns (were it to run the io_context meanwhile).
-        const struct lend_scope {
-          spare_reply_message& s;
-          explicit lend_scope(spare_reply_message& spare) : s(spare) { s.lent = true; }
-          ~lend_scope() { s.lent = false; }
-        } lending{*lent};
         complete_in_place_with(std::move(op), ex_,
                                [ec, lent](unary_op& o) { o.complete_lent(ec, *lent->message); });
       } else {

@@ -10,6 +10,7 @@
 #include <boost/asio/strand.hpp>
 #include <catch2/catch.hpp>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -167,4 +168,53 @@ TEST_CASE("a handler on a strand gets its own call's reply", "[lent]") {
         }));
     REQUIRE(test::run_until(p.io, [&, want = done + 1] { return done == want; }));
   }
+}
+
+TEST_CASE("only replies of up to 4 KiB on the wire are lent", "[lent]") {
+  loopback_pair p;
+  // An EchoReply with N bytes of data is N + 3 bytes on the wire (tag, two-byte length) from 128 on.
+  std::vector<std::pair<std::size_t, const EchoReply*>> seen;
+  for (const std::size_t data : {std::size_t{64}, std::size_t{4093}, std::size_t{4094}}) {
+    async_unary_call<EchoReply>(*p.ch, test::test_service::echo, nullptr, echo_of(data, 'z'),
+                                [&, data](boost::system::error_code ec, const EchoReply& reply) {
+                                  CHECK_FALSE(ec);
+                                  CHECK(reply.data() == std::string(data, 'z'));
+                                  seen.emplace_back(reply.ByteSizeLong(), &reply);
+                                });
+  }
+  REQUIRE(test::run_until(p.io, [&] { return seen.size() == 3; }));
+  std::sort(seen.begin(), seen.end());
+  REQUIRE(seen[1].first == 4096);
+  REQUIRE(seen[2].first == 4097);
+  CHECK(seen[1].second == seen[0].second);  // lent: the channel's message
+  CHECK(seen[2].second != seen[0].second);  // one byte more: the call's own
+}
+
+TEST_CASE("a handler that throws leaves the reply message lendable", "[lent]") {
+  loopback_pair p;
+  const EchoReply* first = nullptr;
+  bool thrown = false;
+  async_unary_call<EchoReply>(*p.ch, test::test_service::echo, nullptr, echo_of(64, 'u'),
+                              [&](boost::system::error_code, const EchoReply& reply) {
+                                first = &reply;
+                                throw std::runtime_error("handler failed");
+                              });
+  // The exception comes out of run() (posted from the delivery), as any handler's would.
+  try {
+    test::run_until(
+        p.io, [] { return false; }, std::chrono::seconds(10));
+  } catch (const std::runtime_error& e) {
+    thrown = std::string(e.what()) == "handler failed";
+  }
+  REQUIRE(thrown);
+  REQUIRE(first != nullptr);
+  const EchoReply* second = nullptr;
+  async_unary_call<EchoReply>(*p.ch, test::test_service::echo, nullptr, echo_of(64, 'v'),
+                              [&](boost::system::error_code ec, const EchoReply& reply) {
+                                CHECK_FALSE(ec);
+                                CHECK(reply.data() == std::string(64, 'v'));
+                                second = &reply;
+                              });
+  REQUIRE(test::run_until(p.io, [&] { return second != nullptr; }));
+  CHECK(second == first);  // lent again: its flag was reset when the handler's exception left it
 }
