@@ -1362,7 +1362,8 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     keep_call(std::move(c));
     const boost::system::error_code ec =
         code == status_code::ok ? boost::system::error_code{} : make_error_code(code);
-    if (inline_ok && io_ex_ != nullptr && op->runs_on(*io_ex_)) {
+    // A lent reply means on_message found the handler runs on our io_context (no need to ask again).
+    if (lent != nullptr || (inline_ok && io_ex_ != nullptr && op->runs_on(*io_ex_))) {
       // The handler runs on our io_context, and we are on it: call it here, without wrapping it
       // for a type-erased dispatch (what dispatch would do, minus its cost).
       if (lent != nullptr) {  // a handler's exception comes out of run()
@@ -1374,8 +1375,6 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
       if (released_) maybe_close_released();
       return;
     }
-    if (lent != nullptr)
-      op->response().CheckTypeAndMergeFrom(*lent->message);  // (not expected: see on_message)
     // The io_context's own executor as the default: converting it is free, converting the
     // type-erased ex_ into the handler's executor type costs an allocation per call.
     auto target = io_ex_ != nullptr ? op->executor(*io_ex_) : op->executor(ex_);

@@ -28,7 +28,12 @@ class unary_op : public completion_op {
   // complete(ec) for a call that succeeded, with the reply parsed into `lent`, a message of
   // response()'s type that the caller keeps for later replies: the handler gets `lent` itself, so
   // what it leaves there (its strings' memory, unless it moves the reply out) carries the next one.
-  virtual void complete_lent(boost::system::error_code ec, google::protobuf::MessageLite& lent) = 0;
+  // Only asked of an op whose takes_lent_reply() is true; the default copies `lent` into response().
+  virtual void complete_lent(boost::system::error_code ec, google::protobuf::MessageLite& lent) {
+    response().Clear();
+    response().CheckTypeAndMergeFrom(lent);
+    complete(ec);
+  }
 
  protected:
   ~unary_op() = default;
@@ -90,11 +95,6 @@ class caller_reply_op final : public handler_op<unary_op, Handler> {
     (*std::move(handler))(ec);
   }
   bool takes_lent_reply() const noexcept override { return false; }
-  void complete_lent(boost::system::error_code ec, google::protobuf::MessageLite& lent) override {
-    reply_->Clear();  // never asked of this op (takes_lent_reply); correct anyway
-    reply_->CheckTypeAndMergeFrom(lent);
-    complete(ec);
-  }
   void destroy() noexcept override { recycled_destroy(this); }
 
  private:
