@@ -11,19 +11,17 @@ message_buffers::message_buffers(std::size_t headroom, std::size_t limit_bytes)
 
 send_reservation message_buffers::reserve(send_reservation::owner* owner, std::size_t bytes) {
   buffer b = spare_or_new();
-  // resize() only writes the bytes beyond the buffer's previous size: a recycled buffer costs
-  // nothing for messages up to the size it had.
-  b->bytes.resize(headroom_ + bytes);
+  b->resize(headroom_ + bytes);  // a recycled buffer costs nothing up to the largest it held
   b->counted = bytes;
   queued_ += bytes;
-  const std::span<std::byte> data(b->bytes.data() + headroom_, bytes);
+  const std::span<std::byte> data(b->data() + headroom_, bytes);
   return send_reservation(owner, reinterpret_cast<std::uintptr_t>(b.release()), data);
 }
 
 message_buffers::buffer message_buffers::take(std::uint64_t token, std::size_t size) noexcept {
   buffer b(reinterpret_cast<message_block*>(token));
-  b->bytes.resize(headroom_ + size);  // shrinking: no allocation
-  written(b->counted - size);         // clamped: after clear() nothing is counted any more
+  b->resize(headroom_ + size);  // shrinking: nothing moves
+  written(b->counted - size);   // clamped: after clear() nothing is counted any more
   b->counted = 0;
   return b;
 }
@@ -37,13 +35,14 @@ void message_buffers::cancel(std::uint64_t token) noexcept {
 
 message_buffers::buffer message_buffers::take_spare(std::size_t size) {
   buffer b = spare_or_new();
-  b->bytes.resize(size);
+  b->resize(size);
   return b;
 }
 
 message_buffers::buffer message_buffers::wrap(std::vector<std::byte> bytes) {
   auto b = std::make_unique<message_block>();  // not a spare: its memory would be dropped
-  b->bytes = std::move(bytes);
+  b->size = bytes.size();
+  b->storage = std::move(bytes);
   return b;
 }
 

@@ -21,8 +21,23 @@ namespace rdmarpc::transport {
 // One message's memory, from reservation to the send queue (or the peer) to the receiver and
 // back to a spare list.
 struct message_block {
-  std::vector<std::byte> bytes;  // headroom + message
-  std::size_t counted = 0;       // bytes of a reservation counted in the queue until written
+  std::size_t size = 0;     // headroom + message
+  std::size_t counted = 0;  // bytes of a reservation counted in the queue until written
+
+  std::byte* data() noexcept { return storage.data(); }
+  const std::byte* data() const noexcept { return storage.data(); }
+  std::span<std::byte> bytes() noexcept { return {storage.data(), size}; }
+  std::span<const std::byte> bytes() const noexcept { return {storage.data(), size}; }
+  // Sizes the block for `n` bytes. The storage never shrinks, so a recycled block takes any
+  // message up to the largest it held without writing a byte (messages of alternating sizes, a
+  // request and its reply, would otherwise zero-fill the difference each time).
+  void resize(std::size_t n) {
+    if (n > storage.size()) storage.resize(n);
+    size = n;
+  }
+  std::size_t capacity() const noexcept { return storage.capacity(); }
+
+  std::vector<std::byte> storage;  // at least `size` bytes
 };
 
 class message_buffers {
@@ -46,7 +61,7 @@ class message_buffers {
   void written(std::size_t size) noexcept { queued_ -= size < queued_ ? size : queued_; }
   // A buffer that is no longer needed, kept for the next reservation unless it is huge.
   void recycle(buffer b) noexcept {
-    if (spare_.size() < kSpareBuffers && b->bytes.capacity() <= kSpareBufferBytes) {
+    if (spare_.size() < kSpareBuffers && b->capacity() <= kSpareBufferBytes) {
       spare_.push_back(std::move(b));  // never allocates: reserved up front
     }
   }
@@ -61,8 +76,7 @@ class message_buffers {
   // (A token is an address: bit 0 is clear, which tcp uses to tell its own read buffers' apart.)
   static std::uint64_t lend(buffer b) noexcept { return reinterpret_cast<std::uintptr_t>(b.release()); }
   static std::span<const std::byte> lent(std::uint64_t token) noexcept {
-    const auto& bytes = reinterpret_cast<const message_block*>(token)->bytes;
-    return {bytes.data(), bytes.size()};
+    return reinterpret_cast<const message_block*>(token)->bytes();
   }
   // The message was released: its buffer serves the next message.
   void give_back(std::uint64_t token) noexcept { recycle(buffer(reinterpret_cast<message_block*>(token))); }

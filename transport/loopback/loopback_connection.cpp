@@ -137,13 +137,13 @@ bool loopback_connection::send_one(message_buffers::buffer message) {
   }
   if (number == faults_.drop_at) {
     ++stats_.messages_sent;
-    stats_.bytes_sent += message->bytes.size();
-    buffers_.written(message->bytes.size());
+    stats_.bytes_sent += message->size;
+    buffers_.written(message->size);
     buffers_.recycle(std::move(message));
     return true;
   }
   if (number == faults_.corrupt_at) {
-    for (auto& b : message->bytes) b = ~b;
+    for (auto& b : message->bytes()) b = ~b;
   }
   if (number == faults_.delay_at && faults_.delay.count() > 0) {
     // Everything behind it waits too: the pipe stays ordered.
@@ -164,8 +164,8 @@ bool loopback_connection::send_one(message_buffers::buffer message) {
 
 void loopback_connection::hand_to_peer(message_buffers::buffer message) {
   ++stats_.messages_sent;
-  stats_.bytes_sent += message->bytes.size();
-  buffers_.written(message->bytes.size());
+  stats_.bytes_sent += message->size;
+  buffers_.written(message->size);
   if (auto peer = peer_.lock()) {
     ++in_flight_;
     auto& target = *peer;
@@ -267,7 +267,7 @@ void loopback_connection::after_delivery() {
 
 void loopback_connection::deliver_one(message_buffers::buffer message) {
   ++stats_.messages_received;
-  stats_.bytes_received += message->bytes.size();
+  stats_.bytes_received += message->size;
   return_capacity();
   // Lent, not given: its buffer comes back on release and carries our next message.
   const std::uint64_t token = message_buffers::lend(std::move(message));

@@ -83,7 +83,7 @@ void tcp_connection::commit_reservation(std::uint64_t token, std::size_t size, b
     buffers_.recycle(std::move(frame));
     return;
   }
-  tcp_framer::put_length(frame->bytes.data(), static_cast<std::uint32_t>(size));
+  tcp_framer::put_length(frame->data(), static_cast<std::uint32_t>(size));
   send_queue_.push_back(std::move(frame));
   if (coalesce && !corked_) return hold_doorbell();
   flush();  // writes (or queues): nothing user-visible runs inside commit()
@@ -231,7 +231,7 @@ void tcp_connection::deliver_in_place() {
   const auto bytes = framer_.message();
   if (framer_.can_lend()) return deliver(bytes, std::uint64_t{framer_.lend()} << 1 | kReadBufferToken);
   auto message = buffers_.take_spare(bytes.size());
-  if (!bytes.empty()) std::memcpy(message->bytes.data(), bytes.data(), bytes.size());
+  if (!bytes.empty()) std::memcpy(message->data(), bytes.data(), bytes.size());
   deliver(std::move(message));
 }
 
@@ -260,7 +260,7 @@ void tcp_connection::flush() {
   std::size_t written = 0;
   std::size_t offered = 0;
   if (send_queue_.size() == 1) {  // the common case: one frame, a plain send without a gather list
-    const auto& frame = send_queue_.front()->bytes;
+    const auto frame = send_queue_.front()->bytes();
     offered = frame.size() - send_offset_;
     written = socket_.write_some(boost::asio::buffer(frame.data() + send_offset_, offered), ec);
   } else {
@@ -283,7 +283,9 @@ void tcp_connection::flush() {
 
 std::size_t tcp_connection::fill_gather() {
   const std::size_t frames = std::min(send_queue_.size(), gather_.size());
-  for (std::size_t i = 0; i < frames; ++i) gather_[i] = boost::asio::buffer(send_queue_[i]->bytes);
+  for (std::size_t i = 0; i < frames; ++i) {
+    gather_[i] = boost::asio::buffer(send_queue_[i]->data(), send_queue_[i]->size);
+  }
   gather_[0] += send_offset_;
   return frames;
 }
@@ -318,7 +320,7 @@ void tcp_connection::on_written(boost::system::error_code ec, std::size_t bytes)
 
 void tcp_connection::consume_written(std::size_t bytes) {
   while (bytes > 0 && !send_queue_.empty()) {
-    const std::size_t left = send_queue_.front()->bytes.size() - send_offset_;
+    const std::size_t left = send_queue_.front()->size - send_offset_;
     if (bytes < left) {
       send_offset_ += bytes;
       return;
@@ -327,7 +329,7 @@ void tcp_connection::consume_written(std::size_t bytes) {
     send_offset_ = 0;
     const bool goodbye = state_ == state::closing && send_queue_.size() == 1;  // always the last
     if (!goodbye) {
-      const std::size_t size = send_queue_.front()->bytes.size() - kHeaderSize;
+      const std::size_t size = send_queue_.front()->size - kHeaderSize;
       ++stats_.messages_sent;
       stats_.bytes_sent += size;
       buffers_.written(size);
