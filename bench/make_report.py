@@ -887,8 +887,9 @@ def same_bytes_section(sb, w):
     wire = sb["wire_bytes"]
     w(f"## rxe: rdmarpc against raw verbs carrying the same bytes ({wire} B)")
     w("")
-    w(f"A 64 B echo puts {wire} B on the wire per message (rdmarpc's frame header, and protobuf's field")
-    w("tag and length around the payload; `rdmarpc_echo_bench frame-size`), and the targets")
+    w(f"A 64 B echo puts up to {wire} B on the wire per message (the larger of request and reply:")
+    w("rdmarpc's frame header, and protobuf's field tag and length around the payload;")
+    w("`rdmarpc_echo_bench frame-size`), and the targets")
     w("above compare it with perftest sending 64 B. So each round also runs `ib_send_lat` at the")
     w(f"frame's size: its round trip at {wire} B over its round trip at 64 B is what the frame's extra")
     w("bytes alone cost on rxe here, and rdmarpc over perftest at the same size is what rdmarpc's own")

@@ -258,8 +258,11 @@ int run_frame_size(const settings& s) {
     request.set_payload(std::string(payload, 'x'));
     EchoReply reply;
     reply.set_payload(request.payload());
-    std::cout << payload << ' ' << rdmarpc::frame::kHeaderSize + request.ByteSizeLong() << ' '
-              << rdmarpc::frame::kHeaderSize + reply.ByteSizeLong() << '\n';
+    rdmarpc::frame::header request_header;
+    rdmarpc::frame::header reply_header;
+    reply_header.kind = rdmarpc::frame::kind::response;
+    std::cout << payload << ' ' << rdmarpc::frame::header_size(request_header) + request.ByteSizeLong() << ' '
+              << rdmarpc::frame::header_size(reply_header) + reply.ByteSizeLong() << '\n';
   }
   return 0;
 }

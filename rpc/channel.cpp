@@ -1149,11 +1149,12 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     frame::header h;
     if (!make_request_header(c, 0, static_cast<std::uint32_t>(payload), h)) return false;
     boost::system::error_code ec;
-    auto r = slots_[e]->conn->try_reserve(frame::kHeaderSize + payload, ec);
+    const std::size_t head = frame::header_size(h);
+    auto r = slots_[e]->conn->try_reserve(head + payload, ec);
     if (ec) return false;  // the queued path reports it (or waits for room)
     std::byte* out = r.data().data();
-    frame::encode_header(h, std::span<std::byte, frame::kHeaderSize>(out, frame::kHeaderSize));
-    request.SerializeWithCachedSizesToArray(reinterpret_cast<std::uint8_t*>(out + frame::kHeaderSize));
+    frame::encode_header(h, r.data());
+    request.SerializeWithCachedSizesToArray(reinterpret_cast<std::uint8_t*>(out + head));
     r.commit();
     c.request_bytes = payload;
     c.sent_on = e;
@@ -1174,9 +1175,10 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
       const std::uint32_t id = queue_.front();
       pending_call& c = calls_.at(id);
       boost::system::error_code ec;
-      auto r = slot.conn->try_reserve(frame::kHeaderSize + c.body.size(), ec);
+      // Room for the largest request header: its timeout is known only when it is sent.
+      auto r = slot.conn->try_reserve(frame::kMaxCompactHeaderSize + c.body.size(), ec);
       if (ec == boost::asio::error::would_block) {
-        wait_for_room(e, frame::kHeaderSize + c.body.size());
+        wait_for_room(e, frame::kMaxCompactHeaderSize + c.body.size());
         continue;  // round_robin may find room on another endpoint
       }
       if (ec) {
@@ -1204,9 +1206,9 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
       return finish(id, status_code::deadline_exceeded, "deadline exceeded", /*in_queue=*/false);
     }
     std::byte* out = r.data().data();
-    frame::encode_header(h, std::span<std::byte, frame::kHeaderSize>(out, frame::kHeaderSize));
-    std::memcpy(out + frame::kHeaderSize, c.body.data(), c.body.size());
-    r.commit(frame::kHeaderSize + c.body.size());
+    const std::size_t head = frame::encode_header(h, r.data());
+    std::memcpy(out + head, c.body.data(), c.body.size());
+    r.commit(head + c.body.size());
     c.sent_on = e;
     std::string().swap(c.body);
     ++in_flight_;
@@ -1225,7 +1227,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
       if (ec) return;  // the connection ended: on_close fails its calls
       // The queue may have changed meanwhile (a deadline, a cancellation): use the room if it fits.
       if (!self->queue_.empty() && self->in_flight_ < self->options_.max_in_flight &&
-          frame::kHeaderSize + self->calls_.at(self->queue_.front()).body.size() <= r.size()) {
+          frame::kMaxCompactHeaderSize + self->calls_.at(self->queue_.front()).body.size() <= r.size()) {
         self->send_queued(e, std::move(r));
       } else {
         r.cancel();
@@ -1269,7 +1271,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   // room already. Dropped only when that connection ends (its calls are gone with it).
   void send_header(std::size_t e, const frame::header& h) {
     endpoint_slot& slot = *slots_[e];
-    const auto head = frame::encode_header(h);
+    const auto head = frame::encode_full_header(h);
     if (slot.conn->send_copy(boost::asio::buffer(head)) != boost::asio::error::would_block) return;
     slot.conn->async_reserve(frame::kHeaderSize,
                              [self = shared_from_this(), e, gen = slot.generation, head](

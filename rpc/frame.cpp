@@ -1,6 +1,7 @@
 #include "rpc/frame.hpp"
 
 #include <cstring>
+#include <limits>
 
 #include "transport/little_endian.hpp"
 
@@ -100,8 +101,9 @@ const char* to_string(decode_error e) noexcept {
   return "unknown decode error";
 }
 
-void encode_header(const header& h, std::span<std::byte, kHeaderSize> out) noexcept {
-  std::byte* p = out.data();
+namespace {
+
+void encode_full(const header& h, std::byte* p) noexcept {
   store_le<std::uint16_t>(p + kOffMagic, kMagic);
   store_le<std::uint8_t>(p + kOffVersion, kVersion);
   store_le<std::uint8_t>(p + kOffKind, static_cast<std::uint8_t>(h.kind));
@@ -115,75 +117,147 @@ void encode_header(const header& h, std::span<std::byte, kHeaderSize> out) noexc
   store_le<std::uint32_t>(p + kOffPayload, h.payload_length);
 }
 
-std::array<std::byte, kHeaderSize> encode_header(const header& h) noexcept {
+constexpr std::uint8_t kStatusMask = 0x1f;  // a compact response's status bits (0..16)
+
+}  // namespace
+
+std::size_t encode_header(const header& h, std::span<std::byte> out) noexcept {
+  std::byte* p = out.data();
+  const bool has_extras = h.extras_length != 0;
+  std::size_t at = 0;
+  switch (h.kind) {
+    case kind::request:
+      store_le<std::uint8_t>(p, kCompactRequest);
+      store_le<std::uint8_t>(p + 1,
+                             static_cast<std::uint8_t>(h.flags | (has_extras ? kCompactHasExtras : 0)));
+      store_le<std::uint32_t>(p + 2, h.call_id);
+      store_le<std::uint32_t>(p + 6, h.method_id);
+      at = kCompactRequestSize;
+      if (h.has_timeout()) {
+        store_le<std::uint64_t>(p + at, h.timeout_us);
+        at += 8;
+      }
+      break;
+    case kind::response:
+      store_le<std::uint8_t>(p, kCompactResponse);
+      store_le<std::uint8_t>(p + 1, static_cast<std::uint8_t>(static_cast<std::uint8_t>(h.status) |
+                                                              (has_extras ? kCompactHasExtras : 0)));
+      store_le<std::uint32_t>(p + 2, h.call_id);
+      at = kCompactResponseSize;
+      break;
+    default: encode_full(h, p); return kHeaderSize;
+  }
+  if (has_extras) {
+    store_le<std::uint32_t>(p + at, h.extras_length);
+    at += 4;
+  }
+  return at;
+}
+
+std::array<std::byte, kHeaderSize> encode_full_header(const header& h) noexcept {
   std::array<std::byte, kHeaderSize> out{};
-  encode_header(h, std::span<std::byte, kHeaderSize>(out));
+  encode_full(h, out.data());
   return out;
 }
 
 namespace {
 
-// The two kinds on every unary call, checked a word at a time (decode_any checks the same rules
-// field by field, and says which one a frame breaks). Little-endian words of the header: bytes
-// 0-7 = magic, version, kind, flags, status, reserved; 8-15 = call_id, method_id; 16-23 =
-// timeout_us.
-constexpr std::uint64_t kWordStart = kMagic | std::uint64_t{kVersion} << 16;
-constexpr std::uint64_t kRequestWord0 = kWordStart | std::uint64_t{1} << 24;   // flags, status 0
-constexpr std::uint64_t kResponseWord0 = kWordStart | std::uint64_t{2} << 24;  // flags 0, status 0
-static_assert(static_cast<std::uint8_t>(kind::request) == 1 &&
-              static_cast<std::uint8_t>(kind::response) == 2);
-constexpr std::uint64_t kFlagBits = std::uint64_t{kFlagHasTimeout} << 32;
-constexpr std::uint64_t kStatusBits = std::uint64_t{0xff} << 40;
-
-// detail::decode_unary, inlined into decode.
-[[gnu::always_inline]] inline bool decode_request_or_response(std::span<const std::byte> message,
-                                                              view& v) noexcept {
-  if (message.size() < kHeaderSize) return false;
+// A compact request or response (message[0] is its tag), checked field by field: decode's
+// shortcut for the frames of every unary call, and what decode_any says about them.
+[[gnu::always_inline]] inline decode_error decode_compact(std::span<const std::byte> message,
+                                                          view& v) noexcept {
   const std::byte* p = message.data();
-  const auto w0 = load_le<std::uint64_t>(p);
-  const auto w1 = load_le<std::uint64_t>(p + 8);
-  const auto w2 = load_le<std::uint64_t>(p + 16);
+  const std::size_t size = message.size();
   header& h = v.header;
-  if ((w0 & ~kFlagBits) == kRequestWord0) {  // any method; a timeout only with its flag, bounded
+  std::size_t at = 0;
+  bool has_extras = false;
+  if (load_le<std::uint8_t>(p) == kCompactRequest) {
+    if (size < kCompactRequestSize) return decode_error::truncated;
+    const auto flags = load_le<std::uint8_t>(p + 1);
+    if ((flags & ~(kKnownFlags | kCompactHasExtras)) != 0) return decode_error::bad_flags;
     h.kind = kind::request;
-    h.flags = static_cast<std::uint8_t>(w0 >> 32);
-    if (h.has_timeout() ? w2 > kMaxTimeoutUs : w2 != 0) return false;
-  } else if ((w0 & ~kStatusBits) == kResponseWord0) {  // no method, no timeout
-    const auto status = static_cast<std::uint8_t>(w0 >> 40);
-    if (status > kMaxStatus || (w1 >> 32) != 0 || w2 != 0) return false;
-    h.kind = kind::response;
-    h.status = static_cast<status_code>(status);
+    h.flags = static_cast<std::uint8_t>(flags & kKnownFlags);
+    h.call_id = load_le<std::uint32_t>(p + 2);
+    h.method_id = load_le<std::uint32_t>(p + 6);
+    at = kCompactRequestSize;
+    if (h.has_timeout()) {
+      if (size < at + 8) return decode_error::truncated;
+      h.timeout_us = load_le<std::uint64_t>(p + at);
+      if (h.timeout_us > kMaxTimeoutUs) return decode_error::bad_field;
+      at += 8;
+    }
+    has_extras = (flags & kCompactHasExtras) != 0;
   } else {
-    return false;
+    if (size < kCompactResponseSize) return decode_error::truncated;
+    const auto status = load_le<std::uint8_t>(p + 1);
+    if ((status & ~(kStatusMask | kCompactHasExtras)) != 0 || (status & kStatusMask) > kMaxStatus) {
+      return decode_error::bad_status;
+    }
+    h.kind = kind::response;
+    h.status = static_cast<status_code>(status & kStatusMask);
+    h.call_id = load_le<std::uint32_t>(p + 2);
+    at = kCompactResponseSize;
+    has_extras = (status & kCompactHasExtras) != 0;
   }
-  h.call_id = static_cast<std::uint32_t>(w1);
-  h.method_id = static_cast<std::uint32_t>(w1 >> 32);
-  h.timeout_us = w2;
-  h.extras_length = load_le<std::uint32_t>(p + kOffExtras);
-  h.payload_length = load_le<std::uint32_t>(p + kOffPayload);
-  if (std::uint64_t{kHeaderSize} + h.extras_length + h.payload_length != message.size()) return false;
-  v.extras = message.subspan(kHeaderSize, h.extras_length);
-  v.payload = message.subspan(kHeaderSize + h.extras_length, h.payload_length);
-  return true;
+  if (has_extras) {
+    if (size < at + 4) return decode_error::truncated;
+    h.extras_length = load_le<std::uint32_t>(p + at);
+    // One encoding per header: no extras is said by the flag, never by a zero length.
+    if (h.extras_length == 0) return decode_error::bad_field;
+    at += 4;
+    if (h.extras_length > size - at) return decode_error::length_mismatch;
+  }
+  const std::size_t payload = size - at - h.extras_length;
+  if (payload > std::numeric_limits<std::uint32_t>::max()) return decode_error::length_mismatch;
+  h.payload_length = static_cast<std::uint32_t>(payload);
+  v.extras = message.subspan(at, h.extras_length);
+  v.payload = message.subspan(at + h.extras_length, payload);
+  return decode_error::none;
+}
+
+bool is_compact(std::span<const std::byte> message) noexcept {
+  if (message.empty()) return false;
+  const auto tag = load_le<std::uint8_t>(message.data());
+  return tag == kCompactRequest || tag == kCompactResponse;
 }
 
 }  // namespace
 
-bool detail::decode_unary(std::span<const std::byte> message, view& v) noexcept {
-  return decode_request_or_response(message, v);
-}
-
 view decode(std::span<const std::byte> message, decode_error& err) noexcept {
-  if (view v; decode_request_or_response(message, v)) {
-    err = decode_error::none;
+  view v;
+  // What nearly every unary call sends: a request without timeout or extras, an OK response
+  // without extras. Everything else is checked field by field.
+  if (message.size() >= kCompactRequestSize && load_le<std::uint16_t>(message.data()) == kCompactRequest) {
+    v.header.call_id = load_le<std::uint32_t>(message.data() + 2);
+    v.header.method_id = load_le<std::uint32_t>(message.data() + 6);
+    v.payload = message.subspan(kCompactRequestSize);
+  } else if (message.size() >= kCompactResponseSize &&
+             load_le<std::uint16_t>(message.data()) == kCompactResponse) {
+    v.header.kind = kind::response;
+    v.header.call_id = load_le<std::uint32_t>(message.data() + 2);
+    v.payload = message.subspan(kCompactResponseSize);
+  } else if (is_compact(message)) {
+    err = decode_compact(message, v);
+    return v;
+  } else {
+    return decode_any(message, err);
+  }
+  if (v.payload.size() > std::numeric_limits<std::uint32_t>::max()) [[unlikely]] {
+    err = decode_error::length_mismatch;
     return v;
   }
-  return decode_any(message, err);
+  v.header.payload_length = static_cast<std::uint32_t>(v.payload.size());
+  err = decode_error::none;
+  return v;
 }
 
 view decode_any(std::span<const std::byte> message, decode_error& err) noexcept {
   view v;
   err = decode_error::none;
+  if (is_compact(message)) {
+    err = decode_compact(message, v);
+    return v;
+  }
   if (message.size() < kHeaderSize) {
     err = decode_error::truncated;
     return v;
@@ -199,7 +273,8 @@ view decode_any(std::span<const std::byte> message, decode_error& err) noexcept 
   }
   header& h = v.header;
   const auto raw_kind = load_le<std::uint8_t>(p + kOffKind);
-  if (raw_kind < static_cast<std::uint8_t>(kind::request) || raw_kind > kLastKind) {
+  // Requests and responses travel only in compact form.
+  if (raw_kind <= static_cast<std::uint8_t>(kind::response) || raw_kind > kLastKind) {
     err = decode_error::bad_kind;
     return v;
   }
@@ -241,7 +316,7 @@ std::array<std::byte, kHeartbeatSize> encode_heartbeat(kind k, std::uint64_t val
   h.timeout_us = value;
   h.payload_length = kHeartbeatDomainSize;
   std::array<std::byte, kHeartbeatSize> out{};
-  encode_header(h, std::span<std::byte, kHeaderSize>(out.data(), kHeaderSize));
+  encode_full(h, out.data());
   store_le<std::uint64_t>(out.data() + kHeaderSize, domain);
   return out;
 }

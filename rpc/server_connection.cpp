@@ -97,21 +97,22 @@ struct response_frame {
     h.status = code;
     h.extras_length = static_cast<std::uint32_t>(extras.size());
     h.payload_length = static_cast<std::uint32_t>(reply_size);
+    head = frame::header_size(h);
   }
-  std::size_t size() const noexcept { return frame::kHeaderSize + extras.size() + reply_size; }
+  std::size_t size() const noexcept { return head + extras.size() + reply_size; }
   void write(transport::send_reservation r) const {
     std::byte* out = r.data().data();
-    frame::encode_header(h, std::span<std::byte, frame::kHeaderSize>(out, frame::kHeaderSize));
-    if (!extras.empty()) std::memcpy(out + frame::kHeaderSize, extras.data(), extras.size());
+    frame::encode_header(h, r.data());
+    if (!extras.empty()) std::memcpy(out + head, extras.data(), extras.size());
     if (reply != nullptr) {
-      reply->SerializeWithCachedSizesToArray(
-          reinterpret_cast<std::uint8_t*>(out + frame::kHeaderSize + extras.size()));
+      reply->SerializeWithCachedSizesToArray(reinterpret_cast<std::uint8_t*>(out + head + extras.size()));
     }
     r.commit(size());
   }
 
   frame::header h;
-  std::string extras;  // empty (no allocation) for an OK response
+  std::size_t head = 0;  // header_size(h)
+  std::string extras;    // empty (no allocation) for an OK response
   const google::protobuf::MessageLite* reply;
   std::size_t reply_size;
 };
@@ -177,7 +178,7 @@ class connection_impl final : public server_connection,
     going_away_sent_ = true;
     frame::header h;
     h.kind = frame::kind::going_away;
-    const auto head = frame::encode_header(h);
+    const auto head = frame::encode_full_header(h);
     if (conn_->send_copy(boost::asio::buffer(head)) != boost::asio::error::would_block) return;
     // Behind what waits for room already; the server's grace bounds the wait.
     conn_->async_reserve(

@@ -39,8 +39,9 @@ std::string le(T v) {
 std::string frame_bytes(frame::header h, const std::string& ex = {}, const std::string& payload = {}) {
   h.extras_length = static_cast<std::uint32_t>(ex.size());
   h.payload_length = static_cast<std::uint32_t>(payload.size());
-  const auto head = frame::encode_header(h);
-  return std::string(reinterpret_cast<const char*>(head.data()), head.size()) + ex + payload;
+  std::string head(frame::header_size(h), '\0');
+  frame::encode_header(h, std::span<std::byte>(reinterpret_cast<std::byte*>(head.data()), head.size()));
+  return head + ex + payload;
 }
 
 frame::header hdr(frame::kind k, std::uint32_t id, std::uint32_t method = 0, std::uint64_t timeout = 0,

@@ -110,7 +110,9 @@ TEST_CASE("channel: a protocol error while waiting for send-queue room does not 
   frame::header h;
   h.kind = frame::kind::response;
   h.call_id = v.header.call_id;
-  const auto head = frame::encode_header(h);
+  std::vector<std::byte> bytes(frame::header_size(h));
+  frame::encode_header(h, bytes);
+  const std::vector<std::byte>& head = bytes;
   const auto head_len = le_length(static_cast<std::uint32_t>(head.size()));
   boost::asio::write(second, std::array{boost::asio::buffer(head_len), boost::asio::buffer(head)});
   REQUIRE(run_until(io, [&] { return result.has_value(); }));

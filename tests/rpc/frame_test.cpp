@@ -12,11 +12,24 @@ using rdmarpc::status_code;
 namespace {
 
 std::vector<std::byte> make_message(const frame::header& h, std::size_t extras, std::size_t payload) {
-  std::vector<std::byte> msg(frame::kHeaderSize + extras + payload);
-  frame::encode_header(h, std::span<std::byte, frame::kHeaderSize>(msg.data(), frame::kHeaderSize));
-  for (std::size_t i = 0; i < extras; ++i) msg[frame::kHeaderSize + i] = std::byte{0xE0};
-  for (std::size_t i = 0; i < payload; ++i) msg[frame::kHeaderSize + extras + i] = static_cast<std::byte>(i);
+  const std::size_t head = frame::header_size(h);
+  std::vector<std::byte> msg(head + extras + payload);
+  CHECK(frame::encode_header(h, msg) == head);
+  for (std::size_t i = 0; i < extras; ++i) msg[head + i] = std::byte{0xE0};
+  for (std::size_t i = 0; i < payload; ++i) msg[head + extras + i] = static_cast<std::byte>(i);
   return msg;
+}
+
+// A frame with a full header (every kind but request and response): a stream_open.
+frame::header full_header(std::uint32_t extras) {
+  frame::header h;
+  h.kind = frame::kind::stream_open;
+  h.flags = frame::kFlagHasTimeout;
+  h.call_id = 0x01020304;
+  h.method_id = 0xA1B2C3D4;
+  h.timeout_us = 1500000;
+  h.extras_length = extras;
+  return h;
 }
 
 frame::header request_header(std::uint32_t extras, std::uint32_t payload) {
@@ -51,15 +64,55 @@ TEST_CASE("frame: request round trip keeps every field and splits extras from pa
   CHECK(v.header.method_id == 0xA1B2C3D4u);
   CHECK(v.header.timeout_us == 1500000u);
   REQUIRE(v.extras.size() == 3);
-  CHECK(v.extras.data() == msg.data() + frame::kHeaderSize);
+  CHECK(v.extras.data() == msg.data() + frame::kMaxCompactHeaderSize);
   REQUIRE(v.payload.size() == 10);
   CHECK(v.payload[9] == std::byte{9});
+  CHECK(v.header.payload_length == 10);
 }
 
-TEST_CASE("frame: header layout is little-endian at the documented offsets", "[frame]") {
-  const auto bytes = frame::encode_header(request_header(0x11223344, 0x55667788));
+TEST_CASE("frame: compact headers are little-endian at the documented offsets", "[frame]") {
+  std::vector<std::byte> out(frame::kMaxCompactHeaderSize);
+  SECTION("a request with a timeout and extras") {
+    REQUIRE(frame::encode_header(request_header(0x11223344, 0x55667788), out) == 22);
+    const unsigned char expected[22] = {
+        0xC1, 0x81,                                      // tag, flags (HAS_EXTRAS | HAS_TIMEOUT)
+        0x04, 0x03, 0x02, 0x01,                          // call id
+        0xD4, 0xC3, 0xB2, 0xA1,                          // method id
+        0x60, 0xE3, 0x16, 0x00, 0x00, 0x00, 0x00, 0x00,  // timeout_us = 1500000
+        0x44, 0x33, 0x22, 0x11,                          // extras length
+    };
+    CHECK(std::memcmp(out.data(), expected, sizeof expected) == 0);
+  }
+  SECTION("a bare request: what a call without deadline or metadata sends") {
+    auto h = request_header(0, 66);
+    h.flags = 0;
+    h.timeout_us = 0;
+    REQUIRE(frame::header_size(h) == frame::kCompactRequestSize);
+    REQUIRE(frame::encode_header(h, out) == 10);
+    const unsigned char expected[10] = {0xC1, 0x00, 0x04, 0x03, 0x02, 0x01, 0xD4, 0xC3, 0xB2, 0xA1};
+    CHECK(std::memcmp(out.data(), expected, sizeof expected) == 0);
+  }
+  SECTION("responses, with and without extras") {
+    frame::header r;
+    r.kind = frame::kind::response;
+    r.call_id = 0x01020304;
+    REQUIRE(frame::encode_header(r, out) == frame::kCompactResponseSize);
+    const unsigned char ok[6] = {0xC2, 0x00, 0x04, 0x03, 0x02, 0x01};
+    CHECK(std::memcmp(out.data(), ok, sizeof ok) == 0);
+    r.status = status_code::unauthenticated;
+    r.extras_length = 0x11223344;
+    REQUIRE(frame::encode_header(r, out) == 10);
+    const unsigned char failed[10] = {0xC2, 0x90, 0x04, 0x03, 0x02, 0x01, 0x44, 0x33, 0x22, 0x11};
+    CHECK(std::memcmp(out.data(), failed, sizeof failed) == 0);
+  }
+}
+
+TEST_CASE("frame: full header layout is little-endian at the documented offsets", "[frame]") {
+  auto h = full_header(0x11223344);
+  h.payload_length = 0x55667788;
+  const auto bytes = frame::encode_full_header(h);
   const unsigned char expected[frame::kHeaderSize] = {
-      0x52, 0x52, 0x01, 0x01, 0x01, 0x00, 0x00, 0x00,  // magic, version, kind, flags, status, reserved
+      0x52, 0x52, 0x02, 0x04, 0x01, 0x00, 0x00, 0x00,  // magic, version, kind, flags, status, reserved
       0x04, 0x03, 0x02, 0x01,                          // call id
       0xD4, 0xC3, 0xB2, 0xA1,                          // method id
       0x60, 0xE3, 0x16, 0x00, 0x00, 0x00, 0x00, 0x00,  // timeout_us = 1500000
@@ -67,6 +120,9 @@ TEST_CASE("frame: header layout is little-endian at the documented offsets", "[f
       0x88, 0x77, 0x66, 0x55,                          // payload length
   };
   CHECK(std::memcmp(bytes.data(), expected, frame::kHeaderSize) == 0);
+  std::vector<std::byte> out(frame::kHeaderSize);
+  REQUIRE(frame::encode_header(h, out) == frame::kHeaderSize);
+  CHECK(std::memcmp(out.data(), expected, frame::kHeaderSize) == 0);
 }
 
 TEST_CASE("frame: response and cancel round trip - empty payload allowed", "[frame]") {
@@ -94,15 +150,61 @@ TEST_CASE("frame: response and cancel round trip - empty payload allowed", "[fra
 }
 
 TEST_CASE("frame: truncated input is rejected at every length below the header", "[frame]") {
-  const auto msg = make_message(request_header(0, 0), 0, 0);
-  for (std::size_t n = 0; n < frame::kHeaderSize; ++n) {
-    std::vector<std::byte> cut(msg.begin(), msg.begin() + static_cast<std::ptrdiff_t>(n));
-    CHECK(decode_error_of(cut) == frame::decode_error::truncated);
+  frame::header response;
+  response.kind = frame::kind::response;
+  response.extras_length = 1;
+  for (const auto& h : {request_header(1, 0), response, full_header(0)}) {
+    const auto msg = make_message(h, h.extras_length, 0);
+    for (std::size_t n = 0; n < frame::header_size(h); ++n) {
+      std::vector<std::byte> cut(msg.begin(), msg.begin() + static_cast<std::ptrdiff_t>(n));
+      CHECK(decode_error_of(cut) == frame::decode_error::truncated);
+    }
   }
 }
 
-TEST_CASE("frame: malformed headers are rejected with the right reason", "[frame]") {
+TEST_CASE("frame: malformed compact headers are rejected with the right reason", "[frame]") {
   auto msg = make_message(request_header(2, 4), 2, 4);
+  REQUIRE(decode_error_of(msg) == frame::decode_error::none);
+  SECTION("unknown flag bit") {
+    msg[1] = std::byte{0x83};
+    CHECK(decode_error_of(msg) == frame::decode_error::bad_flags);
+  }
+  SECTION("timeout beyond the maximum") {
+    auto h = request_header(2, 4);
+    h.timeout_us = frame::kMaxTimeoutUs + 1;
+    msg = make_message(h, 2, 4);
+    CHECK(decode_error_of(msg) == frame::decode_error::bad_field);
+    h.timeout_us = frame::kMaxTimeoutUs;
+    msg = make_message(h, 2, 4);
+    CHECK(decode_error_of(msg) == frame::decode_error::none);
+  }
+  SECTION("extras longer than the message") {
+    msg.resize(frame::kMaxCompactHeaderSize + 1);  // 2 bytes of extras announced, 1 left
+    CHECK(decode_error_of(msg) == frame::decode_error::length_mismatch);
+    msg[18] = msg[19] = msg[20] = msg[21] = std::byte{0xFF};  // extras_length 2^32 - 1
+    CHECK(decode_error_of(msg) == frame::decode_error::length_mismatch);
+  }
+  SECTION("the extras flag with a zero length (no extras is said only one way)") {
+    msg[18] = std::byte{0};
+    CHECK(decode_error_of(msg) == frame::decode_error::bad_field);
+  }
+  SECTION("the payload is what follows the extras, to the message's end") {
+    msg.push_back(std::byte{0});
+    frame::decode_error err{};
+    CHECK(frame::decode(msg, err).payload.size() == 5);
+    CHECK(err == frame::decode_error::none);
+  }
+  SECTION("a request or a response in a full header") {
+    msg = make_message(full_header(0), 0, 0);
+    for (auto k : {frame::kind::request, frame::kind::response}) {
+      msg[3] = static_cast<std::byte>(k);
+      CHECK(decode_error_of(msg) == frame::decode_error::bad_kind);
+    }
+  }
+}
+
+TEST_CASE("frame: malformed full headers are rejected with the right reason", "[frame]") {
+  auto msg = make_message(full_header(2), 2, 0);
   REQUIRE(decode_error_of(msg) == frame::decode_error::none);
 
   SECTION("bad magic") {
@@ -110,7 +212,7 @@ TEST_CASE("frame: malformed headers are rejected with the right reason", "[frame
     CHECK(decode_error_of(msg) == frame::decode_error::bad_magic);
   }
   SECTION("bad version") {
-    msg[2] = std::byte{2};
+    msg[2] = std::byte{1};
     CHECK(decode_error_of(msg) == frame::decode_error::bad_version);
   }
   SECTION("bad kind (0 and beyond the last)") {
@@ -125,7 +227,7 @@ TEST_CASE("frame: malformed headers are rejected with the right reason", "[frame
     msg[4] = std::byte{0x81};
     CHECK(decode_error_of(msg) == frame::decode_error::bad_flags);
   }
-  SECTION("status set on a request") {
+  SECTION("status set on a stream_open") {
     msg[5] = std::byte{1};
     CHECK(decode_error_of(msg) == frame::decode_error::bad_status);
   }
@@ -138,12 +240,12 @@ TEST_CASE("frame: malformed headers are rejected with the right reason", "[frame
     CHECK(decode_error_of(msg) == frame::decode_error::bad_field);
   }
   SECTION("timeout beyond the maximum") {
-    auto h = request_header(2, 4);
+    auto h = full_header(2);
     h.timeout_us = frame::kMaxTimeoutUs + 1;
-    msg = make_message(h, 2, 4);
+    msg = make_message(h, 2, 0);
     CHECK(decode_error_of(msg) == frame::decode_error::bad_field);
     h.timeout_us = frame::kMaxTimeoutUs;
-    msg = make_message(h, 2, 4);
+    msg = make_message(h, 2, 0);
     CHECK(decode_error_of(msg) == frame::decode_error::none);
   }
   SECTION("lengths larger than the message") {
@@ -155,36 +257,46 @@ TEST_CASE("frame: malformed headers are rejected with the right reason", "[frame
     CHECK(decode_error_of(msg) == frame::decode_error::length_mismatch);
   }
   SECTION("lengths that would overflow 32 bits when added") {
-    auto h = request_header(0xFFFFFFF0u, 0x20u);
+    auto h = full_header(0xFFFFFFF0u);
+    h.kind = frame::kind::stream_message;  // carries a payload
+    h.flags = 0;
+    h.method_id = 0;
+    h.timeout_us = 0;
+    h.payload_length = 0x20u;
     msg = make_message(h, 0, 0x10);  // wrapped sum (0x10) + header would match a 32-bit size check
     CHECK(decode_error_of(msg) == frame::decode_error::length_mismatch);
-    h = request_header(0xFFFFFFFFu, 0xFFFFFFFFu);
+    h.extras_length = h.payload_length = 0xFFFFFFFFu;
     msg = make_message(h, 0, 0);
     CHECK(decode_error_of(msg) == frame::decode_error::length_mismatch);
   }
 }
 
 TEST_CASE("frame: kind-specific fields are validated", "[frame]") {
-  SECTION("response with a status beyond UNAUTHENTICATED") {
+  SECTION("response with a status beyond UNAUTHENTICATED, or unknown bits in its status byte") {
     frame::header r;
     r.kind = frame::kind::response;
     auto msg = make_message(r, 0, 0);
-    msg[5] = std::byte{17};
+    msg[1] = std::byte{17};
     CHECK(decode_error_of(msg) == frame::decode_error::bad_status);
-    msg[5] = std::byte{16};
+    for (unsigned bit : {0x20u, 0x40u}) {
+      msg[1] = std::byte{static_cast<unsigned char>(1 | bit)};
+      CHECK(decode_error_of(msg) == frame::decode_error::bad_status);
+    }
+    msg[1] = std::byte{16};
     CHECK(decode_error_of(msg) == frame::decode_error::none);
   }
-  SECTION("response with flags, method id or timeout") {
+  SECTION("a compact response has no room for flags, a method id or a timeout") {
     frame::header r;
     r.kind = frame::kind::response;
     r.flags = frame::kFlagHasTimeout;
-    CHECK(decode_error_of(make_message(r, 0, 0)) == frame::decode_error::bad_flags);
-    r.flags = 0;
     r.method_id = 5;
-    CHECK(decode_error_of(make_message(r, 0, 0)) == frame::decode_error::bad_field);
-    r.method_id = 0;
     r.timeout_us = 5;
-    CHECK(decode_error_of(make_message(r, 0, 0)) == frame::decode_error::bad_field);
+    const auto msg = make_message(r, 0, 0);
+    CHECK(msg.size() == frame::kCompactResponseSize);
+    frame::decode_error err{};
+    const auto v = frame::decode(msg, err);
+    REQUIRE(err == frame::decode_error::none);
+    CHECK((v.header.flags == 0 && v.header.method_id == 0 && v.header.timeout_us == 0));
   }
   SECTION("cancel carrying a body") {
     frame::header c;
@@ -355,9 +467,9 @@ TEST_CASE("frame: ping and pong carry only an opaque 64-bit value and the sender
   }
 }
 
-// decode's shortcut (detail::decode_unary) must take exactly the valid requests and responses, with
-// the fields decode_any finds, and leave everything else (every error included) to decode_any.
-TEST_CASE("frame: decode agrees with decode_any on every kind of header", "[frame]") {
+// decode's shortcut must find exactly what decode_any finds, field by field, every error included.
+// Full headers first: a request or a response in one is malformed.
+TEST_CASE("frame: decode agrees with decode_any on every kind of full header", "[frame]") {
   std::size_t compared = 0, valid_unary = 0, valid_other = 0;
   std::vector<std::byte> msg;
   for (unsigned kind = 0; kind <= 15; ++kind) {
@@ -377,7 +489,7 @@ TEST_CASE("frame: decode agrees with decode_any on every kind of header", "[fram
                 if (variant == 4) msg.pop_back();
                 std::byte* p = msg.data();
                 p[0] = p[1] = std::byte{0x52};
-                p[2] = std::byte{static_cast<unsigned char>(variant == 6 ? 2 : 1)};
+                p[2] = std::byte{static_cast<unsigned char>(variant == 6 ? 1 : 2)};
                 p[3] = std::byte{static_cast<unsigned char>(kind)};
                 p[4] = std::byte{static_cast<unsigned char>(flags)};
                 p[5] = std::byte{static_cast<unsigned char>(status)};
@@ -395,15 +507,9 @@ TEST_CASE("frame: decode agrees with decode_any on every kind of header", "[fram
                 frame::decode_error fast_err{}, any_err{};
                 const auto fast = frame::decode(msg, fast_err);
                 const auto any = frame::decode_any(msg, any_err);
-                frame::view shortcut;
-                const bool took_shortcut = frame::detail::decode_unary(msg, shortcut);
                 ++compared;
                 REQUIRE(fast_err == any_err);
-                REQUIRE(took_shortcut == (any_err == frame::decode_error::none && kind >= 1 && kind <= 2));
-                if (took_shortcut) {
-                  CHECK(shortcut.header.call_id == any.header.call_id);
-                  CHECK(shortcut.payload.data() == any.payload.data());
-                }
+                if (kind >= 1 && kind <= 2) REQUIRE(any_err != frame::decode_error::none);
                 if (any_err != frame::decode_error::none) continue;
                 ++(kind <= 2 ? valid_unary : valid_other);
                 CHECK(fast.header.kind == any.header.kind);
@@ -426,7 +532,64 @@ TEST_CASE("frame: decode agrees with decode_any on every kind of header", "[fram
     }
   }
   CHECK(compared == 16 * 4 * 5 * 6 * 2 * 3 * 9);
-  // Requests and responses with and without timeouts, statuses and lengths, and other kinds.
-  CHECK(valid_unary >= 50);
+  CHECK(valid_unary == 0);
   CHECK(valid_other > 20);
+}
+
+TEST_CASE("frame: decode agrees with decode_any on compact headers", "[frame]") {
+  std::size_t valid = 0, invalid = 0;
+  std::vector<std::byte> msg;
+  for (unsigned tag : {0xC1u, 0xC2u}) {
+    for (unsigned second = 0; second <= 0xFF; ++second) {  // flags, or status and the extras bit
+      for (std::uint64_t timeout : {std::uint64_t{0}, frame::kMaxTimeoutUs, frame::kMaxTimeoutUs + 1}) {
+        for (std::uint32_t extras : {0u, 3u, 100u}) {
+          for (std::size_t rest : {0u, 3u, 11u}) {  // bytes after the fixed fields and the timeout
+            const std::size_t fixed = tag == 0xC1u ? frame::kCompactRequestSize : frame::kCompactResponseSize;
+            const bool has_timeout = tag == 0xC1u && (second & frame::kFlagHasTimeout) != 0;
+            const bool has_extras = (second & frame::kCompactHasExtras) != 0;
+            msg.assign(fixed + (has_timeout ? 8 : 0) + (has_extras ? 4 : 0) + rest, std::byte{0x5A});
+            std::byte* p = msg.data();
+            p[0] = std::byte{static_cast<unsigned char>(tag)};
+            p[1] = std::byte{static_cast<unsigned char>(second)};
+            std::size_t at = fixed;
+            if (has_timeout) {
+              for (int i = 0; i < 8; ++i)
+                p[at + i] = std::byte{static_cast<unsigned char>(timeout >> (8 * i))};
+              at += 8;
+            }
+            if (has_extras) {
+              for (int i = 0; i < 4; ++i)
+                p[at + i] = std::byte{static_cast<unsigned char>(extras >> (8 * i))};
+            }
+            frame::decode_error fast_err{}, any_err{};
+            const auto fast = frame::decode(msg, fast_err);
+            const auto any = frame::decode_any(msg, any_err);
+            REQUIRE(fast_err == any_err);
+            if (any_err != frame::decode_error::none) {
+              ++invalid;
+              continue;
+            }
+            ++valid;
+            CHECK(fast.header.kind == (tag == 0xC1u ? frame::kind::request : frame::kind::response));
+            CHECK(fast.header.status == any.header.status);
+            CHECK(fast.header.timeout_us == any.header.timeout_us);
+            CHECK(fast.header.extras_length == (has_extras ? extras : 0));
+            CHECK(fast.header.call_id == any.header.call_id);
+            CHECK(fast.header.method_id == any.header.method_id);
+            CHECK(fast.header.payload_length == any.header.payload_length);
+            CHECK(fast.extras.size() == any.extras.size());
+            if (!any.extras.empty()) CHECK(fast.extras.data() == any.extras.data());
+            CHECK(fast.payload.data() == any.payload.data());
+            CHECK(fast.payload.data() + fast.payload.size() == msg.data() + msg.size());
+            // What decoded encodes back to the same header bytes.
+            std::vector<std::byte> again(frame::header_size(fast.header));
+            CHECK(frame::encode_header(fast.header, again) == at + (has_extras ? 4 : 0));
+            CHECK(std::memcmp(again.data(), msg.data(), again.size()) == 0);
+          }
+        }
+      }
+    }
+  }
+  CHECK(valid > 100);
+  CHECK(invalid > 100);
 }

@@ -16,9 +16,8 @@ namespace rdmarpc::test {
 inline std::string encode_frame(frame::header h, std::string_view ex = {}, std::string_view payload = {}) {
   h.extras_length = static_cast<std::uint32_t>(ex.size());
   h.payload_length = static_cast<std::uint32_t>(payload.size());
-  std::string bytes(frame::kHeaderSize, '\0');
-  frame::encode_header(h, std::span<std::byte, frame::kHeaderSize>(reinterpret_cast<std::byte*>(bytes.data()),
-                                                                   frame::kHeaderSize));
+  std::string bytes(frame::header_size(h), '\0');
+  frame::encode_header(h, std::span<std::byte>(reinterpret_cast<std::byte*>(bytes.data()), bytes.size()));
   bytes.append(ex);
   bytes.append(payload);
   return bytes;

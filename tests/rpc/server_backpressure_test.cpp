@@ -26,9 +26,9 @@ std::vector<std::byte> echo_request_frame(std::uint32_t call_id) {
   h.call_id = call_id;
   h.method_id = test::test_service::echo.id;
   h.payload_length = static_cast<std::uint32_t>(payload.size());
-  std::vector<std::byte> out(frame::kHeaderSize + payload.size());
-  frame::encode_header(h, std::span<std::byte, frame::kHeaderSize>(out.data(), frame::kHeaderSize));
-  std::memcpy(out.data() + frame::kHeaderSize, payload.data(), payload.size());
+  std::vector<std::byte> out(frame::header_size(h) + payload.size());
+  const std::size_t head = frame::encode_header(h, out);
+  std::memcpy(out.data() + head, payload.data(), payload.size());
   return out;
 }
 
