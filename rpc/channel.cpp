@@ -1118,6 +1118,13 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     pump();
   }
 
+  // The most a queued call's frame takes: its header has a timeout if the call has a deadline
+  // (make_request_header may still leave it out, never put one in).
+  static std::size_t queued_frame_size(const pending_call& c) noexcept {
+    return frame::kCompactRequestSize + (c.deadline != clock::time_point::max() ? 8 : 0) +
+           (c.extras_length != 0 ? 4 : 0) + c.body.size();
+  }
+
   // The request frame header for `c` (with its remaining time); false if its deadline passed.
   bool make_request_header(const pending_call& c, std::uint32_t extras_length, std::uint32_t payload_length,
                            frame::header& h) const {
@@ -1175,10 +1182,9 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
       const std::uint32_t id = queue_.front();
       pending_call& c = calls_.at(id);
       boost::system::error_code ec;
-      // Room for the largest request header: its timeout is known only when it is sent.
-      auto r = slot.conn->try_reserve(frame::kMaxCompactHeaderSize + c.body.size(), ec);
+      auto r = slot.conn->try_reserve(queued_frame_size(c), ec);
       if (ec == boost::asio::error::would_block) {
-        wait_for_room(e, frame::kMaxCompactHeaderSize + c.body.size());
+        wait_for_room(e, queued_frame_size(c));
         continue;  // round_robin may find room on another endpoint
       }
       if (ec) {
@@ -1227,7 +1233,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
       if (ec) return;  // the connection ended: on_close fails its calls
       // The queue may have changed meanwhile (a deadline, a cancellation): use the room if it fits.
       if (!self->queue_.empty() && self->in_flight_ < self->options_.max_in_flight &&
-          frame::kMaxCompactHeaderSize + self->calls_.at(self->queue_.front()).body.size() <= r.size()) {
+          self->queued_frame_size(self->calls_.at(self->queue_.front())) <= r.size()) {
         self->send_queued(e, std::move(r));
       } else {
         r.cancel();

@@ -23,6 +23,8 @@
 #include <functional>
 
 #include "e2e_harness.hpp"
+#include "rpc/extras.hpp"
+#include "rpc/frame.hpp"
 #include "rpc/server_context.hpp"
 #include "transport/connect.hpp"
 
@@ -893,6 +895,35 @@ TEST_CASE("e2e: a request larger than the maximum message size fails RESOURCE_EX
   const auto r = call(*ch, test_service::echo, make_request(std::string(60 << 10, 's')));
   CHECK_FALSE(r.ec);
   CHECK(r.reply.data().size() == (60u << 10));
+}
+
+// A call with metadata is queued (its extras are encoded first) and reserved before its header is
+// written: the reservation must be what the header can take, not the largest header there is.
+TEST_CASE("e2e: a request with metadata that exactly fills the maximum message size is sent", "[e2e]") {
+  const auto target = GENERATE(from_range(e2e_targets()));
+  CAPTURE(target);
+  e2e_harness h(target);
+  channel_options o;
+  o.transport.max_message_size = 64 << 10;
+  auto ch = h.make_channel(o);
+  const metadata md{{"k", "v"}};
+  const std::size_t frame_without_payload =
+      frame::kCompactRequestSize + 4 + extras::encode_request(md).size();  // no deadline
+  auto request_of = [&](std::size_t frame_size) {
+    std::string data(frame_size - frame_without_payload - 4, 'm');  // tag + 3-byte length
+    auto r = make_request(std::move(data));
+    REQUIRE(frame_without_payload + r.ByteSizeLong() == frame_size);
+    return r;
+  };
+  client_context fits;
+  for (const auto& [k, v] : md) fits.add_metadata(k, v);
+  const auto r = call(*ch, test_service::echo, request_of(o.transport.max_message_size), &fits);
+  CHECK_FALSE(r.ec);
+  CHECK(r.reply.data().size() == o.transport.max_message_size - frame_without_payload - 4);
+  client_context one_more;
+  for (const auto& [k, v] : md) one_more.add_metadata(k, v);
+  CHECK(code_of(call(*ch, test_service::echo, request_of(o.transport.max_message_size + 1), &one_more)) ==
+        status_code::resource_exhausted);
 }
 
 TEST_CASE("e2e: loopback transport back-pressure (no send room) holds calls until the peer reads", "[e2e]") {
