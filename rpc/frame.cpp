@@ -145,6 +145,12 @@ std::size_t encode_header(const header& h, std::span<std::byte> out) noexcept {
       store_le<std::uint32_t>(p + 2, h.call_id);
       at = kCompactResponseSize;
       break;
+    case kind::stream_message:
+      store_le<std::uint8_t>(p, kCompactStreamMessage);
+      store_le<std::uint8_t>(p + 1, has_extras ? kCompactHasExtras : 0);
+      store_le<std::uint32_t>(p + 2, h.call_id);
+      at = kCompactStreamMessageSize;
+      break;
     default: encode_full(h, p); return kHeaderSize;
   }
   if (has_extras) {
@@ -162,8 +168,7 @@ std::array<std::byte, kHeaderSize> encode_full_header(const header& h) noexcept 
 
 namespace {
 
-// A compact request or response (message[0] is its tag), checked field by field: decode's
-// shortcut for the frames of every unary call, and what decode_any says about them.
+// A compact request, response or stream_message (message[0] is its tag), checked field by field.
 [[gnu::always_inline]] inline decode_error decode_compact(std::span<const std::byte> message,
                                                           view& v) noexcept {
   const std::byte* p = message.data();
@@ -187,6 +192,14 @@ namespace {
       at += 8;
     }
     has_extras = (flags & kCompactHasExtras) != 0;
+  } else if (load_le<std::uint8_t>(p) == kCompactStreamMessage) {
+    if (size < kCompactStreamMessageSize) return decode_error::truncated;
+    const auto flags = load_le<std::uint8_t>(p + 1);
+    if ((flags & ~kCompactHasExtras) != 0) return decode_error::bad_flags;
+    h.kind = kind::stream_message;
+    h.call_id = load_le<std::uint32_t>(p + 2);
+    at = kCompactStreamMessageSize;
+    has_extras = flags != 0;
   } else {
     if (size < kCompactResponseSize) return decode_error::truncated;
     const auto status = load_le<std::uint8_t>(p + 1);
@@ -218,15 +231,15 @@ namespace {
 bool is_compact(std::span<const std::byte> message) noexcept {
   if (message.empty()) return false;
   const auto tag = load_le<std::uint8_t>(message.data());
-  return tag == kCompactRequest || tag == kCompactResponse;
+  return tag == kCompactRequest || tag == kCompactResponse || tag == kCompactStreamMessage;
 }
 
 }  // namespace
 
 view decode(std::span<const std::byte> message, decode_error& err) noexcept {
   view v;
-  // What nearly every unary call sends: a request without timeout or extras, an OK response
-  // without extras. Everything else is checked field by field.
+  // What nearly every call and streamed message sends: a request without timeout or extras, an OK
+  // response or a stream_message without extras. Everything else is checked field by field.
   if (message.size() >= kCompactRequestSize && load_le<std::uint16_t>(message.data()) == kCompactRequest) {
     v.header.call_id = load_le<std::uint32_t>(message.data() + 2);
     v.header.method_id = load_le<std::uint32_t>(message.data() + 6);
@@ -236,6 +249,11 @@ view decode(std::span<const std::byte> message, decode_error& err) noexcept {
     v.header.kind = kind::response;
     v.header.call_id = load_le<std::uint32_t>(message.data() + 2);
     v.payload = message.subspan(kCompactResponseSize);
+  } else if (message.size() >= kCompactStreamMessageSize &&
+             load_le<std::uint16_t>(message.data()) == kCompactStreamMessage) {
+    v.header.kind = kind::stream_message;
+    v.header.call_id = load_le<std::uint32_t>(message.data() + 2);
+    v.payload = message.subspan(kCompactStreamMessageSize);
   } else if (is_compact(message)) {
     err = decode_compact(message, v);
     return v;
@@ -273,8 +291,9 @@ view decode_any(std::span<const std::byte> message, decode_error& err) noexcept 
   }
   header& h = v.header;
   const auto raw_kind = load_le<std::uint8_t>(p + kOffKind);
-  // Requests and responses travel only in compact form.
-  if (raw_kind <= static_cast<std::uint8_t>(kind::response) || raw_kind > kLastKind) {
+  // Requests, responses and stream messages travel only in compact form.
+  if (raw_kind <= static_cast<std::uint8_t>(kind::response) ||
+      raw_kind == static_cast<std::uint8_t>(kind::stream_message) || raw_kind > kLastKind) {
     err = decode_error::bad_kind;
     return v;
   }

@@ -1,8 +1,8 @@
 #pragma once
 // The rpc wire frame: a little-endian header, then optional extras (a wire.proto message:
-// request metadata or a response's status message), then the protobuf payload. Requests and
-// responses, the frames of every unary call, have a compact header (6 to 22 bytes: only the fields
-// they use); every other kind a full 32-byte one.
+// request metadata or a response's status message), then the protobuf payload. The frames sent
+// per call or per streamed message (request, response, stream_message) have a compact header (6 to
+// 22 bytes: only the fields they use); every other kind a full 32-byte one.
 // Layer: rpc. Threading: stateless pure functions, safe from any thread. Exact format: docs/wire-format.md.
 
 #include <array>
@@ -15,15 +15,18 @@
 namespace rdmarpc::frame {
 
 inline constexpr std::uint16_t kMagic = 0x5252;  // bytes 'R','R' on the wire
-inline constexpr std::uint8_t kVersion = 2;      // 2: requests and responses in compact form
-inline constexpr std::size_t kHeaderSize = 32;   // a full header (every kind but request and response)
-// The first byte of a compact request or response (a full header starts with kMagic's 'R').
+inline constexpr std::uint8_t kVersion = 2;      // 2: request, response and stream_message in compact form
+inline constexpr std::size_t kHeaderSize = 32;   // a full header (every kind without a compact one)
+// The first byte of a compact header (a full header starts with kMagic's 'R'): 0xC0 | kind.
 inline constexpr std::uint8_t kCompactRequest = 0xC1;
 inline constexpr std::uint8_t kCompactResponse = 0xC2;
+inline constexpr std::uint8_t kCompactStreamMessage = 0xC5;
 // A compact request: tag, flags, call_id, method_id [, timeout_us] [, extras_length]; a compact
-// response: tag, status (| kCompactHasExtras), call_id [, extras_length].
+// response: tag, status (| kCompactHasExtras), call_id [, extras_length]; a compact
+// stream_message: tag, flags (kCompactHasExtras or 0), call_id [, extras_length].
 inline constexpr std::size_t kCompactRequestSize = 10;
 inline constexpr std::size_t kCompactResponseSize = 6;
+inline constexpr std::size_t kCompactStreamMessageSize = 6;
 inline constexpr std::size_t kMaxCompactHeaderSize = kCompactRequestSize + 8 + 4;
 
 enum class kind : std::uint8_t {
@@ -54,7 +57,8 @@ constexpr bool is_heartbeat(kind k) noexcept {
 // Header flag bits; any other bit set is a malformed frame.
 inline constexpr std::uint8_t kFlagHasTimeout = 0x01;  // request: timeout_us is meaningful
 inline constexpr std::uint8_t kKnownFlags = kFlagHasTimeout;
-// Compact headers only: extras_length follows (in a request's flags byte, a response's status byte).
+// Compact headers only: extras_length follows (in a request's or stream_message's flags byte, a
+// response's status byte).
 inline constexpr std::uint8_t kCompactHasExtras = 0x80;
 // Longest timeout a request may carry (2^40 us, about 12.7 days). Callers with a later deadline
 // send no timeout (the client still enforces its own deadline); larger values are malformed, so a
@@ -96,19 +100,21 @@ enum class decode_error : std::uint8_t {
 
 const char* to_string(decode_error e) noexcept;
 
-// Bytes `h` takes on the wire: compact for a request or a response (from its flags and
-// extras_length), kHeaderSize for every other kind. The frame is header_size(h) + extras + payload.
+// Bytes `h` takes on the wire: compact for a request, a response or a stream_message (from its
+// flags and extras_length), kHeaderSize for every other kind. The frame is header_size(h) + extras
+// + payload.
 inline std::size_t header_size(const header& h) noexcept {
   const std::size_t extras = h.extras_length != 0 ? 4 : 0;
   if (h.kind == kind::request) return kCompactRequestSize + (h.has_timeout() ? 8 : 0) + extras;
   if (h.kind == kind::response) return kCompactResponseSize + extras;
+  if (h.kind == kind::stream_message) return kCompactStreamMessageSize + extras;
   return kHeaderSize;
 }
 // Writes `h` into `out`, which holds at least header_size(h) bytes; returns header_size(h). The
 // caller guarantees h is valid (encode does not validate: the codec's senders build headers from
 // typed values). A compact header carries no payload_length: the message's size implies it.
 std::size_t encode_header(const header& h, std::span<std::byte> out) noexcept;
-// A whole header-only frame of a kind with a full header (not a request or a response).
+// A whole header-only frame of a kind with a full header (not one with a compact header).
 std::array<std::byte, kHeaderSize> encode_full_header(const header& h) noexcept;
 // A ping's or pong's payload: the sender's heartbeat domain (heartbeat_ticker), 8 bytes little-endian;
 // an empty payload means the sender names none.
@@ -123,8 +129,8 @@ std::uint64_t heartbeat_domain(const view& v) noexcept;
 
 // Parses and validates a whole message. On failure `err` says why and the result is unspecified.
 view decode(std::span<const std::byte> message, decode_error& err) noexcept;
-// The same, field by field for every kind. decode takes a shortcut for a request without timeout
-// or extras and an OK response without extras, and comes here for the rest (tests compare the two).
+// The same, field by field for every kind. decode takes a shortcut for the compact kinds without
+// timeout, status or extras, and comes here for the rest (tests compare the two).
 view decode_any(std::span<const std::byte> message, decode_error& err) noexcept;
 
 }  // namespace rdmarpc::frame

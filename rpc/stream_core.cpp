@@ -372,11 +372,12 @@ std::string stream_core::encode(frame::kind kind, std::string_view ex, std::stri
   h.timeout_us = timeout;
   h.extras_length = static_cast<std::uint32_t>(ex.size());
   h.payload_length = static_cast<std::uint32_t>(payload.size());
-  std::string out(frame::kHeaderSize + ex.size() + payload.size(), '\0');
+  const std::size_t head = frame::header_size(h);
+  std::string out(head + ex.size() + payload.size(), '\0');
   auto* p = reinterpret_cast<std::byte*>(out.data());
-  frame::encode_header(h, std::span<std::byte, frame::kHeaderSize>(p, frame::kHeaderSize));
-  if (!ex.empty()) std::memcpy(p + frame::kHeaderSize, ex.data(), ex.size());
-  if (!payload.empty()) std::memcpy(p + frame::kHeaderSize + ex.size(), payload.data(), payload.size());
+  frame::encode_header(h, std::span<std::byte>(p, head));
+  if (!ex.empty()) std::memcpy(p + head, ex.data(), ex.size());
+  if (!payload.empty()) std::memcpy(p + head + ex.size(), payload.data(), payload.size());
   return out;
 }
 
@@ -480,17 +481,18 @@ bool stream_core::try_write_direct(const google::protobuf::MessageLite& message)
   const std::size_t payload = message.ByteSizeLong();
   if (payload > UINT32_MAX) return false;
   boost::system::error_code ec;
-  auto r = conn_->try_reserve(frame::kHeaderSize + payload, ec);
+  constexpr std::size_t head = frame::kCompactStreamMessageSize;  // no extras
+  auto r = conn_->try_reserve(head + payload, ec);
   if (ec) return false;
   frame::header h;
   h.kind = frame::kind::stream_message;
   h.call_id = id_;
   h.payload_length = static_cast<std::uint32_t>(payload);
   std::byte* out = r.data().data();
-  frame::encode_header(h, std::span<std::byte, frame::kHeaderSize>(out, frame::kHeaderSize));
-  message.SerializeWithCachedSizesToArray(reinterpret_cast<std::uint8_t*>(out + frame::kHeaderSize));
+  frame::encode_header(h, r.data());
+  message.SerializeWithCachedSizesToArray(reinterpret_cast<std::uint8_t*>(out + head));
   // A writer that goes on writing (its completion is posted next) gets its messages sent together.
-  r.commit_coalesced(frame::kHeaderSize + payload);
+  r.commit_coalesced(head + payload);
   initial_metadata_done_ = initial_metadata_done_ || server_ctx_ != nullptr;
   send_window_.on_sent(payload);
   payload_bytes_.sent += payload;

@@ -23,8 +23,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   const frame::header& h = v.header;
   const std::size_t head = frame::header_size(h);
-  const bool unary = h.kind == frame::kind::request || h.kind == frame::kind::response;
-  RDMARPC_FUZZ_CHECK(unary ? head < frame::kHeaderSize : head == frame::kHeaderSize);
+  const bool compact = h.kind == frame::kind::request || h.kind == frame::kind::response ||
+                       h.kind == frame::kind::stream_message;
+  RDMARPC_FUZZ_CHECK(compact ? head < frame::kHeaderSize : head == frame::kHeaderSize);
   RDMARPC_FUZZ_CHECK(size == head + v.extras.size() + v.payload.size());
   RDMARPC_FUZZ_CHECK(v.extras.size() == h.extras_length && v.payload.size() == h.payload_length);
   if (!v.extras.empty()) RDMARPC_FUZZ_CHECK(v.extras.data() == message.data() + head);

@@ -107,6 +107,21 @@ TEST_CASE("frame: compact headers are little-endian at the documented offsets", 
   }
 }
 
+TEST_CASE("frame: a compact stream message header is tag, flags, call id [, extras length]",
+          "[frame][stream]") {
+  std::vector<std::byte> out(frame::kMaxCompactHeaderSize);
+  frame::header m;
+  m.kind = frame::kind::stream_message;
+  m.call_id = 0x01020304;
+  REQUIRE(frame::encode_header(m, out) == frame::kCompactStreamMessageSize);
+  const unsigned char bare[6] = {0xC5, 0x00, 0x04, 0x03, 0x02, 0x01};
+  CHECK(std::memcmp(out.data(), bare, sizeof bare) == 0);
+  m.extras_length = 0x11223344;
+  REQUIRE(frame::encode_header(m, out) == 10);
+  const unsigned char with_extras[10] = {0xC5, 0x80, 0x04, 0x03, 0x02, 0x01, 0x44, 0x33, 0x22, 0x11};
+  CHECK(std::memcmp(out.data(), with_extras, sizeof with_extras) == 0);
+}
+
 TEST_CASE("frame: full header layout is little-endian at the documented offsets", "[frame]") {
   auto h = full_header(0x11223344);
   h.payload_length = 0x55667788;
@@ -153,7 +168,9 @@ TEST_CASE("frame: truncated input is rejected at every length below the header",
   frame::header response;
   response.kind = frame::kind::response;
   response.extras_length = 1;
-  for (const auto& h : {request_header(1, 0), response, full_header(0)}) {
+  frame::header message = response;
+  message.kind = frame::kind::stream_message;
+  for (const auto& h : {request_header(1, 0), response, message, full_header(0)}) {
     const auto msg = make_message(h, h.extras_length, 0);
     for (std::size_t n = 0; n < frame::header_size(h); ++n) {
       std::vector<std::byte> cut(msg.begin(), msg.begin() + static_cast<std::ptrdiff_t>(n));
@@ -339,18 +356,28 @@ TEST_CASE("frame: stream kinds accept exactly the fields the wire format gives t
     h.payload_length = 1;
     CHECK(decode_error_of(make_message(h, 4, 1)) == frame::decode_error::bad_field);
   }
-  SECTION("stream_message carries a payload and extras but no status or method") {
+  SECTION("stream_message (compact) carries a payload and extras, and has no room for anything else") {
     auto h = stream_header(k::stream_message);
     h.payload_length = 10;
-    CHECK(decode_error_of(make_message(h, 0, 10)) == frame::decode_error::none);
-    h.method_id = 1;
-    CHECK(decode_error_of(make_message(h, 0, 10)) == frame::decode_error::bad_field);
-    h.method_id = 0;
-    h.status = status_code::aborted;
-    CHECK(decode_error_of(make_message(h, 0, 10)) == frame::decode_error::bad_status);
-    h.status = status_code::ok;
-    h.flags = frame::kFlagHasTimeout;
-    CHECK(decode_error_of(make_message(h, 0, 10)) == frame::decode_error::bad_flags);
+    auto msg = make_message(h, 0, 10);
+    CHECK(msg.size() == frame::kCompactStreamMessageSize + 10);
+    frame::decode_error err{};
+    auto v = frame::decode(msg, err);
+    REQUIRE(err == frame::decode_error::none);
+    CHECK((v.header.kind == k::stream_message && v.header.call_id == 7 && v.payload.size() == 10));
+    h.extras_length = 3;
+    msg = make_message(h, 3, 10);
+    v = frame::decode(msg, err);
+    REQUIRE(err == frame::decode_error::none);
+    CHECK((v.extras.size() == 3 && v.payload.size() == 10));
+    for (unsigned flags : {0x01u, 0x40u, 0x81u}) {  // only HAS_EXTRAS is known
+      msg[1] = std::byte{static_cast<unsigned char>(flags)};
+      CHECK(decode_error_of(msg) == frame::decode_error::bad_flags);
+    }
+    msg = make_message(full_header(0), 0, 0);  // in a full header: malformed
+    msg[3] = static_cast<std::byte>(k::stream_message);
+    msg[4] = std::byte{0};
+    CHECK(decode_error_of(msg) == frame::decode_error::bad_kind);
   }
   SECTION("half_close is bare") {
     auto h = stream_header(k::half_close);
@@ -509,9 +536,9 @@ TEST_CASE("frame: decode agrees with decode_any on every kind of full header", "
                 const auto any = frame::decode_any(msg, any_err);
                 ++compared;
                 REQUIRE(fast_err == any_err);
-                if (kind >= 1 && kind <= 2) REQUIRE(any_err != frame::decode_error::none);
+                if (kind == 1 || kind == 2 || kind == 5) REQUIRE(any_err != frame::decode_error::none);
                 if (any_err != frame::decode_error::none) continue;
-                ++(kind <= 2 ? valid_unary : valid_other);
+                ++(kind == 1 || kind == 2 || kind == 5 ? valid_unary : valid_other);
                 CHECK(fast.header.kind == any.header.kind);
                 CHECK(fast.header.flags == any.header.flags);
                 CHECK(fast.header.status == any.header.status);
@@ -539,12 +566,13 @@ TEST_CASE("frame: decode agrees with decode_any on every kind of full header", "
 TEST_CASE("frame: decode agrees with decode_any on compact headers", "[frame]") {
   std::size_t valid = 0, invalid = 0;
   std::vector<std::byte> msg;
-  for (unsigned tag : {0xC1u, 0xC2u}) {
+  for (unsigned tag : {0xC1u, 0xC2u, 0xC5u}) {
     for (unsigned second = 0; second <= 0xFF; ++second) {  // flags, or status and the extras bit
       for (std::uint64_t timeout : {std::uint64_t{0}, frame::kMaxTimeoutUs, frame::kMaxTimeoutUs + 1}) {
         for (std::uint32_t extras : {0u, 3u, 100u}) {
           for (std::size_t rest : {0u, 3u, 11u}) {  // bytes after the fixed fields and the timeout
             const std::size_t fixed = tag == 0xC1u ? frame::kCompactRequestSize : frame::kCompactResponseSize;
+            static_assert(frame::kCompactStreamMessageSize == frame::kCompactResponseSize);
             const bool has_timeout = tag == 0xC1u && (second & frame::kFlagHasTimeout) != 0;
             const bool has_extras = (second & frame::kCompactHasExtras) != 0;
             msg.assign(fixed + (has_timeout ? 8 : 0) + (has_extras ? 4 : 0) + rest, std::byte{0x5A});
@@ -570,7 +598,7 @@ TEST_CASE("frame: decode agrees with decode_any on compact headers", "[frame]") 
               continue;
             }
             ++valid;
-            CHECK(fast.header.kind == (tag == 0xC1u ? frame::kind::request : frame::kind::response));
+            CHECK(static_cast<unsigned>(fast.header.kind) == (tag & 0x0Fu));
             CHECK(fast.header.status == any.header.status);
             CHECK(fast.header.timeout_us == any.header.timeout_us);
             CHECK(fast.header.extras_length == (has_extras ? extras : 0));
