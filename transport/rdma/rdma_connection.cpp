@@ -427,8 +427,10 @@ void rdma_connection::prepare_send(const std::byte* data, std::uint32_t lkey, st
 
   ibv_sge& sge = batch_sges_[batch_size_];
   sge = ibv_sge{reinterpret_cast<std::uintptr_t>(data), length, lkey};
+  // Only the fields a send uses are written: the rest of every batch WR stays as zero-initialized
+  // (clearing all 128 bytes per send showed in callgrind).
   ibv_send_wr& wr = batch_wrs_[batch_size_];
-  wr = ibv_send_wr{};
+  wr.next = nullptr;
   wr.wr_id = kSendBit | seq;
   wr.opcode = IBV_WR_SEND_WITH_IMM;
   wr.imm_data = htonl(imm);
