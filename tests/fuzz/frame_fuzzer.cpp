@@ -54,8 +54,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     RDMARPC_FUZZ_CHECK(h.call_id == 0 && h.method_id == 0 && h.extras_length == 0 && h.payload_length == 0);
   }
 
-  if (h.kind == frame::kind::response)
+  if (h.kind == frame::kind::response || h.kind == frame::kind::stream_message) {
     RDMARPC_FUZZ_CHECK(h.flags == 0 && h.method_id == 0 && h.timeout_us == 0);
+  }
+  if (h.kind == frame::kind::stream_message) RDMARPC_FUZZ_CHECK(h.status == status_code::ok);
   std::array<std::byte, frame::kHeaderSize> again{};
   RDMARPC_FUZZ_CHECK(frame::encode_header(h, again) == head);
   RDMARPC_FUZZ_CHECK(std::memcmp(again.data(), data, head) == 0);
