@@ -1121,8 +1121,10 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   // The most a queued call's frame takes: its header has a timeout if the call has a deadline
   // (make_request_header may still leave it out, never put one in).
   static std::size_t queued_frame_size(const pending_call& c) noexcept {
-    return frame::kCompactRequestSize + (c.deadline != clock::time_point::max() ? 8 : 0) +
-           (c.extras_length != 0 ? 4 : 0) + c.body.size();
+    frame::header h;  // kind request
+    if (c.deadline != clock::time_point::max()) h.flags = frame::kFlagHasTimeout;
+    h.extras_length = c.extras_length;
+    return frame::header_size(h) + c.body.size();
   }
 
   // The request frame header for `c` (with its remaining time); false if its deadline passed.

@@ -41,11 +41,11 @@ struct kind_rules {
 
 constexpr kind_rules rules_of(kind k) noexcept {
   switch (k) {
-    case kind::request: return {true, false, true, false, true, true};
-    case kind::response: return {false, true, false, false, true, true};
+    case kind::request:
+    case kind::response:
+    case kind::stream_message: return {};  // compact headers: decode_compact checks them, never this
     case kind::cancel: return {false, false, false, false, false, false};
     case kind::stream_open: return {true, false, true, false, true, false};
-    case kind::stream_message: return {false, false, false, false, true, true};
     case kind::half_close: return {false, false, false, false, false, false};
     case kind::trailers: return {false, true, false, false, true, false};
     case kind::reset: return {false, true, false, false, true, false};
