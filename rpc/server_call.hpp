@@ -18,6 +18,7 @@
 #include <string>
 #include <utility>
 
+#include "rpc/handler_launch.hpp"
 #include "rpc/server_context.hpp"
 #include "rpc/server_done.hpp"
 
@@ -41,13 +42,6 @@ class server_call {
   // Empties request and reply for the next call (their allocated memory stays).
   virtual void clear() noexcept = 0;
 };
-
-// Runs a coroutine handler on `ex`, cancellable through `cancel`; `done` gets its end. Called from
-// inside the run() of the io_context `ex` is the executor of (the server's case; Boost 1.81), it
-// starts at once, here, and one that never suspends calls done before this returns (no scheduler
-// hop); otherwise it is co_spawned.
-void spawn_handler(const boost::asio::any_io_executor& ex, boost::asio::awaitable<void> handler,
-                   boost::asio::cancellation_slot cancel, server_done done);
 
 // Parsing, reply access and reuse, shared by both kinds of typed calls.
 template <typename Request, typename Reply>
@@ -82,19 +76,14 @@ class member_server_call final : public typed_server_call<Request, Reply> {
 
   member_server_call(Owner& owner, handler_type handler) noexcept : owner_(&owner), handler_(handler) {}
 
-  // Not a coroutine itself: it creates the handler's (lazy) awaitable here and a small coroutine
-  // stores its result. GCC 12's UBSan reports members of a template's `this` as null inside a
-  // resumed coroutine (a false positive that would hide real reports).
+  // Not a coroutine itself: it creates the handler's (lazy) awaitable, whose result spawn_handler
+  // stores into reply_ in the frame that runs it.
   void start(server_context& ctx, server_done done, boost::asio::cancellation_slot cancel) override {
-    spawn_handler(ctx.get_executor(), store_reply((owner_->*handler_)(ctx, this->request_), this->reply_),
-                  cancel, std::move(done));
+    spawn_handler<Reply>(ctx.get_executor(), (owner_->*handler_)(ctx, this->request_), &this->reply_, cancel,
+                         std::move(done));
   }
 
  private:
-  static boost::asio::awaitable<void> store_reply(boost::asio::awaitable<Reply> handler, Reply& out) {
-    out = co_await std::move(handler);
-  }
-
   Owner* owner_;
   handler_type handler_;
 };

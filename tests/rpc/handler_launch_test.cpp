@@ -1,4 +1,4 @@
-// spawn_handler, the launch of coroutine handlers (rpc/server_call.cpp), without a server: inside
+// spawn_handler, the launch of coroutine handlers (rpc/handler_launch.hpp), without a server: inside
 // the io_context's run() a handler that never suspends ends before spawn_handler returns; from
 // outside run() it runs inside run(), and the io_context keeps going for later work; a handler's
 // exception and the server's cancellation of a waiting handler reach done.
@@ -10,6 +10,7 @@
 #include <boost/version.hpp>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <string>
 
 #include "rpc/server_call.hpp"
 #include "rpc/status.hpp"
@@ -104,4 +105,59 @@ TEST_CASE("spawn_handler: a handler's exception and the server's cancellation of
   } catch (const boost::system::system_error& e) {
     CHECK(e.code() == boost::asio::error::operation_aborted);
   }
+}
+
+namespace {
+
+struct seen_at_done final : server_done::target {
+  const std::string* reply = nullptr;
+  std::string at_done;
+  int calls = 0;
+  void call_done(std::uint64_t /*key*/, std::exception_ptr /*e*/) noexcept override {
+    ++calls;
+    at_done = *reply;
+  }
+};
+
+boost::asio::awaitable<std::string> answer(std::string text) {
+  co_return text;
+}
+
+boost::asio::awaitable<std::string> answer_later(boost::asio::steady_timer& timer, std::string text) {
+  co_await timer.async_wait(boost::asio::use_awaitable);
+  co_return text;
+}
+
+}  // namespace
+
+TEST_CASE("spawn_handler: what a handler returns is stored before done, at once or after it waited",
+          "[server]") {
+  boost::asio::io_context io(1);
+  std::string now_reply = "old";
+  std::string later_reply = "old";
+  auto now = std::make_shared<seen_at_done>();
+  auto later = std::make_shared<seen_at_done>();
+  now->reply = &now_reply;
+  later->reply = &later_reply;
+  boost::asio::steady_timer timer(io, std::chrono::milliseconds(1));
+  boost::asio::post(io, [&] {
+    spawn_handler<std::string>(io.get_executor(), answer("at once"), &now_reply, {}, server_done(now, 1));
+    spawn_handler<std::string>(io.get_executor(), answer_later(timer, "later"), &later_reply, {},
+                               server_done(later, 2));
+  });
+  io.run_for(std::chrono::seconds(30));
+  CHECK(now->calls == 1);
+  CHECK(now->at_done == "at once");
+  CHECK(later->calls == 1);
+  CHECK(later->at_done == "later");
+  // From outside run() (co_spawned): stored before done too.
+  auto outside = std::make_shared<seen_at_done>();
+  std::string outside_reply;
+  outside->reply = &outside_reply;
+  io.restart();
+  spawn_handler<std::string>(io.get_executor(), answer("outside"), &outside_reply, {},
+                             server_done(outside, 3));
+  io.run_for(std::chrono::seconds(30));
+  CHECK(outside->calls == 1);
+  CHECK(outside->at_done == "outside");
 }
