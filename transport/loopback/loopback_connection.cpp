@@ -28,6 +28,7 @@ loopback_connection::loopback_connection(boost::asio::any_io_executor ex, const 
       buffers_(0, options.connection.send_queue_bytes),
       delay_timer_(ex_) {
   options_.capacity = std::max<std::size_t>(options_.capacity, 1);
+  return_every_ = std::max<std::size_t>(1, options_.capacity / 2);
 }
 
 loopback_connection::~loopback_connection() {
@@ -129,7 +130,7 @@ void loopback_connection::pump() {
 
 // The next message in order to the peer, through the armed faults. False when that ended the
 // connection or started a delay (nothing more may be sent now).
-bool loopback_connection::send_one(message_buffers::buffer message) {
+bool loopback_connection::send_one(message_buffers::buffer&& message) {
   const std::uint64_t number = ++sequence_;
   if (number == faults_.close_at) {
     finish(errc::connection_lost, errc::connection_lost);
@@ -162,7 +163,7 @@ bool loopback_connection::send_one(message_buffers::buffer message) {
   return true;
 }
 
-void loopback_connection::hand_to_peer(message_buffers::buffer message) {
+void loopback_connection::hand_to_peer(message_buffers::buffer&& message) {
   ++stats_.messages_sent;
   stats_.bytes_sent += message->size;
   buffers_.written(message->size);
@@ -177,7 +178,7 @@ void loopback_connection::hand_to_peer(message_buffers::buffer message) {
 }
 
 void loopback_connection::return_capacity() {
-  if (++owed_ < std::max<std::size_t>(1, options_.capacity / 2)) return;
+  if (++owed_ < return_every_) return;
   if (auto peer = peer_.lock()) {
     peer->post_here([peer, returned = std::exchange(owed_, 0)] { peer->on_delivered(returned); });
   }
@@ -195,7 +196,7 @@ void loopback_connection::notify_peer(boost::system::error_code reason) {
   }
 }
 
-void loopback_connection::on_arrival(message_buffers::buffer message, std::size_t returned) {
+void loopback_connection::on_arrival(message_buffers::buffer&& message, std::size_t returned) {
   ++stats_.peer_activity;
   if (returned > 0) {
     take_back_capacity(returned);
@@ -265,7 +266,7 @@ void loopback_connection::after_delivery() {
   }
 }
 
-void loopback_connection::deliver_one(message_buffers::buffer message) {
+void loopback_connection::deliver_one(message_buffers::buffer&& message) {
   ++stats_.messages_received;
   stats_.bytes_received += message->size;
   return_capacity();

@@ -46,17 +46,18 @@ class loopback_connection final : public connection, public received_message::ow
   enum class state { idle, open, closing, closed };
 
   // Called on this end's executor by the peer's posts. `returned`: capacity the peer gives back
-  // with the message (it delivered that many of ours).
-  void on_arrival(message_buffers::buffer message, std::size_t returned);
+  // with the message (it delivered that many of ours). Buffers pass by rvalue reference, moved
+  // from once, where they are kept.
+  void on_arrival(message_buffers::buffer&& message, std::size_t returned);
   void on_delivered(std::size_t returned);  // capacity back, without a message
   void on_peer_end(boost::system::error_code reason);
 
   void pump();  // moves queued messages to the peer while capacity allows
-  bool send_one(message_buffers::buffer message);
-  void hand_to_peer(message_buffers::buffer message);
+  bool send_one(message_buffers::buffer&& message);
+  void hand_to_peer(message_buffers::buffer&& message);
   void schedule_delivery();
   void deliver();
-  void deliver_one(message_buffers::buffer message);
+  void deliver_one(message_buffers::buffer&& message);
   void after_delivery();
   // One of the peer's messages left our inbox. The capacity goes back with our next message, or on
   // its own once half the capacity is owed (so one-way traffic never stalls).
@@ -90,6 +91,7 @@ class loopback_connection final : public connection, public received_message::ow
   std::deque<message_buffers::buffer> send_queue_;  // committed, not yet handed to the peer
   std::size_t in_flight_ = 0;                       // handed to the peer, not yet delivered there
   std::size_t owed_ = 0;        // the peer's messages delivered, capacity not yet returned
+  std::size_t return_every_;    // owed_ that is returned on its own: half the capacity
   std::uint64_t sequence_ = 0;  // messages taken off send_queue_ so far
   bool delaying_ = false;
   boost::asio::steady_timer delay_timer_;
