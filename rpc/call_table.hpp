@@ -66,9 +66,13 @@ class call_table {
     if (r && spare_records_.size() < spares_) spare_records_.push_back(std::move(r));
   }
 
+  // Makes room for one more call now, so that the next insert() allocates nothing (cannot throw).
+  void prepare_insert() {
+    if ((size_ + 1) * 2 > slots_.size()) grow();
+  }
   // Adds call `id` (which must not be present) with its record (not null).
   void insert(std::uint32_t id, std::unique_ptr<Record> r) {
-    if ((size_ + 1) * 2 > slots_.size()) grow();
+    prepare_insert();
     auto& slot = slots_[free_slot_for(id)];
     slot.first = id;
     slot.second = std::move(r);

@@ -57,7 +57,8 @@ void co_spawn_handler(const auto& executor, boost::asio::awaitable<T> handler, h
 
 #if RDMARPC_DIRECT_HANDLER_LAUNCH
 using handler_executor = boost::asio::any_io_executor;
-using handler_entry = boost::asio::awaitable<boost::asio::detail::awaitable_thread_entry_point, handler_executor>;
+using handler_entry =
+    boost::asio::awaitable<boost::asio::detail::awaitable_thread_entry_point, handler_executor>;
 using tracked_io_executor =
     std::decay_t<decltype(boost::asio::prefer(std::declval<boost::asio::io_context::executor_type>(),
                                               boost::asio::execution::outstanding_work.tracked))>;
@@ -100,7 +101,8 @@ void launch_here(handler_entry entry, const boost::asio::io_context::executor_ty
 // into `*out` (a reply; null and unused for a void handler), then invokes `done` with how it ended.
 template <typename T>
 void spawn_handler(const boost::asio::any_io_executor& ex, boost::asio::awaitable<T> handler,
-                   detail::handler_result_ptr<T> out, boost::asio::cancellation_slot cancel, server_done done) {
+                   detail::handler_result_ptr<T> out, boost::asio::cancellation_slot cancel,
+                   server_done done) {
   // On an io_context, on its concrete executor: co_spawn keeps the executor busy while the call
   // runs, which through the type-erased executor costs an allocation per call.
   if (const auto* io = ex.target<boost::asio::io_context::executor_type>()) {

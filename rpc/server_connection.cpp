@@ -521,6 +521,7 @@ class connection_impl final : public server_connection,
   }
 
   void on_request(const frame::view& v, transport::received_message& message) {
+    table_starting_record();  // (only set here when a handler ran the io_context inside start())
     const std::uint32_t id = v.header.call_id;
     if (id_in_use(id)) return violation("duplicate call id");
     highest_id_ = std::max(highest_id_, id);
@@ -576,13 +577,17 @@ class connection_impl final : public server_connection,
     c->started = icpt.started;
     c->request_bytes = request_bytes;
     active_call& call = *c;
-    calls_.insert(id, std::move(c));
+    calls_.prepare_insert();  // the insert after start() must not fail: the handler may be running
     server_->call_started();
     call.serial = ++serial_;
     const std::uint64_t key = std::uint64_t{call.serial} << 32 | id;
-    if (deadline != clock::time_point::max()) deadlines_.watch(*this, key, deadline, calls_.size());
+    // The record enters the table (and its deadline the watch) only if the handler is still running
+    // when start() returns: one that answers at once (found through starting_record_) costs no
+    // insert, lookup or removal. Nothing else looks the call up meanwhile: frames, timers and
+    // completions from other threads all wait for start() to return.
     // The handler may finish before start() returns; its call object then stays parked until
     // start() has returned (see forget).
+    starting_record_ = std::move(c);
     starting_call_ = call.call.get();
     starting_key_ = key;
     starting_dropped_ = false;
@@ -599,7 +604,17 @@ class connection_impl final : public server_connection,
                    status_code::internal, "the handler dropped its completion while an exception unwound")));
     }
     starting_call_ = nullptr;
+    table_starting_record();  // still running (or its reply waits for send room)
     if (parked_) keep_call(*m, std::move(parked_));
+  }
+
+  // The starting call's record into the table, and its deadline under watch: where everything but
+  // the handler's own immediate answer finds a call.
+  void table_starting_record() {
+    if (!starting_record_) return;
+    const clock::time_point deadline = starting_record_->ctx->deadline();
+    calls_.insert(static_cast<std::uint32_t>(starting_key_), std::move(starting_record_));
+    if (deadline != clock::time_point::max()) deadlines_.watch(*this, starting_key_, deadline, calls_.size());
   }
 
   // Dropped while an exception unwinds out of the start() on the stack: on_request answers with
@@ -620,12 +635,16 @@ class connection_impl final : public server_connection,
         return on_stream_done(st, std::move(e));
       }
     }
-    auto it = calls_.find(id);
-    if (it == calls_.end() || it->second->serial != key >> 32 || it->second->done) {
+    active_call* record = starting_record_ && key == starting_key_ ? starting_record_.get() : nullptr;
+    if (record == nullptr) {
+      auto it = calls_.find(id);
+      if (it != calls_.end() && it->second->serial == key >> 32) record = it->second.get();
+    }
+    if (record == nullptr || record->done) {
       rdmarpc::logger()->debug("rdmarpc server: call {} finished twice (ignored)", id);
       return;
     }
-    active_call& c = *it->second;
+    active_call& c = *record;
     server_->call_finished();
     c.done = true;
     if (c.ctx->is_cancelled()) {
@@ -725,9 +744,14 @@ class connection_impl final : public server_connection,
   }
 
   void forget(std::uint32_t id) {
-    auto it = calls_.find(id);
-    if (it == calls_.end()) return;
-    auto c = calls_.extract(it);
+    std::unique_ptr<active_call> c;
+    if (starting_record_ && static_cast<std::uint32_t>(starting_key_) == id) {
+      c = std::move(starting_record_);
+    } else {
+      auto it = calls_.find(id);
+      if (it == calls_.end()) return;
+      c = calls_.extract(it);
+    }
     if (c->call.get() == starting_call_) {
       parked_ = std::move(c->call);  // its start() is still on the stack
     } else {
@@ -942,6 +966,7 @@ class connection_impl final : public server_connection,
   // was dropped while an exception unwound.
   server_call* starting_call_ = nullptr;
   std::uint64_t starting_key_ = 0;
+  std::unique_ptr<active_call> starting_record_;  // its record, until the table takes it (on_request)
   bool starting_dropped_ = false;
   std::uint8_t limits_logged_ = 0;  // the limits (enum limit) already logged
   std::unique_ptr<server_call> parked_;
