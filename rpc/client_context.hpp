@@ -47,9 +47,15 @@ class client_context {
   // Filled in when the call completes.
   status_code status() const noexcept { return status_; }
   const std::string& status_message() const noexcept { return status_message_; }
-  void set_result(status_code code, std::string message) {
+  // (By reference, not by value: the channel sets it on every call, and a by-value parameter is a
+  // second string move each time.)
+  void set_result(status_code code, std::string&& message) {
     status_ = code;
     status_message_ = std::move(message);
+  }
+  void set_result(status_code code, const std::string& message) {
+    status_ = code;
+    status_message_ = message;
   }
   // What the server's handler set (server_context::add_initial_metadata / add_trailing_metadata),
   // in the order it added them; empty when it set none or the call failed before the server
