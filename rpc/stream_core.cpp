@@ -480,14 +480,14 @@ bool stream_core::try_write_direct(const google::protobuf::MessageLite& message)
     return false;
   const std::size_t payload = message.ByteSizeLong();
   if (payload > UINT32_MAX) return false;
-  boost::system::error_code ec;
-  constexpr std::size_t head = frame::kCompactStreamMessageSize;  // no extras
-  auto r = conn_->try_reserve(head + payload, ec);
-  if (ec) return false;
-  frame::header h;
+  frame::header h;  // no extras
   h.kind = frame::kind::stream_message;
   h.call_id = id_;
   h.payload_length = static_cast<std::uint32_t>(payload);
+  const std::size_t head = frame::header_size(h);
+  boost::system::error_code ec;
+  auto r = conn_->try_reserve(head + payload, ec);
+  if (ec) return false;
   std::byte* out = r.data().data();
   frame::encode_header(h, r.data());
   message.SerializeWithCachedSizesToArray(reinterpret_cast<std::uint8_t*>(out + head));
