@@ -39,7 +39,8 @@ class server_call {
   virtual const google::protobuf::MessageLite& reply() const noexcept = 0;
   // The request's full protobuf type name, for error messages ("kv.GetRequest").
   virtual std::string request_type() const = 0;
-  // Empties request and reply for the next call (their allocated memory stays).
+  // Readies the call object for the next call: the reply emptied (its allocated memory stays).
+  // The request is left as it is: parse_request empties it first (protobuf's parse does).
   virtual void clear() noexcept = 0;
 };
 
@@ -56,10 +57,7 @@ class typed_server_call : public server_call {
   }
   const google::protobuf::MessageLite& reply() const noexcept override { return reply_; }
   std::string request_type() const override { return request_.GetTypeName(); }
-  void clear() noexcept override {
-    request_.Clear();
-    reply_.Clear();
-  }
+  void clear() noexcept override { reply_.Clear(); }
 
  protected:
   Request request_;
