@@ -162,7 +162,7 @@ class connection_impl final : public server_connection,
     f.kind = peer_info_.transport;
     f.age = clock::now() - accepted_at_;
     f.calls_started = calls_started_;
-    f.calls_in_flight = calls_.size() + streams_.size();
+    f.calls_in_flight = calls_.size() + (starting_record_ ? 1 : 0) + streams_.size();
     f.pings_sent = pings_sent_;
     f.pongs_received = pongs_received_;
     f.pings_received = pings_received_;
@@ -192,6 +192,7 @@ class connection_impl final : public server_connection,
 
   void on_message(transport::received_message message) override {
     if (closed_) return;
+    table_starting_record();  // (only set here when a handler runs the io_context inside start())
     // Flags: heartbeats cost nothing per message. True when the ticks were being skipped: this
     // frame needs the next one, unless it is a ping or pong (timed instead: heard_heartbeat).
     const bool needs_tick = live_->on_received();
@@ -224,6 +225,7 @@ class connection_impl final : public server_connection,
   }
 
   void on_close(const boost::system::error_code& reason) override {
+    table_starting_record();
     // A connection this side ended for a fault was logged (at warning, with why) by end_connection's
     // caller; any other end is logged here, once.
     if (!closed_)
@@ -265,7 +267,7 @@ class connection_impl final : public server_connection,
 
   // After the client's answer, the connection closes with its last call or stream.
   void close_if_drained() {
-    if (client_gone_away_ && !closed_ && calls_.empty() && streams_.empty()) close();
+    if (client_gone_away_ && !closed_ && calls_.empty() && !starting_record_ && streams_.empty()) close();
   }
 
   // --- heartbeats ---------------------------------------------------------------------------
@@ -337,7 +339,7 @@ class connection_impl final : public server_connection,
     heartbeat_.set_due(live_->next_due(has_work(), slot_end));
   }
 
-  bool has_work() const noexcept { return !calls_.empty() || !streams_.empty(); }
+  bool has_work() const noexcept { return !calls_.empty() || starting_record_ || !streams_.empty(); }
 
   // The client pings faster than min_ping_interval_allowed: tell it why, then close.
   void too_many_pings() {
@@ -485,6 +487,7 @@ class connection_impl final : public server_connection,
   // By id, not while walking the table: a handler's cancellation slot may finish its call at once,
   // which takes it out of the table.
   void cancel_all_calls() {
+    table_starting_record();
     std::vector<std::uint32_t> ids;
     ids.reserve(calls_.size());
     for (const auto& [id, c] : calls_) ids.push_back(id);
@@ -521,7 +524,6 @@ class connection_impl final : public server_connection,
   }
 
   void on_request(const frame::view& v, transport::received_message& message) {
-    table_starting_record();  // (only set here when a handler ran the io_context inside start())
     const std::uint32_t id = v.header.call_id;
     if (id_in_use(id)) return violation("duplicate call id");
     highest_id_ = std::max(highest_id_, id);
@@ -584,9 +586,15 @@ class connection_impl final : public server_connection,
     // The record enters the table (and its deadline the watch) only if the handler is still running
     // when start() returns: one that answers at once (found through starting_record_) costs no
     // insert, lookup or removal. Nothing else looks the call up meanwhile: frames, timers and
-    // completions from other threads all wait for start() to return.
+    // completions from other threads all wait for start() to return. (Unless the handler runs the
+    // io_context inside start(), which it should not: then whatever arrives first, a frame, the
+    // connection's end or a reply's send room, tables the record.)
     // The handler may finish before start() returns; its call object then stays parked until
-    // start() has returned (see forget).
+    // start() has returned (see forget). A call started inside another's start() (a handler that
+    // runs the io_context) hands the outer one's back when it returns.
+    const auto outer_call = starting_call_;
+    const auto outer_key = starting_key_;
+    const bool outer_dropped = starting_dropped_;
     starting_record_ = std::move(c);
     starting_call_ = call.call.get();
     starting_key_ = key;
@@ -603,8 +611,10 @@ class connection_impl final : public server_connection,
           key, std::make_exception_ptr(status_error(
                    status_code::internal, "the handler dropped its completion while an exception unwound")));
     }
-    starting_call_ = nullptr;
     table_starting_record();  // still running (or its reply waits for send room)
+    starting_call_ = outer_call;
+    starting_key_ = outer_key;
+    starting_dropped_ = outer_dropped;
     if (parked_) keep_call(*m, std::move(parked_));
   }
 
@@ -714,6 +724,7 @@ class connection_impl final : public server_connection,
                   c.reply_wait->slot(), [self = shared_from_this(), id, size, wait = c.reply_wait](
                                             boost::system::error_code ec, transport::send_reservation r) {
                     self->waiting_reply_bytes_ -= size;
+                    self->table_starting_record();  // (a handler running the io_context in start())
                     auto it = self->calls_.find(id);
                     if (it == self->calls_.end() || it->second->reply_wait != wait) return;  // cancelled
                     if (!ec && !self->closed_) {

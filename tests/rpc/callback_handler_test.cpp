@@ -6,6 +6,7 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -40,6 +41,7 @@ class callback_service final : public service {
   static constexpr method_descriptor hold = method("/cb.Test/Hold");
   static constexpr method_descriptor release = method("/cb.Test/Release");
   static constexpr method_descriptor catch_drop = method("/cb.Test/CatchDrop");
+  static constexpr method_descriptor nested = method("/cb.Test/Nested");
 
   ~callback_service() override {
     for (auto& t : threads_) t.join();
@@ -50,11 +52,16 @@ class callback_service final : public service {
   std::unique_ptr<server_call> new_call(std::size_t index) override {
     using call = callback_server_call<callback_service, EchoRequest, EchoReply>;
     static constexpr std::array handlers{
-        &callback_service::do_now,  &callback_service::do_status,       &callback_service::do_later,
-        &callback_service::do_drop, &callback_service::do_throw_before, &callback_service::do_throw_after,
-        &callback_service::do_hold, &callback_service::do_release,      &callback_service::do_catch_drop};
+        &callback_service::do_now,   &callback_service::do_status,       &callback_service::do_later,
+        &callback_service::do_drop,  &callback_service::do_throw_before, &callback_service::do_throw_after,
+        &callback_service::do_hold,  &callback_service::do_release,      &callback_service::do_catch_drop,
+        &callback_service::do_nested};
     return index < handlers.size() ? std::make_unique<call>(*this, handlers[index]) : nullptr;
   }
+
+  // Nested's: the io_context it runs inside its handler until `nested_until` says stop.
+  boost::asio::io_context* io = nullptr;
+  std::function<bool()> nested_until;
 
   // Hold's call, kept until the test lets it finish.
   server_context* held_context = nullptr;
@@ -108,8 +115,17 @@ class callback_service final : public service {
     }
   }
 
-  static constexpr std::array methods_{now,         status, later,   drop,      throw_before,
-                                       throw_after, hold,   release, catch_drop};
+  // Runs the io_context inside its handler (what a handler should not do, but may) until told to
+  // stop, then answers.
+  void do_nested(server_context&, const EchoRequest& req, EchoReply& reply, server_done done) {
+    while (!nested_until() && io->run_one_for(std::chrono::seconds(30)) > 0) {
+    }
+    reply.set_data("nested " + req.data());
+    done();
+  }
+
+  static constexpr std::array methods_{now,         status, later,   drop,       throw_before,
+                                       throw_after, hold,   release, catch_drop, nested};
   std::mutex mutex_;
   std::vector<std::thread> threads_;
 };
@@ -308,5 +324,37 @@ TEST_CASE("a completion dropped while an exception unwinds inside the handler an
   const auto r = f.call(callback_service::catch_drop, "x");
   CHECK(r.ec == make_error_code(status_code::internal));
   CHECK(r.message.find("while an exception unwound") != std::string::npos);
+  CHECK(f.call(callback_service::now, "next").data == "next");
+}
+
+TEST_CASE(
+    "a callback handler that runs the io_context inside itself: the calls served meanwhile and its own all "
+    "answer") {
+  fixture f;
+  f.svc.io = &f.io;
+  std::optional<result> inner, outer;
+  const auto start = [&](const method_descriptor& m, const std::string& data, std::optional<result>& out) {
+    EchoRequest req;
+    req.set_data(data);
+    async_unary_call<EchoReply>(*f.ch, m, nullptr, req,
+                                [&out](boost::system::error_code ec, EchoReply reply) {
+                                  out = result{ec, reply.data(), {}};
+                                });
+  };
+  // The outer handler keeps running the io_context until the inner call, which arrives meanwhile
+  // and is served inside it, has its reply back at the client.
+  f.svc.nested_until = [&] { return inner.has_value(); };
+  start(callback_service::nested, "outer", outer);
+  start(callback_service::now, "inner", inner);
+  REQUIRE(test::run_until(
+      f.io, [&] { return outer.has_value(); }, std::chrono::seconds(30)));
+  REQUIRE(inner.has_value());
+  CHECK_FALSE(inner->ec);
+  CHECK(inner->data == "inner");
+  CHECK_FALSE(outer->ec);
+  CHECK(outer->data == "nested outer");
+  // Nothing of either call stayed behind: both methods serve their next calls.
+  f.svc.nested_until = [] { return true; };
+  CHECK(f.call(callback_service::nested, "again").data == "nested again");
   CHECK(f.call(callback_service::now, "next").data == "next");
 }
