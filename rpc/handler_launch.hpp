@@ -10,9 +10,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
-#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/prefer.hpp>
 #include <boost/version.hpp>
@@ -46,14 +44,11 @@ boost::asio::awaitable<void> await_and_store(boost::asio::awaitable<T> handler, 
   }
 }
 
-template <typename T>
-void co_spawn_handler(const auto& executor, boost::asio::awaitable<T> handler, handler_result_ptr<T> out,
-                      boost::asio::cancellation_slot cancel, server_done done) {
-  boost::asio::co_spawn(
-      executor, await_and_store<T>(std::move(handler), out),
-      boost::asio::bind_cancellation_slot(
-          cancel, [done = std::move(done)](std::exception_ptr e) mutable { done(std::move(e)); }));
-}
+// co_spawns `body` on `ex` (on its io_context's own executor when it has one: co_spawn keeps the
+// executor busy while the call runs, which through the type-erased executor costs an allocation
+// per call). Out of line: co_spawn's machinery stays out of every generated service.
+void co_spawn_handler(const boost::asio::any_io_executor& ex, boost::asio::awaitable<void> body,
+                      boost::asio::cancellation_slot cancel, server_done done);
 
 #if RDMARPC_DIRECT_HANDLER_LAUNCH
 using handler_executor = boost::asio::any_io_executor;
@@ -103,23 +98,19 @@ template <typename T>
 void spawn_handler(const boost::asio::any_io_executor& ex, boost::asio::awaitable<T> handler,
                    detail::handler_result_ptr<T> out, boost::asio::cancellation_slot cancel,
                    server_done done) {
-  // On an io_context, on its concrete executor: co_spawn keeps the executor busy while the call
-  // runs, which through the type-erased executor costs an allocation per call.
-  if (const auto* io = ex.target<boost::asio::io_context::executor_type>()) {
 #if RDMARPC_DIRECT_HANDLER_LAUNCH
-    // Only from inside the io_context's run(), as the server calls it: from another thread the
-    // handler would run there, and outside run() its work guard could be the context's last work,
-    // whose release stops the context.
-    if (io->running_in_this_thread()) {
-      return detail::launch_here(
-          detail::run_to_done<T>(std::move(handler), out, std::move(done),
-                                 boost::asio::prefer(*io, boost::asio::execution::outstanding_work.tracked)),
-          *io, cancel);
-    }
-#endif
-    return detail::co_spawn_handler<T>(*io, std::move(handler), out, cancel, std::move(done));
+  // Only from inside the io_context's run(), as the server calls it: from another thread the
+  // handler would run there, and outside run() its work guard could be the context's last work,
+  // whose release stops the context.
+  if (const auto* io = ex.target<boost::asio::io_context::executor_type>();
+      io && io->running_in_this_thread()) {
+    return detail::launch_here(
+        detail::run_to_done<T>(std::move(handler), out, std::move(done),
+                               boost::asio::prefer(*io, boost::asio::execution::outstanding_work.tracked)),
+        *io, cancel);
   }
-  detail::co_spawn_handler<T>(ex, std::move(handler), out, cancel, std::move(done));
+#endif
+  detail::co_spawn_handler(ex, detail::await_and_store<T>(std::move(handler), out), cancel, std::move(done));
 }
 
 // A handler with nothing to store (streams, or a test's).
