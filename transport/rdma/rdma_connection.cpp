@@ -326,10 +326,23 @@ void rdma_connection::commit_reservation(std::uint64_t token, std::size_t size, 
     m.data = resources_->send_memory() + ring_.offset_of(token);
     m.lkey = resources_->send_lkey();
   }
-  committed_.push_back(m);
   ++stats_.messages_sent;
   stats_.bytes_sent += size;
   stats_.fragments_sent += m.fragments;
+  // The common case, a one-fragment message with nothing committed ahead of it that goes now (see
+  // below): straight into the batch, never through committed_.
+  if (!coalesce && committed_.empty() && m.fragments == 1 && (!in_poll_ || post_first_commit_)) {
+    post_first_commit_ = false;
+    if (post_next_fragment(m)) {
+      posted_.push_back(posted_message{posted_seq_ - 1, m.id});
+      flush_sends();
+      return;
+    }
+    // No room or credit now: it waits first in line (or the connection failed).
+    if (m.next == 0 && !life_.has_ended()) committed_.push_back(m);
+    return;
+  }
+  committed_.push_back(m);
   // Posting runs no user code: the WRs go out now, in commit order (behind any still waiting, and
   // taking held ones along), or with the doorbell's turn.
   if (coalesce) return hold_doorbell();
@@ -377,31 +390,38 @@ bool rdma_connection::acquire_data_credit(std::uint32_t& announce) noexcept {
 void rdma_connection::post_committed() {
   while (!committed_.empty() && !life_.has_ended()) {
     committed_message& m = committed_.front();
-    const bool large = m.large;
     while (m.next < m.fragments) {
-      if (!sq_has_room()) return (void)flush_sends();
-      std::uint32_t announce = 0;
-      if (!acquire_data_credit(announce)) {
-        if (!stalled_) {
-          stalled_ = true;
-          ++stats_.credit_stalls;
-        }
-        return (void)flush_sends();
-      }
-      stalled_ = false;
-      const std::size_t offset = m.next * fragment_size_;
-      const auto length = static_cast<std::uint32_t>(std::min<std::size_t>(fragment_size_, m.size - offset));
-      const auto imm = wire::encode_imm(
-          {static_cast<std::uint16_t>(announce), wire::fragment_kind(m.next, m.fragments), false});
-      ++m.next;
-      // A large message's buffer is freed by its own completion: always ask for it.
-      prepare_send(m.data + offset, m.lkey, length, imm, false, large && m.next == m.fragments);
-      if (batch_size_ == kPostBatch && !flush_sends()) return;
+      if (!post_next_fragment(m)) return;
     }
     posted_.push_back(posted_message{posted_seq_ - 1, m.id});
     committed_.pop_front();
   }
   flush_sends();  // on failure the connection has ended; callers check life_
+}
+
+bool rdma_connection::post_next_fragment(committed_message& m) {
+  if (!sq_has_room()) {
+    flush_sends();
+    return false;
+  }
+  std::uint32_t announce = 0;
+  if (!acquire_data_credit(announce)) {
+    if (!stalled_) {
+      stalled_ = true;
+      ++stats_.credit_stalls;
+    }
+    flush_sends();
+    return false;
+  }
+  stalled_ = false;
+  const std::size_t offset = m.next * fragment_size_;
+  const auto length = static_cast<std::uint32_t>(std::min<std::size_t>(fragment_size_, m.size - offset));
+  const auto imm = wire::encode_imm(
+      {static_cast<std::uint16_t>(announce), wire::fragment_kind(m.next, m.fragments), false});
+  ++m.next;
+  // A large message's buffer is freed by its own completion: always ask for it.
+  prepare_send(m.data + offset, m.lkey, length, imm, false, m.large && m.next == m.fragments);
+  return batch_size_ < kPostBatch || flush_sends();
 }
 
 bool rdma_connection::post_credit_only(std::uint32_t imm) {

@@ -115,6 +115,9 @@ class rdma_connection final : public connection,
   send_reservation reserve_large(std::size_t bytes, boost::system::error_code& ec);
   void drop_entry(std::uint64_t id) noexcept;  // frees a ring entry (and its large buffer)
   void post_committed();                       // posts what credits and SQ room allow
+  // Prepares m's next fragment into the batch (posting the batch once full). False when it cannot
+  // go now (no SQ room or no credit: the batch so far is posted) or a post failed.
+  bool post_next_fragment(committed_message& m);
   // Sends are prepared into a batch and posted as one chained ibv_post_send: one doorbell (for rxe,
   // one syscall) for all the fragments of a message instead of one each.
   void prepare_send(const std::byte* data, std::uint32_t lkey, std::uint32_t length, std::uint32_t imm,
