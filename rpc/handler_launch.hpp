@@ -33,15 +33,10 @@ namespace detail {
 template <typename T>
 using handler_result_ptr = std::conditional_t<std::is_void_v<T>, void*, T*>;
 
-// The co_spawn fallback's body: awaits the handler and stores its result.
+// The co_spawn fallback's body for a handler returning a reply: awaits it and stores the reply.
 template <typename T>
-boost::asio::awaitable<void> await_and_store(boost::asio::awaitable<T> handler, handler_result_ptr<T> out) {
-  if constexpr (std::is_void_v<T>) {
-    (void)out;
-    co_await std::move(handler);
-  } else {
-    *out = co_await std::move(handler);
-  }
+boost::asio::awaitable<void> await_and_store(boost::asio::awaitable<T> handler, T* out) {
+  *out = co_await std::move(handler);
 }
 
 // co_spawns `body` on `ex` (on its io_context's own executor when it has one: co_spawn keeps the
@@ -110,7 +105,12 @@ void spawn_handler(const boost::asio::any_io_executor& ex, boost::asio::awaitabl
         *io, cancel);
   }
 #endif
-  detail::co_spawn_handler(ex, detail::await_and_store<T>(std::move(handler), out), cancel, std::move(done));
+  if constexpr (std::is_void_v<T>) {
+    (void)out;
+    detail::co_spawn_handler(ex, std::move(handler), cancel, std::move(done));  // nothing to store
+  } else {
+    detail::co_spawn_handler(ex, detail::await_and_store(std::move(handler), out), cancel, std::move(done));
+  }
 }
 
 // A handler with nothing to store (streams, or a test's).

@@ -338,8 +338,11 @@ void rdma_connection::commit_reservation(std::uint64_t token, std::size_t size, 
       flush_sends();
       return;
     }
-    // No room or credit now: it waits first in line (or the connection failed).
-    if (m.next == 0 && !life_.has_ended()) committed_.push_back(m);
+    // No room or credit now: it waits first in line. (Had the connection failed, its entry goes.)
+    if (m.next == 0) {
+      if (life_.has_ended()) return drop_entry(m.id);
+      committed_.push_back(m);
+    }
     return;
   }
   committed_.push_back(m);
