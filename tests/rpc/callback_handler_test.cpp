@@ -118,7 +118,9 @@ class callback_service final : public service {
   // Runs the io_context inside its handler (what a handler should not do, but may) until told to
   // stop, then answers.
   void do_nested(server_context&, const EchoRequest& req, EchoReply& reply, server_done done) {
-    while (!nested_until() && io->run_one_for(std::chrono::seconds(30)) > 0) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);  // bounded
+    while (!nested_until() && std::chrono::steady_clock::now() < give_up &&
+           io->run_one_for(std::chrono::seconds(30)) > 0) {
     }
     reply.set_data("nested " + req.data());
     done();
