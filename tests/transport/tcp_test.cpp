@@ -479,3 +479,56 @@ TEST_CASE("tcp: connect and accept on an executor without an io_context fail wit
   CHECK_FALSE(server.connection);
   pool.join();
 }
+
+namespace {
+
+// Ping-pong rounds; after each, both ends wait for bytes that have not been sent: nothing to run.
+// The first round is not checked: the kernel may still report room that came back after a full
+// send buffer, once.
+void check_nothing_runs_between_messages(boost::asio::io_context& io, const test::connected_pair& pair,
+                                         recording_handler& client_seen, recording_handler& server_seen) {
+  const std::vector<std::byte> ping{std::byte{'p'}, std::byte{'i'}, std::byte{'n'}, std::byte{'g'}};
+  const std::size_t client_had = client_seen.messages.size();
+  const std::size_t server_had = server_seen.messages.size();
+  for (std::size_t round = 1; round <= 4; ++round) {
+    REQUIRE_FALSE(test::send_bytes(*pair.client, ping));
+    REQUIRE(run_until(io, [&] { return server_seen.messages.size() == server_had + round; }));
+    REQUIRE_FALSE(test::send_bytes(*pair.server, ping));
+    REQUIRE(run_until(io, [&] { return client_seen.messages.size() == client_had + round; }));
+    const std::size_t ran = io.poll();
+    if (round > 1) CHECK(ran == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE(
+    "tcp: a connection waiting for its peer's next message has nothing to run - no wake-up for writability",
+    "[tcp][idle]") {
+  // A read waits for readability, then reads. The reactor must not be watching for writability
+  // as well, or each wait would also wake once for nothing: async_connect leaves that watch behind
+  // (the connector re-registers the socket), and a write that waited for room leaves it for good
+  // (the connection then reads without waiting first).
+  boost::asio::io_context io;
+  transport::connection_options options;
+  options.send_queue_bytes = 8 * 1024;
+  options.tcp_socket_buffer_bytes = 16 * 1024;  // small, so that the kernel fills up
+  auto pair = make_pair(io, options);
+  auto client_seen = std::make_shared<recording_handler>();
+  auto server_seen = std::make_shared<recording_handler>();
+  pair.client->start(client_seen);
+  SECTION("after connecting") {
+    pair.server->start(server_seen);
+    check_nothing_runs_between_messages(io, pair, *client_seen, *server_seen);
+  }
+  SECTION("after a write that waited for room") {
+    // The server is not reading yet: the client's kernel buffers and send queue fill up.
+    const std::vector<std::byte> chunk(1024, std::byte{'x'});
+    std::size_t sent = 0;
+    while (!test::send_bytes(*pair.client, chunk)) ++sent;
+    REQUIRE(sent > 0);
+    pair.server->start(server_seen);
+    REQUIRE(run_until(io, [&] { return server_seen->messages.size() == sent; }));
+    check_nothing_runs_between_messages(io, pair, *client_seen, *server_seen);
+  }
+}

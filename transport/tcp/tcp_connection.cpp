@@ -127,8 +127,18 @@ void tcp_connection::close() {
 
 void tcp_connection::start_read() {
   if (reading_) return;
+  if (wait_before_read_ && !last_read_filled_) {
+    // The usual case (a peer that answers): nothing to read yet. A recv now would only fail.
+    reading_ = true;
+    on_executor(
+        ex_, through_strand_,
+        [&](auto handler) { socket_.async_wait(socket_type::wait_read, std::move(handler)); },
+        [self = self()](boost::system::error_code ec) { self->on_readable(ec); });
+    return;
+  }
   const std::span<std::byte> space = framer_.read_space();  // may allocate: before reading_ is set
   reading_ = true;
+  read_offered_ = space.size();
   on_executor(
       ex_, through_strand_,
       [&](auto handler) {
@@ -137,8 +147,25 @@ void tcp_connection::start_read() {
       [self = self()](boost::system::error_code ec, std::size_t n) { self->on_read(ec, n); });
 }
 
+void tcp_connection::on_readable(boost::system::error_code ec) {
+  std::size_t n = 0;
+  if (!ec) {
+    reading_ = false;  // read_space() may allocate: were it to throw, a later start_read still reads
+    const std::span<std::byte> space = framer_.read_space();
+    reading_ = true;
+    read_offered_ = space.size();
+    n = socket_.read_some(boost::asio::buffer(space.data(), space.size()), ec);  // non-blocking
+    if (ec == boost::asio::error::would_block) {  // woken, but the bytes were not there after all
+      reading_ = false;
+      return start_read();
+    }
+  }
+  on_read(ec, n);
+}
+
 void tcp_connection::on_read(boost::system::error_code ec, std::size_t n) {
   reading_ = false;
+  last_read_filled_ = n == read_offered_;
   if (state_ == state::closed) {
     framer_.discard();
     return;
@@ -294,6 +321,9 @@ void tcp_connection::start_write() {
   if (writing_ > 0 || send_queue_.empty()) return;
   const std::size_t frames = fill_gather();
   writing_ = frames;
+  // Asio keeps waiting for writability from now on: a wait for readability would then also wake
+  // whenever the socket is writable.
+  wait_before_read_ = false;
   const std::span<const boost::asio::const_buffer> buffers(gather_.data(), frames);
   offered_ = boost::asio::buffer_size(buffers);
   on_executor(

@@ -81,6 +81,7 @@ class tcp_connection final : public connection, public received_message::owner {
 
   void start_read();
   void on_read(boost::system::error_code ec, std::size_t n);
+  void on_readable(boost::system::error_code ec);  // a readiness wait ended: read at once
   bool parse_frames();  // false once the connection ended (protocol error or close from a handler)
   // A message lent in place from the framer's read buffer, or (when the framer lends too many
   // buffers already, or a large frame) in its own buffer lent from buffers_.
@@ -143,7 +144,16 @@ class tcp_connection final : public connection, public received_message::owner {
   // EOF is then closed_by_peer).
   tcp_framer framer_;
   bool reading_ = false;
-  bool close_reported_ = false;  // a handler got on_close
+  // Reads wait for readability first, then recv; otherwise (Asio's async read) a recv is tried first
+  // and fails whenever the peer has not answered yet, which in a request/reply exchange is always.
+  // Not after a read that filled its buffer (more may be there), and never once Asio waits for
+  // writability on the socket (it then stays registered, and every readiness wait would also wake
+  // for writability). The connector re-registers a new socket so that async_connect's wait for
+  // writability does not count (tcp_transport.cpp).
+  bool wait_before_read_ = true;
+  bool last_read_filled_ = false;
+  std::size_t read_offered_ = 0;  // the size of the last read's buffer
+  bool close_reported_ = false;   // a handler got on_close
   boost::asio::steady_timer drain_timer_;
 
   connection_stats stats_;

@@ -1,6 +1,8 @@
 // tcp::async_connect (resolve, connect, bounded by connect_timeout) and tcp::make_listener.
 #include "transport/tcp/tcp_transport.hpp"
 
+#include <unistd.h>
+
 #include <boost/asio/append.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/dispatch.hpp>
@@ -57,9 +59,24 @@ class connect_operation : public std::enable_shared_from_this<connect_operation>
           // The timer may have fired (and closed the socket) after this
           // completion was already queued as a success.
           if (ec || self->timed_out_) return self->fail(ec, "connect");
+          if (const auto failed = self->reregister()) return self->fail(failed, "re-register");
           self->complete(
               {}, std::make_shared<tcp_connection>(std::move(self->socket_), self->ex_, self->options_));
         });
+  }
+
+  // async_connect left the reactor waiting for the socket's writability, for good; registering the
+  // descriptor afresh drops that, so the connection's read waits wake only when bytes arrive (see
+  // tcp_connection::wait_before_read_).
+  boost::system::error_code reregister() {
+    boost::system::error_code ec;
+    const auto protocol = socket_.local_endpoint(ec).protocol();
+    if (ec) return ec;
+    const auto fd = socket_.release(ec);
+    if (ec) return ec;
+    socket_.assign(protocol, fd, ec);
+    if (ec) ::close(fd);
+    return ec;
   }
 
   void fail(boost::system::error_code ec, const char* step) {
