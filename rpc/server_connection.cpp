@@ -162,7 +162,7 @@ class connection_impl final : public server_connection,
     f.kind = peer_info_.transport;
     f.age = clock::now() - accepted_at_;
     f.calls_started = calls_started_;
-    f.calls_in_flight = calls_.size() + (starting_record_ ? 1 : 0) + streams_.size();
+    f.calls_in_flight = unary_calls_in_flight() + streams_.size();
     f.pings_sent = pings_sent_;
     f.pongs_received = pongs_received_;
     f.pings_received = pings_received_;
@@ -267,7 +267,7 @@ class connection_impl final : public server_connection,
 
   // After the client's answer, the connection closes with its last call or stream.
   void close_if_drained() {
-    if (client_gone_away_ && !closed_ && calls_.empty() && !starting_record_ && streams_.empty()) close();
+    if (client_gone_away_ && !closed_ && unary_calls_in_flight() == 0 && streams_.empty()) close();
   }
 
   // --- heartbeats ---------------------------------------------------------------------------
@@ -339,7 +339,9 @@ class connection_impl final : public server_connection,
     heartbeat_.set_due(live_->next_due(has_work(), slot_end));
   }
 
-  bool has_work() const noexcept { return !calls_.empty() || starting_record_ || !streams_.empty(); }
+  bool has_work() const noexcept { return unary_calls_in_flight() > 0 || !streams_.empty(); }
+  // The table's calls, and the one being started when its record is not in the table yet.
+  std::size_t unary_calls_in_flight() const noexcept { return calls_.size() + (starting_record_ ? 1 : 0); }
 
   // The client pings faster than min_ping_interval_allowed: tell it why, then close.
   void too_many_pings() {
