@@ -534,7 +534,9 @@ class connection_impl final : public server_connection,
     metadata& md = request_metadata_;
     const struct empty_on_exit {
       metadata& m;
-      ~empty_on_exit() { m.clear(); }
+      ~empty_on_exit() {
+        if (!m.empty()) m.clear();  // (clear() itself is out of line)
+      }
     } scratch{md};
     const method_entry* m = nullptr;
     interception icpt;
@@ -623,7 +625,10 @@ class connection_impl final : public server_connection,
   // The starting call's record into the table, and its deadline under watch: where everything but
   // the handler's own immediate answer finds a call.
   void table_starting_record() {
-    if (!starting_record_) return;
+    if (starting_record_) [[unlikely]]
+      table_starting_record_now();
+  }
+  void table_starting_record_now() {
     const clock::time_point deadline = starting_record_->ctx->deadline();
     calls_.insert(static_cast<std::uint32_t>(starting_key_), std::move(starting_record_));
     if (deadline != clock::time_point::max()) deadlines_.watch(*this, starting_key_, deadline, calls_.size());
