@@ -172,7 +172,7 @@ void loopback_connection::hand_to_peer(message_buffers::buffer&& message) {
     auto& target = *peer;
     target.post_here(
         [peer = std::move(peer), message = std::move(message), returned = std::exchange(owed_, 0)]() mutable {
-          peer->on_arrival(std::move(message), returned);
+          peer->on_arrival(peer, std::move(message), returned);
         });
   }
 }
@@ -196,7 +196,8 @@ void loopback_connection::notify_peer(boost::system::error_code reason) {
   }
 }
 
-void loopback_connection::on_arrival(message_buffers::buffer&& message, std::size_t returned) {
+void loopback_connection::on_arrival(const std::shared_ptr<loopback_connection>& self_ref,
+                                     message_buffers::buffer&& message, std::size_t returned) {
   ++stats_.peer_activity;
   if (returned > 0) {
     take_back_capacity(returned);
@@ -209,7 +210,7 @@ void loopback_connection::on_arrival(message_buffers::buffer&& message, std::siz
   }
   // Delivered in this handler (no second hop), behind anything already waiting for a delivery.
   if (state_ == state::open && !delivery_scheduled_ && inbound_.empty()) {
-    deliver_one(std::move(message));  // nothing ahead of it: no queue
+    deliver_one(self_ref, std::move(message));  // nothing ahead of it: no queue
     return after_delivery();
   }
   inbound_.push_back(std::move(message));
@@ -251,7 +252,7 @@ void loopback_connection::deliver() {
   for (std::size_t n = 0; n < kDeliveryBatch && state_ == state::open && !inbound_.empty(); ++n) {
     message_buffers::buffer message = std::move(inbound_.front());
     inbound_.pop_front();
-    deliver_one(std::move(message));
+    deliver_one(self(), std::move(message));
   }
   after_delivery();
 }
@@ -266,7 +267,8 @@ void loopback_connection::after_delivery() {
   }
 }
 
-void loopback_connection::deliver_one(message_buffers::buffer&& message) {
+void loopback_connection::deliver_one(std::shared_ptr<loopback_connection> self_ref,
+                                      message_buffers::buffer&& message) {
   ++stats_.messages_received;
   stats_.bytes_received += message->size;
   return_capacity();
@@ -275,7 +277,8 @@ void loopback_connection::deliver_one(message_buffers::buffer&& message) {
   // No copy of handler_ (two atomic operations a message): if on_message closes us, finish() hands
   // it to the posted on_close, which keeps it alive until after this call.
   handler_->on_message(received_message(message_buffers::lent(token),
-                                        std::shared_ptr<received_message::owner>(self(), this), token));
+                                        std::shared_ptr<received_message::owner>(std::move(self_ref), this),
+                                        token));
 }
 
 void loopback_connection::maybe_finish_close() {

@@ -45,10 +45,11 @@ class loopback_connection final : public connection, public received_message::ow
  private:
   enum class state { idle, open, closing, closed };
 
-  // Called on this end's executor by the peer's posts. `returned`: capacity the peer gives back
-  // with the message (it delivered that many of ours). Buffers pass by rvalue reference, moved
+  // Called on this end's executor by the peer's posts (`self_ref`: this end). `returned`: capacity the peer
+  // gives back with the message (it delivered that many of ours). Buffers pass by rvalue reference, moved
   // from once, where they are kept.
-  void on_arrival(message_buffers::buffer&& message, std::size_t returned);
+  void on_arrival(const std::shared_ptr<loopback_connection>& self_ref, message_buffers::buffer&& message,
+                  std::size_t returned);
   void on_delivered(std::size_t returned);  // capacity back, without a message
   void on_peer_end(boost::system::error_code reason);
 
@@ -57,7 +58,9 @@ class loopback_connection final : public connection, public received_message::ow
   void hand_to_peer(message_buffers::buffer&& message);
   void schedule_delivery();
   void deliver();
-  void deliver_one(message_buffers::buffer&& message);
+  // `self_ref`: this end, kept alive by the message it lends (a copy of a pointer the caller holds
+  // is cheaper than shared_from_this).
+  void deliver_one(std::shared_ptr<loopback_connection> self_ref, message_buffers::buffer&& message);
   void after_delivery();
   // One of the peer's messages left our inbox. The capacity goes back with our next message, or on
   // its own once half the capacity is owed (so one-way traffic never stalls).
