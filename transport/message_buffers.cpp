@@ -5,25 +5,12 @@
 namespace rdmarpc::transport {
 
 message_buffers::message_buffers(std::size_t headroom, std::size_t limit_bytes)
-    : headroom_(headroom), limit_(limit_bytes) {
-  spare_.reserve(kSpareBuffers);
-}
+    : headroom_(headroom), limit_(limit_bytes) {}
 
-send_reservation message_buffers::reserve(send_reservation::owner* owner, std::size_t bytes) {
+send_reservation message_buffers::reserve_grown(send_reservation::owner* owner, std::size_t bytes) {
   buffer b = spare_or_new();
-  b->resize(headroom_ + bytes);  // a recycled buffer costs nothing up to the largest it held
-  b->counted = bytes;
-  queued_ += bytes;
-  const std::span<std::byte> data(b->data() + headroom_, bytes);
-  return send_reservation(owner, reinterpret_cast<std::uintptr_t>(b.release()), data);
-}
-
-message_buffers::buffer message_buffers::take(std::uint64_t token, std::size_t size) noexcept {
-  buffer b(reinterpret_cast<message_block*>(token));
-  b->resize(headroom_ + size);  // shrinking: nothing moves
-  written(b->counted - size);   // clamped: after clear() nothing is counted any more
-  b->counted = 0;
-  return b;
+  b->resize(headroom_ + bytes);  // the storage never shrinks: later messages up to this size fit
+  return reserved(owner, b.release(), bytes);
 }
 
 void message_buffers::cancel(std::uint64_t token) noexcept {

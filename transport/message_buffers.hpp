@@ -8,6 +8,7 @@
 // pointer (the reservation's and the lent message's token is its address), never copied.
 // Layer: transport. Threading: the owning connection's executor.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -49,21 +50,33 @@ class message_buffers {
   // Whether `bytes` more fit under the limit (always, while nothing is queued).
   bool has_room(std::size_t bytes) const noexcept { return queued_ == 0 || queued_ + bytes <= limit_; }
 
-  // A reservation of `bytes` (the caller checked has_room), owned by `owner`.
-  send_reservation reserve(send_reservation::owner* owner, std::size_t bytes);
+  // A reservation of `bytes` (the caller checked has_room), owned by `owner`. Inline: the usual
+  // case takes a spare buffer that is large enough already.
+  send_reservation reserve(send_reservation::owner* owner, std::size_t bytes) {
+    const std::size_t size = headroom_ + bytes;
+    if (spares_ == 0 || spare_[spares_ - 1]->storage.size() < size) [[unlikely]]
+      return reserve_grown(owner, bytes);
+    message_block* b = spare_[--spares_].release();
+    b->size = size;
+    return reserved(owner, b, bytes);
+  }
 
-  // commit_reservation: the buffer of `token`, holding headroom + `size` bytes. Its bytes stay
-  // counted until written().
-  buffer take(std::uint64_t token, std::size_t size) noexcept;
+  // commit_reservation: the buffer of `token`, holding headroom + `size` bytes (at most what was
+  // reserved: nothing moves). Its bytes stay counted until written().
+  buffer take(std::uint64_t token, std::size_t size) noexcept {
+    buffer b(reinterpret_cast<message_block*>(token));
+    b->size = headroom_ + size;
+    written(b->counted - size);  // clamped: after clear() nothing is counted any more
+    b->counted = 0;
+    return b;
+  }
   // cancel_reservation: the room of `token` is free again.
   void cancel(std::uint64_t token) noexcept;
   // `size` message bytes of a taken buffer left the queue (written, or handed to the peer).
   void written(std::size_t size) noexcept { queued_ -= size < queued_ ? size : queued_; }
   // A buffer that is no longer needed, kept for the next reservation unless it is huge.
   void recycle(buffer b) noexcept {
-    if (spare_.size() < kSpareBuffers && b->capacity() <= kSpareBufferBytes) {
-      spare_.push_back(std::move(b));  // never allocates: reserved up front
-    }
+    if (spares_ < kSpareBuffers && b->capacity() <= kSpareBufferBytes) spare_[spares_++] = std::move(b);
   }
   // Forgets every queued byte (the connection ended and dropped its queue).
   void clear() noexcept { queued_ = 0; }
@@ -89,16 +102,23 @@ class message_buffers {
   static constexpr std::size_t kSpareBufferBytes = 256 * 1024;  // ... none larger than this
 
   buffer spare_or_new() {
-    if (spare_.empty()) return std::make_unique<message_block>();
-    buffer b = std::move(spare_.back());
-    spare_.pop_back();
-    return b;
+    if (spares_ == 0) return std::make_unique<message_block>();
+    return std::move(spare_[--spares_]);
+  }
+  // reserve() when no spare buffer is large enough: a spare grown, or a new one.
+  send_reservation reserve_grown(send_reservation::owner* owner, std::size_t bytes);
+  send_reservation reserved(send_reservation::owner* owner, message_block* b, std::size_t bytes) noexcept {
+    b->counted = bytes;
+    queued_ += bytes;
+    return send_reservation(owner, reinterpret_cast<std::uintptr_t>(b),
+                            std::span(b->data() + headroom_, bytes));
   }
 
   std::size_t headroom_;
   std::size_t limit_;
-  std::size_t queued_ = 0;     // reserved or taken, not yet written
-  std::vector<buffer> spare_;  // recycled buffers
+  std::size_t queued_ = 0;                   // reserved or taken, not yet written
+  std::array<buffer, kSpareBuffers> spare_;  // recycled buffers: the first spares_
+  std::size_t spares_ = 0;
 };
 
 }  // namespace rdmarpc::transport
