@@ -121,7 +121,7 @@ constexpr std::uint8_t kStatusMask = 0x1f;  // a compact response's status bits 
 
 }  // namespace
 
-std::size_t encode_header(const header& h, std::span<std::byte> out) noexcept {
+std::size_t encode_any_header(const header& h, std::span<std::byte> out) noexcept {
   std::byte* p = out.data();
   const bool has_extras = h.extras_length != 0;
   std::size_t at = 0;
@@ -235,39 +235,6 @@ bool is_compact(std::span<const std::byte> message) noexcept {
 }
 
 }  // namespace
-
-view decode(std::span<const std::byte> message, decode_error& err) noexcept {
-  view v;
-  // What nearly every call and streamed message sends: a request without timeout or extras, an OK
-  // response or a stream_message without extras. Everything else is checked field by field.
-  if (message.size() >= kCompactRequestSize && load_le<std::uint16_t>(message.data()) == kCompactRequest) {
-    v.header.call_id = load_le<std::uint32_t>(message.data() + 2);
-    v.header.method_id = load_le<std::uint32_t>(message.data() + 6);
-    v.payload = message.subspan(kCompactRequestSize);
-  } else if (message.size() >= kCompactResponseSize &&
-             load_le<std::uint16_t>(message.data()) == kCompactResponse) {
-    v.header.kind = kind::response;
-    v.header.call_id = load_le<std::uint32_t>(message.data() + 2);
-    v.payload = message.subspan(kCompactResponseSize);
-  } else if (message.size() >= kCompactStreamMessageSize &&
-             load_le<std::uint16_t>(message.data()) == kCompactStreamMessage) {
-    v.header.kind = kind::stream_message;
-    v.header.call_id = load_le<std::uint32_t>(message.data() + 2);
-    v.payload = message.subspan(kCompactStreamMessageSize);
-  } else if (is_compact(message)) {
-    err = decode_compact(message, v);
-    return v;
-  } else {
-    return decode_any(message, err);
-  }
-  if (v.payload.size() > std::numeric_limits<std::uint32_t>::max()) [[unlikely]] {
-    err = decode_error::length_mismatch;
-    return v;
-  }
-  v.header.payload_length = static_cast<std::uint32_t>(v.payload.size());
-  err = decode_error::none;
-  return v;
-}
 
 view decode_any(std::span<const std::byte> message, decode_error& err) noexcept {
   view v;

@@ -8,9 +8,11 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <span>
 
 #include "rpc/status.hpp"
+#include "transport/little_endian.hpp"
 
 namespace rdmarpc::frame {
 
@@ -113,7 +115,9 @@ inline std::size_t header_size(const header& h) noexcept {
 // Writes `h` into `out`, which holds at least header_size(h) bytes; returns header_size(h). The
 // caller guarantees h is valid (encode does not validate: the codec's senders build headers from
 // typed values). A compact header carries no payload_length: the message's size implies it.
-std::size_t encode_header(const header& h, std::span<std::byte> out) noexcept;
+inline std::size_t encode_header(const header& h, std::span<std::byte> out) noexcept;
+// The same for every header (encode_header's out-of-line part).
+std::size_t encode_any_header(const header& h, std::span<std::byte> out) noexcept;
 // A whole header-only frame of a kind with a full header (not one with a compact header).
 std::array<std::byte, kHeaderSize> encode_full_header(const header& h) noexcept;
 // A ping's or pong's payload: the sender's heartbeat domain (heartbeat_ticker), 8 bytes little-endian;
@@ -128,9 +132,62 @@ std::array<std::byte, kHeartbeatSize> encode_heartbeat(kind k, std::uint64_t val
 std::uint64_t heartbeat_domain(const view& v) noexcept;
 
 // Parses and validates a whole message. On failure `err` says why and the result is unspecified.
-view decode(std::span<const std::byte> message, decode_error& err) noexcept;
+inline view decode(std::span<const std::byte> message, decode_error& err) noexcept;
 // The same, field by field for every kind. decode takes a shortcut for the compact kinds without
 // timeout, status or extras, and comes here for the rest (tests compare the two).
 view decode_any(std::span<const std::byte> message, decode_error& err) noexcept;
+
+// Inline: what nearly every call and streamed message sends, a request without timeout or extras
+// and a response without extras; the rest out of line.
+inline std::size_t encode_header(const header& h, std::span<std::byte> out) noexcept {
+  std::byte* p = out.data();
+  if (h.extras_length == 0) {
+    if (h.kind == kind::request && h.flags == 0) {
+      transport::store_le<std::uint16_t>(p, kCompactRequest);  // the tag, then no flags
+      transport::store_le<std::uint32_t>(p + 2, h.call_id);
+      transport::store_le<std::uint32_t>(p + 6, h.method_id);
+      return kCompactRequestSize;
+    }
+    if (h.kind == kind::response) {
+      transport::store_le<std::uint8_t>(p, kCompactResponse);
+      transport::store_le<std::uint8_t>(p + 1, static_cast<std::uint8_t>(h.status));
+      transport::store_le<std::uint32_t>(p + 2, h.call_id);
+      return kCompactResponseSize;
+    }
+  }
+  return encode_any_header(h, out);
+}
+
+// Inline: a request without timeout or extras, an OK response or a stream_message without extras.
+// Everything else is checked field by field (decode_any).
+inline view decode(std::span<const std::byte> message, decode_error& err) noexcept {
+  view v;
+  const std::byte* p = message.data();
+  const std::size_t size = message.size();
+  if (size >= kCompactRequestSize && transport::load_le<std::uint16_t>(p) == kCompactRequest) {
+    v.header.call_id = transport::load_le<std::uint32_t>(p + 2);
+    v.header.method_id = transport::load_le<std::uint32_t>(p + 6);
+    v.payload = message.subspan(kCompactRequestSize);
+  } else if (size >= kCompactResponseSize && transport::load_le<std::uint16_t>(p) == kCompactResponse) {
+    v.header.kind = kind::response;
+    v.header.call_id = transport::load_le<std::uint32_t>(p + 2);
+    v.payload = message.subspan(kCompactResponseSize);
+  } else if (size >= kCompactStreamMessageSize &&
+             transport::load_le<std::uint16_t>(p) == kCompactStreamMessage) {
+    v.header.kind = kind::stream_message;
+    v.header.call_id = transport::load_le<std::uint32_t>(p + 2);
+    v.payload = message.subspan(kCompactStreamMessageSize);
+  } else {
+    v = decode_any(message, err);  // (assigned, not returned: one object for every path)
+    return v;
+  }
+  if (v.payload.size() > std::numeric_limits<std::uint32_t>::max()) [[unlikely]] {
+    err = decode_error::length_mismatch;
+    return v;
+  }
+  v.header.payload_length = static_cast<std::uint32_t>(v.payload.size());
+  err = decode_error::none;
+  return v;
+}
 
 }  // namespace rdmarpc::frame
