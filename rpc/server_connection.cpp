@@ -100,7 +100,7 @@ struct response_frame {
     head = frame::header_size(h);
   }
   std::size_t size() const noexcept { return head + extras.size() + reply_size; }
-  void write(transport::send_reservation r) const {
+  void write(transport::send_reservation&& r) const {
     std::byte* out = r.data().data();
     frame::encode_header(h, r.data());
     if (!extras.empty()) std::memcpy(out + head, extras.data(), extras.size());
@@ -698,8 +698,8 @@ class connection_impl final : public server_connection,
   void reply(std::uint32_t id, active_call& c) {
     auto f = response_for(id, c);
     boost::system::error_code ec;
-    transport::send_reservation r;
-    if (!closed_) r = conn_->try_reserve(f.size(), ec);
+    transport::send_reservation r =
+        closed_ ? transport::send_reservation() : conn_->try_reserve(f.size(), ec);
     const bool waits =
         !closed_ && ec && ec == boost::asio::error::would_block;  // (error_code's == is out of line)
     const bool gives_way = waits && waiting_reply_bytes_ != 0 &&
