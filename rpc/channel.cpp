@@ -392,7 +392,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
       spare_reply_message* spare = nullptr;
       if (v.payload.size() <= kLentReplyMaxBytes && io_ex_ != nullptr && c.op->takes_lent_reply() &&
           c.op->runs_on(*io_ex_)) {
-        spare = spare_reply(c.op->response());  // complete() lends it: the call completes in place
+        spare = spare_reply(c.op->reply_type());  // complete() lends it: the call completes in place
       }
       google::protobuf::MessageLite& into = spare != nullptr ? *spare->message : c.op->response();
       if (v.payload.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
@@ -1426,7 +1426,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
 
   // The spare for `reply`'s type (made on first use); null when none can be lent: too many types,
   // or it is lent already (a handler reading it runs the io_context).
-  spare_reply_message* spare_reply(google::protobuf::MessageLite& reply) {
+  spare_reply_message* spare_reply(const google::protobuf::MessageLite& reply) {
     const std::type_info* type = &typeid(reply);  // by address: a same-named type elsewhere is not it
     for (auto& spare : spare_replies_) {
       if (spare.type == type) return spare.lent ? nullptr : &spare;

@@ -22,6 +22,9 @@ class unary_op : public completion_op {
  public:
   // The message the channel parses the reply into.
   virtual google::protobuf::MessageLite& response() noexcept = 0;
+  // A message of response()'s type (its default instance, or the caller's own reply): what the
+  // channel needs to lend a reply of that type, without making the op build its own.
+  virtual const google::protobuf::MessageLite& reply_type() const noexcept = 0;
   // Whether the handler may be given a reply the channel keeps (complete_lent): true when the op
   // would hand the handler a message of its own, false when the reply is the caller's.
   virtual bool takes_lent_reply() const noexcept = 0;
@@ -54,15 +57,21 @@ class typed_unary_op final : public handler_op<unary_op, Handler> {
  public:
   using handler_op<unary_op, Handler>::handler_op;
 
-  google::protobuf::MessageLite& response() noexcept override { return reply_; }
+  google::protobuf::MessageLite& response() noexcept override {
+    if (!reply_) reply_.emplace();
+    return *reply_;
+  }
+  const google::protobuf::MessageLite& reply_type() const noexcept override {
+    return Reply::default_instance();
+  }
   void complete(boost::system::error_code ec) override {
     // The handler takes the reply straight from this op (one move, into its parameter), so the op
     // is freed after it returns, or when it throws.
     const destroy_on_exit guard{this};
-    if (ec) {
+    if (ec || !reply_) {
       std::move(this->handler_)(ec, Reply{});
     } else {
-      std::move(this->handler_)(ec, std::move(reply_));
+      std::move(this->handler_)(ec, std::move(*reply_));
     }
   }
   bool takes_lent_reply() const noexcept override { return true; }
@@ -73,7 +82,9 @@ class typed_unary_op final : public handler_op<unary_op, Handler> {
   void destroy() noexcept override { recycled_destroy(this); }
 
  private:
-  Reply reply_;
+  // Built only when the channel parses into it: a reply lent by the channel (complete_lent), the
+  // usual case, never touches it.
+  std::optional<Reply> reply_;
 };
 
 // The reply goes into the caller's own message, which a caller may reuse from call to call: its
@@ -85,6 +96,7 @@ class caller_reply_op final : public handler_op<unary_op, Handler> {
       : handler_op<unary_op, Handler>(std::move(handler)), reply_(&reply) {}
 
   google::protobuf::MessageLite& response() noexcept override { return *reply_; }
+  const google::protobuf::MessageLite& reply_type() const noexcept override { return *reply_; }
   void complete(boost::system::error_code ec) override {
     std::optional<Handler> handler;
     {
