@@ -345,7 +345,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   }
 
   // Connection events (on ex_) ----------------------------------------------------------------
-  void on_message(std::size_t e, std::uint64_t generation, transport::received_message message) {
+  void on_message(std::size_t e, std::uint64_t generation, transport::received_message& message) {
     endpoint_slot& slot = *slots_[e];
     if (generation != slot.generation || !slot.conn) return;
     // Flags: heartbeats cost nothing per message. True when the ticks were being skipped: this
@@ -1439,7 +1439,9 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   }
 
   void keep_call(std::unique_ptr<pending_call> c) {
-    if (!on_own_thread()) return;
+    // Records are recycled on an io_context's own executor, whose one thread runs everything here
+    // (complete() runs on ex_); not through a strand.
+    if (io_ex_ == nullptr) return;
     c->op.reset();
     c->io_work.reset();
     if (c->work != nullptr) c->work = {};
@@ -1497,7 +1499,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
 };
 
 void connection_events::on_message(transport::received_message message) {
-  channel_->on_message(endpoint_, generation_, std::move(message));
+  channel_->on_message(endpoint_, generation_, message);
 }
 
 void connection_events::on_close(const boost::system::error_code& reason) {
