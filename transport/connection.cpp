@@ -88,21 +88,15 @@ void connection::doorbell_turn(std::shared_ptr<connection> self) noexcept {
   ring_doorbell();
 }
 
-send_reservation connection::try_reserve(std::size_t bytes, boost::system::error_code& ec) {
-  ec = {};
+send_reservation connection::refuse_reserve(std::size_t bytes, boost::system::error_code& ec) const {
   if (!is_open()) {
     ec = errc::not_connected;
-    return {};
-  }
-  if (bytes > max_message_size()) {
+  } else if (bytes > max_message_size()) {
     ec = errc::message_too_large;
-    return {};
+  } else {
+    ec = boost::asio::error::would_block;  // async_reserve calls wait ahead
   }
-  if (!waiters_.empty()) {
-    ec = boost::asio::error::would_block;
-    return {};
-  }
-  return reserve_now(bytes, ec);
+  return {};
 }
 
 boost::system::error_code connection::send_copy(std::span<const boost::asio::const_buffer> parts) {

@@ -177,7 +177,14 @@ class connection : public std::enable_shared_from_this<connection>, protected se
   //                                    this one): wait with async_reserve
   //   errc::message_too_large          bytes > max_message_size(); nothing changed
   //   errc::not_connected              not started, closing or ended
-  send_reservation try_reserve(std::size_t bytes, boost::system::error_code& ec);
+  // (Inline: the usual case is three checks and the transport's reserve_now.)
+  send_reservation try_reserve(std::size_t bytes, boost::system::error_code& ec) {
+    if (is_open() && bytes <= max_message_size() && waiters_.empty()) [[likely]] {
+      ec = {};
+      return reserve_now(bytes, ec);
+    }
+    return refuse_reserve(bytes, ec);
+  }
 
   // Waits for room for one message of `bytes` bytes. Completion: void(error_code, send_reservation)
   // with a reservation on success, else message_too_large / not_connected at once, the connection's
@@ -249,6 +256,7 @@ class connection : public std::enable_shared_from_this<connection>, protected se
   void schedule_doorbell_turn(std::shared_ptr<connection> self) noexcept;
   void doorbell_turn(std::shared_ptr<connection> self) noexcept;
 
+  send_reservation refuse_reserve(std::size_t bytes, boost::system::error_code& ec) const;  // says why not
   std::deque<std::shared_ptr<waiter>> waiters_;  // async_reserve calls waiting for room, oldest first
   std::uint32_t held_commits_ = 0;               // coalesced commits since the doorbell was last rung
   std::uint32_t seen_commits_ = 0;               // held_commits_ at the last turn
