@@ -29,6 +29,9 @@ loopback_connection::loopback_connection(boost::asio::any_io_executor ex, const 
       delay_timer_(ex_) {
   options_.capacity = std::max<std::size_t>(options_.capacity, 1);
   return_every_ = std::max<std::size_t>(1, options_.capacity / 2);
+  for (const std::uint64_t at : {faults_.close_at, faults_.drop_at, faults_.corrupt_at, faults_.delay_at}) {
+    if (at != 0) first_fault_ = std::min(first_fault_, at);
+  }
 }
 
 loopback_connection::~loopback_connection() {
@@ -132,6 +135,10 @@ void loopback_connection::pump() {
 // connection or started a delay (nothing more may be sent now).
 bool loopback_connection::send_one(message_buffers::buffer&& message) {
   const std::uint64_t number = ++sequence_;
+  if (number < first_fault_) [[likely]] {
+    hand_to_peer(std::move(message));
+    return true;
+  }
   if (number == faults_.close_at) {
     finish(errc::connection_lost, errc::connection_lost);
     return false;

@@ -6,6 +6,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <deque>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -96,6 +97,8 @@ class loopback_connection final : public connection, public received_message::ow
   std::size_t owed_ = 0;        // the peer's messages delivered, capacity not yet returned
   std::size_t return_every_;    // owed_ that is returned on its own: half the capacity
   std::uint64_t sequence_ = 0;  // messages taken off send_queue_ so far
+  // The lowest message number a fault is armed for: the messages before it skip the fault checks.
+  std::uint64_t first_fault_ = std::numeric_limits<std::uint64_t>::max();
   bool delaying_ = false;
   boost::asio::steady_timer delay_timer_;
 
