@@ -848,12 +848,24 @@ class connection_impl final : public server_connection,
         return false;
       }
     }
-    m = server_->methods().find(v.header.method_id);
+    m = find_method(v.header.method_id);
     ++calls_started_;
     // Without metrics or interceptors (the usual case) this branch is all it costs.
     if (metrics_ != nullptr || !chain_.empty()) [[unlikely]]
       return run_interceptors(id, m, md, window != nullptr, icpt);
     return true;
+  }
+
+  // The method table's entry for `id` (null: none), through a one-entry cache: a connection's
+  // calls mostly repeat a method. The table is read-only while serving and its entries never move.
+  const method_entry* find_method(std::uint32_t id) noexcept {
+    if (last_method_ == nullptr || last_method_id_ != id) {
+      const method_entry* m = server_->methods().find(id);
+      if (m == nullptr) return nullptr;
+      last_method_ = m;
+      last_method_id_ = id;
+    }
+    return last_method_;
   }
 
   // A method's dense index for per-method tables; kUnknownMethod for an id no method has.
@@ -996,6 +1008,8 @@ class connection_impl final : public server_connection,
   call_table<active_call> calls_{kSpareActiveCalls};
   std::vector<std::vector<std::unique_ptr<server_call>>> spare_calls_;  // by method_entry::slot
   std::unordered_map<std::uint32_t, std::unique_ptr<active_stream>> streams_;
+  const method_entry* last_method_ = nullptr;  // find_method's cache: the entry of last_method_id_
+  std::uint32_t last_method_id_ = 0;
   std::uint32_t highest_id_ = 0;  // highest call or stream id seen (frames above it: never opened)
   // The server's interceptors (immutable once serving): one load per call instead of a virtual call.
   const interceptor_chain<server_interceptor>& chain_;
