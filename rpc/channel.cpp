@@ -17,6 +17,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/prefer.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/assert.hpp>
 #include <cstring>
 #include <deque>
 #include <limits>
@@ -1442,6 +1443,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     // Records are recycled on an io_context's own executor, whose one thread runs everything here
     // (complete() runs on ex_); not through a strand.
     if (io_ex_ == nullptr) return;
+    BOOST_ASSERT(io_ex_->running_in_this_thread());
     c->op.reset();
     c->io_work.reset();
     if (c->work != nullptr) c->work = {};

@@ -62,7 +62,12 @@ class typed_unary_op final : public handler_op<unary_op, Handler> {
     return *reply_;
   }
   const google::protobuf::MessageLite& reply_type() const noexcept override {
-    return Reply::default_instance();
+    if constexpr (requires { Reply::default_instance(); }) {
+      return Reply::default_instance();  // generated messages
+    } else {
+      static const Reply prototype;  // a hand-written MessageLite: an immutable instance of its type
+      return prototype;
+    }
   }
   void complete(boost::system::error_code ec) override {
     // The handler takes the reply straight from this op (one move, into its parameter), so the op

@@ -149,13 +149,14 @@ void tcp_connection::start_read() {
 
 void tcp_connection::on_readable(boost::system::error_code ec) {
   std::size_t n = 0;
-  if (!ec) {
+  if (!ec && state_ != state::closed) {  // (closed: on_read lets the framer go)
     reading_ = false;  // read_space() may allocate: were it to throw, a later start_read still reads
     const std::span<std::byte> space = framer_.read_space();
     reading_ = true;
     read_offered_ = space.size();
     n = socket_.read_some(boost::asio::buffer(space.data(), space.size()), ec);  // non-blocking
-    if (ec == boost::asio::error::would_block) {  // woken, but the bytes were not there after all
+    // Woken for nothing. (error_code's == is out of line: not asked after a read that worked.)
+    if (ec && (ec == boost::asio::error::would_block || ec == boost::asio::error::try_again)) [[unlikely]] {
       reading_ = false;
       return start_read();
     }

@@ -150,7 +150,13 @@ class tcp_connection final : public connection, public received_message::owner {
   // writability on the socket (it then stays registered, and every readiness wait would also wake
   // for writability). The connector re-registers a new socket so that async_connect's wait for
   // writability does not count (tcp_transport.cpp).
+  // Only where a wait for readability wakes for nothing else: Asio's epoll reactor (its kqueue one
+  // watches writability from the start).
+#if defined(BOOST_ASIO_HAS_EPOLL) && !defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT)
   bool wait_before_read_ = true;
+#else
+  bool wait_before_read_ = false;
+#endif
   bool last_read_filled_ = false;
   std::size_t read_offered_ = 0;  // the size of the last read's buffer
   bool close_reported_ = false;   // a handler got on_close
