@@ -696,6 +696,7 @@ class connection_impl final : public server_connection,
   // max_waiting_reply_bytes of waiting replies (or alone). A reply beyond that gives way: the call
   // is answered RESOURCE_EXHAUSTED (a refusal, which holds no reply) and its memory let go.
   void reply(std::uint32_t id, active_call& c) {
+    if (send_plain_reply(id, c)) return forget(id);
     auto f = response_for(id, c);
     boost::system::error_code ec;
     transport::send_reservation r =
@@ -740,6 +741,31 @@ class connection_impl final : public server_connection,
                     }
                     self->forget(id);
                   }));
+  }
+
+  // The usual reply, sent at once: OK, no metadata, nobody intercepting, send room now. False when
+  // any of that does not hold, nothing sent: response_for and reply() then handle every case.
+  bool send_plain_reply(std::uint32_t id, const active_call& c) {
+    const server_context& ctx = *c.ctx;
+    if (closed_ || c.intercepted != 0 || ctx.status() != status_code::ok || !ctx.initial_metadata().empty() ||
+        !ctx.trailing_metadata().empty()) {
+      return false;
+    }
+    const google::protobuf::MessageLite& reply = c.call->reply();
+    if (!reply.IsInitialized()) return false;
+    const std::size_t size = reply.ByteSizeLong();
+    if (size > std::numeric_limits<std::uint32_t>::max()) return false;
+    frame::header h;
+    h.kind = frame::kind::response;
+    h.call_id = id;
+    const std::size_t head = frame::header_size(h);
+    boost::system::error_code ec;
+    auto r = conn_->try_reserve(head + size, ec);  // (too large for the connection: refused here too)
+    if (ec) return false;
+    frame::encode_header(h, r.data());
+    reply.SerializeWithCachedSizesToArray(reinterpret_cast<std::uint8_t*>(r.data().data() + head));
+    r.commit();
+    return true;
   }
 
   // The response to finished call `c`: its reply, or its status (also when the reply cannot go),
