@@ -409,7 +409,11 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     // The reply's own call may complete inline: we are in the transport's completion, not inside an
     // initiating function. Anything the handler starts is completed the usual way (posted).
     complete_inline_ = true;
-    finish(v.header.call_id, code, std::move(status_message));
+    if (v.extras.empty()) {
+      finish_at(it, code, std::move(status_message));  // nothing changed the table since the find
+    } else {
+      finish(v.header.call_id, code, std::move(status_message));
+    }
     complete_inline_ = false;
     lent_reply_ = nullptr;  // (taken by that call's complete())
     pump();
@@ -1296,6 +1300,11 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   void finish(std::uint32_t id, status_code code, std::string&& message, bool in_queue = true) {
     auto it = calls_.find(id);
     if (it == calls_.end()) return;
+    finish_at(it, code, std::move(message), in_queue);
+  }
+  void finish_at(call_table<pending_call>::iterator it, status_code code, std::string&& message,
+                 bool in_queue = true) {
+    const std::uint32_t id = it->first;
     auto c = calls_.extract(it);
     if (c->sent()) {
       --in_flight_;
