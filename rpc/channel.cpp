@@ -410,6 +410,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     // initiating function. Anything the handler starts is completed the usual way (posted).
     complete_inline_ = true;
     if (v.extras.empty()) {
+      BOOST_ASSERT(it->second.get() == c_ptr);         // (a transport's release() does not re-enter)
       finish_at(it, code, std::move(status_message));  // nothing changed the table since the find
     } else {
       finish(v.header.call_id, code, std::move(status_message));

@@ -743,11 +743,11 @@ class connection_impl final : public server_connection,
                   }));
   }
 
-  // The usual reply, sent at once: OK, no metadata, nobody intercepting, send room now. False when
+  // The usual reply, sent at once: OK, no metadata, send room now. False when
   // any of that does not hold, nothing sent: response_for and reply() then handle every case.
-  bool send_plain_reply(std::uint32_t id, const active_call& c) {
+  bool send_plain_reply(std::uint32_t id, active_call& c) {
     const server_context& ctx = *c.ctx;
-    if (closed_ || c.intercepted != 0 || ctx.status() != status_code::ok || !ctx.initial_metadata().empty() ||
+    if (closed_ || ctx.status() != status_code::ok || !ctx.initial_metadata().empty() ||
         !ctx.trailing_metadata().empty()) {
       return false;
     }
@@ -760,8 +760,18 @@ class connection_impl final : public server_connection,
     h.call_id = id;
     const std::size_t head = frame::header_size(h);
     boost::system::error_code ec;
-    auto r = conn_->try_reserve(head + size, ec);  // (too large for the connection: refused here too)
-    if (ec) return false;
+    auto r = conn_->try_reserve(head + size, ec);
+    if (ec) [[unlikely]] {
+      // No room now (reply() waits) or too large (reply() answers RESOURCE_EXHAUSTED): reply() goes
+      // on. Refused for good (the connection is ending, or has no memory for it): reply() drops the
+      // reply too, so it is not asked to try again, unless it must tell metrics and interceptors.
+      return c.intercepted == 0 &&
+             !(ec == boost::asio::error::would_block || ec == transport::errc::message_too_large);
+    }
+    if (c.intercepted != 0) {  // metrics, interceptors: told before the reply goes, as reply() does
+      end_interception(std::exchange(c.intercepted, 0), c.started, c.method, ctx.client_metadata(), false,
+                       status_code::ok, ctx.status_message(), c.request_bytes, size);
+    }
     frame::encode_header(h, r.data());
     reply.SerializeWithCachedSizesToArray(reinterpret_cast<std::uint8_t*>(r.data().data() + head));
     r.commit();
