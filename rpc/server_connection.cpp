@@ -668,9 +668,8 @@ class connection_impl final : public server_connection,
       // The client gave up (or is gone): nobody reads a reply.
       if (c.intercepted != 0) {
         const bool expired = c.ctx->deadline() <= clock::now();
-        end_interception(std::exchange(c.intercepted, 0), c.started, c.method, c.ctx->client_metadata(),
-                         false, expired ? status_code::deadline_exceeded : status_code::cancelled,
-                         expired ? "deadline exceeded" : "cancelled", c.request_bytes, 0);
+        end_unary_interception(c, expired ? status_code::deadline_exceeded : status_code::cancelled,
+                               expired ? "deadline exceeded" : "cancelled", 0);
       }
       return forget(id);
     }
@@ -707,9 +706,8 @@ class connection_impl final : public server_connection,
                            waiting_reply_bytes_ + f.size() > server_->options().max_waiting_reply_bytes;
     if (c.intercepted != 0) {
       const status_code sent = gives_way ? status_code::resource_exhausted : f.h.status;
-      end_interception(std::exchange(c.intercepted, 0), c.started, c.method, c.ctx->client_metadata(), false,
-                       sent, sent == c.ctx->status() ? c.ctx->status_message() : std::string_view(),
-                       c.request_bytes, gives_way ? 0 : f.reply_size);
+      end_unary_interception(c, sent, sent == c.ctx->status() ? c.ctx->status_message() : std::string_view(),
+                             gives_way ? 0 : f.reply_size);
     }
     if (!waits) {
       if (!closed_ && !ec) f.write(std::move(r));
@@ -769,8 +767,7 @@ class connection_impl final : public server_connection,
              !(ec == boost::asio::error::would_block || ec == transport::errc::message_too_large);
     }
     if (c.intercepted != 0) {  // metrics, interceptors: told before the reply goes, as reply() does
-      end_interception(std::exchange(c.intercepted, 0), c.started, c.method, ctx.client_metadata(), false,
-                       status_code::ok, ctx.status_message(), c.request_bytes, size);
+      end_unary_interception(c, status_code::ok, ctx.status_message(), size);
     }
     frame::encode_header(h, r.data());
     reply.SerializeWithCachedSizesToArray(reinterpret_cast<std::uint8_t*>(r.data().data() + head));
@@ -953,6 +950,13 @@ class connection_impl final : public server_connection,
     const std::uint16_t by_chain = metrics_ != nullptr ? asked - 1 : asked;
     if (by_chain != 0) chain_.end(by_chain, info_of(m, md, peer_info_, stream), outcome);
     if (metrics_ != nullptr) metrics_->call_ended(slot_of(m), outcome);
+  }
+
+  // end_interception for unary call `c`, whose interceptors are then told (c.intercepted is 0).
+  [[gnu::always_inline]] void end_unary_interception(active_call& c, status_code code,
+                                                     std::string_view message, std::size_t response_bytes) {
+    end_interception(std::exchange(c.intercepted, 0), c.started, c.method, c.ctx->client_metadata(), false,
+                     code, message, c.request_bytes, response_bytes);
   }
 
   // The limits a request can hit, each logged once per connection.

@@ -136,9 +136,7 @@ void tcp_connection::start_read() {
         [self = self()](boost::system::error_code ec) { self->on_readable(ec); });
     return;
   }
-  const std::span<std::byte> space = framer_.read_space();  // may allocate: before reading_ is set
-  reading_ = true;
-  read_offered_ = space.size();
+  const std::span<std::byte> space = begin_read();
   on_executor(
       ex_, through_strand_,
       [&](auto handler) {
@@ -150,10 +148,7 @@ void tcp_connection::start_read() {
 void tcp_connection::on_readable(boost::system::error_code ec) {
   std::size_t n = 0;
   if (!ec && state_ != state::closed) {  // (closed: on_read lets the framer go)
-    reading_ = false;  // read_space() may allocate: were it to throw, a later start_read still reads
-    const std::span<std::byte> space = framer_.read_space();
-    reading_ = true;
-    read_offered_ = space.size();
+    const std::span<std::byte> space = begin_read();
     n = socket_.read_some(boost::asio::buffer(space.data(), space.size()), ec);  // non-blocking
     // Woken for nothing. (error_code's == is out of line: not asked after a read that worked.)
     if (ec && (ec == boost::asio::error::would_block || ec == boost::asio::error::try_again)) [[unlikely]] {

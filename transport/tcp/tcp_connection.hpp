@@ -14,6 +14,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <deque>
 #include <exception>
+#include <span>
 #include <vector>
 
 #include "transport/connection.hpp"
@@ -82,6 +83,14 @@ class tcp_connection final : public connection, public received_message::owner {
   void start_read();
   void on_read(boost::system::error_code ec, std::size_t n);
   void on_readable(boost::system::error_code ec);  // a readiness wait ended: read at once
+  // The framer's space for a read that starts now (reading_).
+  std::span<std::byte> begin_read() {
+    reading_ = false;  // read_space() may allocate: were it to throw, a later start_read still reads
+    const std::span<std::byte> space = framer_.read_space();
+    reading_ = true;
+    read_offered_ = space.size();
+    return space;
+  }
   bool parse_frames();  // false once the connection ended (protocol error or close from a handler)
   // A message lent in place from the framer's read buffer, or (when the framer lends too many
   // buffers already, or a large frame) in its own buffer lent from buffers_.
@@ -144,14 +153,12 @@ class tcp_connection final : public connection, public received_message::owner {
   // EOF is then closed_by_peer).
   tcp_framer framer_;
   bool reading_ = false;
-  // Reads wait for readability first, then recv; otherwise (Asio's async read) a recv is tried first
-  // and fails whenever the peer has not answered yet, which in a request/reply exchange is always.
-  // Not after a read that filled its buffer (more may be there), and never once Asio waits for
-  // writability on the socket (it then stays registered, and every readiness wait would also wake
-  // for writability). The connector re-registers a new socket so that async_connect's wait for
-  // writability does not count (tcp_transport.cpp).
-  // Only where a wait for readability wakes for nothing else: Asio's epoll reactor (its kqueue one
-  // watches writability from the start).
+  // Reads wait for readability first, then recv: Asio's async read tries a recv first, which fails
+  // whenever the peer has not answered yet (in a request/reply exchange, always). Only where that
+  // wait wakes for nothing else: on Asio's epoll reactor (kqueue watches writability from the
+  // start), not after a read that filled its buffer (more may be there), and never once Asio waited
+  // for writability on the socket (it stays registered: every wait would wake for it too; the
+  // connector re-registers a new socket to drop async_connect's, see tcp_transport.cpp).
 #if defined(BOOST_ASIO_HAS_EPOLL) && !defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT)
   bool wait_before_read_ = true;
 #else
