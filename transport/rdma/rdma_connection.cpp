@@ -141,6 +141,10 @@ std::size_t rdma_connection::poll_completions() {
     if (n < kPollBatch) break;
   }
   in_poll_ = false;
+  // An empty poll (most polls of a busy or adaptive spin, the poll after arming the CQ) changed
+  // nothing the bookkeeping looks at: what else changes it (commits, releases, close, failures
+  // outside a poll) runs its own. While the connection ends, it always runs.
+  if (handled == 0 && !life_.has_ended()) return 0;
   after_completions();
   return handled;
 }
