@@ -1,7 +1,10 @@
 #include "transport/tcp/tcp_connection.hpp"
 
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <boost/asio/post.hpp>
+#include <cerrno>
 #include <climits>
 #include <cstring>
 #include <limits>
@@ -16,6 +19,33 @@ namespace {
 // After our graceful shutdown we keep reading (and discarding) until the peer closes, so that our
 // close() never turns into a reset that could destroy data the peer has not read yet; bounded.
 constexpr std::chrono::seconds kDrainTimeout{5};
+
+// A non-blocking recv or send of one buffer straight on the descriptor: what Asio's read_some and
+// write_some do, minus their per-call wrapper (state checks, a message header, error translation:
+// ~100 instructions a call). Errors come as Asio's would: would_block, eof, else the errno.
+std::size_t receive_now(int fd, std::span<std::byte> into, boost::system::error_code& ec) {
+  for (;;) {
+    const ssize_t n = ::recv(fd, into.data(), into.size(), 0);
+    if (n > 0) return static_cast<std::size_t>(n);
+    if (n == 0) {
+      if (!into.empty()) ec = boost::asio::error::eof;  // the peer shut down its side
+      return 0;
+    }
+    if (errno == EINTR) continue;
+    ec.assign(errno, boost::asio::error::get_system_category());
+    return 0;
+  }
+}
+
+std::size_t send_now(int fd, std::span<const std::byte> bytes, boost::system::error_code& ec) {
+  for (;;) {
+    const ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);  // no SIGPIPE: an error
+    if (n >= 0) return static_cast<std::size_t>(n);
+    if (errno == EINTR) continue;
+    ec.assign(errno, boost::asio::error::get_system_category());
+    return 0;
+  }
+}
 
 std::string describe(const tcp_connection::socket_type& socket) {
   boost::system::error_code ec;
@@ -149,7 +179,7 @@ void tcp_connection::on_readable(boost::system::error_code ec) {
   std::size_t n = 0;
   if (!ec && state_ != state::closed) {  // (closed: on_read lets the framer go)
     const std::span<std::byte> space = begin_read();
-    n = socket_.read_some(boost::asio::buffer(space.data(), space.size()), ec);  // non-blocking
+    n = receive_now(socket_.native_handle(), space, ec);
     // Woken for nothing. (error_code's == is out of line: not asked after a read that worked.)
     if (ec && (ec == boost::asio::error::would_block || ec == boost::asio::error::try_again)) [[unlikely]] {
       reading_ = false;
@@ -285,7 +315,7 @@ void tcp_connection::flush() {
   if (send_queue_.size() == 1) {  // the common case: one frame, a plain send without a gather list
     const auto frame = send_queue_.front()->bytes();
     offered = frame.size() - send_offset_;
-    written = socket_.write_some(boost::asio::buffer(frame.data() + send_offset_, offered), ec);
+    written = send_now(socket_.native_handle(), frame.subspan(send_offset_), ec);
   } else {
     const std::size_t frames = fill_gather();
     const std::span<const boost::asio::const_buffer> buffers(gather_.data(), frames);
