@@ -382,18 +382,6 @@ void rdma_connection::drop_entry(std::uint64_t id) noexcept {
   ring_.release(id);
 }
 
-bool rdma_connection::acquire_data_credit(std::uint32_t& announce) noexcept {
-  if (credits_.can_send_data()) {
-    announce = credits_.take_for_data();
-    return true;
-  }
-  if (send_without_credits_) {  // test only: send anyway, to prove RNR shows up
-    announce = 0;
-    return true;
-  }
-  return false;
-}
-
 void rdma_connection::post_committed() {
   while (!committed_.empty() && !life_.has_ended()) {
     committed_message& m = committed_.front();
