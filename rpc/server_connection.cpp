@@ -124,6 +124,7 @@ class connection_impl final : public server_connection,
  public:
   connection_impl(std::shared_ptr<server_connection::owner> srv, std::shared_ptr<transport::connection> conn)
       : server_(std::move(srv)),
+        opts_(server_->options()),
         conn_(std::move(conn)),
         ex_(conn_->get_executor()),
         io_ex_(ex_.target<boost::asio::io_context::executor_type>()),
@@ -131,9 +132,8 @@ class connection_impl final : public server_connection,
         peer_info_(peer_info::from_address(*peer_)),
         chain_(server_->interceptors()),
         metrics_(server_->metrics()),
-        live_(std::in_place, server_->options().heartbeat_interval, server_->options().heartbeat_timeout,
-              clock::now()),
-        policer_(server_->options().min_ping_interval_allowed, server_->options().max_ping_strikes) {}
+        live_(std::in_place, opts_.heartbeat_interval, opts_.heartbeat_timeout, clock::now()),
+        policer_(opts_.min_ping_interval_allowed, opts_.max_ping_strikes) {}
 
   // A handler's server_done was invoked (any thread): finish the call on our executor, at once
   // when we are on it (a callback handler answering before it returns: no hop at all).
@@ -297,8 +297,7 @@ class connection_impl final : public server_connection,
         const auto reason = make_error_code(transport::errc::connection_lost);
         rdmarpc::logger()->warn(
             "rdmarpc server: no answer from {} to a heartbeat within {} ms: {}", *peer_,
-            std::chrono::duration_cast<std::chrono::milliseconds>(server_->options().heartbeat_timeout)
-                .count(),
+            std::chrono::duration_cast<std::chrono::milliseconds>(opts_.heartbeat_timeout).count(),
             reason.message());
         return end_connection("connection lost: " + reason.message() + " (no heartbeat answer)");
       }
@@ -349,9 +348,8 @@ class connection_impl final : public server_connection,
     rdmarpc::logger()->warn(
         "rdmarpc server: closing connection from {}: too_many_pings (more than {} pings sooner than {} ms "
         "apart)",
-        *peer_, server_->options().max_ping_strikes,
-        std::chrono::duration_cast<std::chrono::milliseconds>(server_->options().min_ping_interval_allowed)
-            .count());
+        *peer_, opts_.max_ping_strikes,
+        std::chrono::duration_cast<std::chrono::milliseconds>(opts_.min_ping_interval_allowed).count());
     // A reset for call 0 is about the connection; the close flushes it first.
     (void)respond(0, status_code::resource_exhausted, "too_many_pings", frame::kind::reset);
     end_connection("connection closed: too_many_pings");
@@ -369,7 +367,6 @@ class connection_impl final : public server_connection,
     const std::uint32_t id = v.header.call_id;
     if (id_in_use(id)) return violation("duplicate call id");
     highest_id_ = std::max(highest_id_, id);
-    const auto& opts = server_->options();
     metadata md;
     stream_window_size client_window = kDefaultStreamWindow;
     const method_entry* m = nullptr;
@@ -401,7 +398,7 @@ class connection_impl final : public server_connection,
     stream_core::settings s;
     s.side = stream_state::side::server;
     s.id = id;
-    const auto own = normalised(opts.stream_window);
+    const auto own = normalised(opts_.stream_window);
     s.receive_window.bytes = std::max(own.bytes, kInitialStreamWindow.bytes);
     s.receive_window.messages = std::max(own.messages, kInitialStreamWindow.messages);
     s.send_window = client_window;
@@ -702,8 +699,8 @@ class connection_impl final : public server_connection,
         closed_ ? transport::send_reservation() : conn_->try_reserve(f.size(), ec);
     const bool waits =
         !closed_ && ec && ec == boost::asio::error::would_block;  // (error_code's == is out of line)
-    const bool gives_way = waits && waiting_reply_bytes_ != 0 &&
-                           waiting_reply_bytes_ + f.size() > server_->options().max_waiting_reply_bytes;
+    const bool gives_way =
+        waits && waiting_reply_bytes_ != 0 && waiting_reply_bytes_ + f.size() > opts_.max_waiting_reply_bytes;
     if (c.intercepted != 0) {
       const status_code sent = gives_way ? status_code::resource_exhausted : f.h.status;
       end_unary_interception(c, sent, sent == c.ctx->status() ? c.ctx->status_message() : std::string_view(),
@@ -861,18 +858,17 @@ class connection_impl final : public server_connection,
                      interception& icpt) {
     const std::uint32_t id = v.header.call_id;
     const auto refusal = window != nullptr ? frame::kind::reset : frame::kind::response;
-    const auto& opts = server_->options();
-    if (v.extras.size() > opts.max_metadata_bytes) {
+    if (v.extras.size() > opts_.max_metadata_bytes) {
       refuse_over_limit(
-          id, "request metadata larger than " + std::to_string(opts.max_metadata_bytes) + " bytes", refusal);
+          id, "request metadata larger than " + std::to_string(opts_.max_metadata_bytes) + " bytes", refusal);
       return false;
     }
     if (!v.extras.empty()) {  // most calls carry no metadata
       const auto entries = extras::count_fields(v.extras);
-      const std::size_t allowed = opts.max_metadata_entries + (window != nullptr ? 1 : 0);  // + the window
+      const std::size_t allowed = opts_.max_metadata_entries + (window != nullptr ? 1 : 0);  // + the window
       if (entries && *entries > allowed) {
         refuse_over_limit(
-            id, "request metadata has more than " + std::to_string(opts.max_metadata_entries) + " entries",
+            id, "request metadata has more than " + std::to_string(opts_.max_metadata_entries) + " entries",
             refusal);
         return false;
       }
@@ -988,7 +984,7 @@ class connection_impl final : public server_connection,
 
   // Calls and streams at max_in_flight_per_connection: the next is refused (logged once).
   bool at_in_flight_limit() {
-    if (calls_.size() + streams_.size() < server_->options().max_in_flight_per_connection) return false;
+    if (calls_.size() + streams_.size() < opts_.max_in_flight_per_connection) return false;
     log_limit_once(in_flight_limit, in_flight_refusal);
     return true;
   }
@@ -1007,7 +1003,7 @@ class connection_impl final : public server_connection,
   void refuse(std::uint32_t id, status_code code, std::string_view message,
               frame::kind kind = frame::kind::response) {
     if (respond(id, code, message, kind) != boost::asio::error::would_block) return;
-    if (refusals_waiting_ >= server_->options().max_in_flight_per_connection) {
+    if (refusals_waiting_ >= opts_.max_in_flight_per_connection) {
       return violation("peer does not read its responses");
     }
     ++refusals_waiting_;
@@ -1021,6 +1017,7 @@ class connection_impl final : public server_connection,
   }
 
   std::shared_ptr<server_connection::owner> server_;
+  const server_options& opts_;  // server_->options(), fixed for the server's life (no virtual call)
   std::shared_ptr<transport::connection> conn_;
   boost::asio::any_io_executor ex_;
   const boost::asio::io_context::executor_type* io_ex_;  // ex_'s target when it is an io_context's

@@ -47,7 +47,9 @@ class send_reservation {
   }
   send_reservation(const send_reservation&) = delete;
   send_reservation& operator=(const send_reservation&) = delete;
-  ~send_reservation() { cancel(); }
+  ~send_reservation() {
+    if (owner_ != nullptr) cancel();  // (committed, the usual case: only this check, inline)
+  }
 
   // Exactly the bytes asked for, contiguous and writable until commit() or cancel().
   std::span<std::byte> data() const noexcept { return data_; }
