@@ -7,7 +7,7 @@
 
 namespace rdmarpc::transport::rdma::wire {
 
-reassembler::outcome reassembler::feed(fragment kind, std::span<const std::byte> bytes) {
+reassembler::outcome reassembler::feed_any(fragment kind, std::span<const std::byte> bytes) {
   const auto fail = [this] {
     // The connection is closed on a protocol error; drop the partial message now.
     in_progress_ = false;

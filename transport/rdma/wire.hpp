@@ -107,11 +107,17 @@ class reassembler {
   reassembler(std::size_t max_message_size, std::size_t fragment_size)
       : max_message_size_(max_message_size), fragment_size_(fragment_size) {}
 
-  outcome feed(fragment kind, std::span<const std::byte> bytes);
+  outcome feed(fragment kind, std::span<const std::byte> bytes) {
+    // Inline: a whole message in one fragment, nearly every message.
+    if (kind == fragment::whole && !in_progress_ && bytes.size() <= max_message_size_) return outcome::whole;
+    return feed_any(kind, bytes);
+  }
   std::vector<std::byte> take() noexcept;  // after outcome::complete
   bool in_progress() const noexcept { return in_progress_; }
 
  private:
+  outcome feed_any(fragment kind, std::span<const std::byte> bytes);  // feed, every case
+
   std::size_t max_message_size_;
   std::size_t fragment_size_;
   bool in_progress_ = false;
