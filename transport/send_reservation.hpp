@@ -48,7 +48,7 @@ class send_reservation {
   send_reservation(const send_reservation&) = delete;
   send_reservation& operator=(const send_reservation&) = delete;
   ~send_reservation() {
-    if (owner_ != nullptr) cancel();  // (committed, the usual case: only this check, inline)
+    if (owner_ != nullptr) cancel();  // committed (the usual case): only this check, never a call
   }
 
   // Exactly the bytes asked for, contiguous and writable until commit() or cancel().

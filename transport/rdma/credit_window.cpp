@@ -7,6 +7,8 @@
 
 namespace rdmarpc::transport::rdma {
 
+static_assert(credit_window::kMaxAnnounced == wire::kMaxCreditsPerImm);
+
 credit_window::credit_window(std::uint32_t peer_ring_depth, std::uint32_t local_ring_depth,
                              std::uint32_t reserved)
     : peer_ring_depth_(peer_ring_depth),

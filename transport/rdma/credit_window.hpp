@@ -14,12 +14,14 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "transport/rdma/wire.hpp"
-
 namespace rdmarpc::transport::rdma {
 
 class credit_window {
  public:
+  // Credits one send announces at most: wire::kMaxCreditsPerImm (checked in credit_window.cpp;
+  // not included here, so that this header stays free of the wire format).
+  static constexpr std::uint32_t kMaxAnnounced = 0xffff;
+
   // Requires peer_ring_depth > reserved >= 1 and local_ring_depth >= 4 (see handshake limits);
   // throws std::invalid_argument otherwise.
   // announce_threshold = max(2, local_ring_depth / 2).
@@ -64,7 +66,7 @@ class credit_window {
   // owed for the next send).
   std::uint32_t take_one() noexcept {
     --credits_;
-    const std::uint32_t announce = std::min(owed_, wire::kMaxCreditsPerImm);
+    const std::uint32_t announce = std::min(owed_, kMaxAnnounced);
     owed_ -= announce;
     return announce;
   }

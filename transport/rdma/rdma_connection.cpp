@@ -142,9 +142,11 @@ std::size_t rdma_connection::poll_completions() {
   }
   in_poll_ = false;
   // An empty poll (most polls of a busy or adaptive spin, the poll after arming the CQ) changed
-  // nothing the bookkeeping looks at: what else changes it (commits, releases, close, failures
-  // outside a poll) runs its own. While the connection ends, it always runs.
-  if (handled == 0 && !life_.has_ended()) return 0;
+  // nothing the bookkeeping looks at: what else changes it (releases, close, failures outside a
+  // poll) runs its own. It still runs while the connection ends, and while messages wait in
+  // committed_: a spin's polls send held (coalesced) commits without waiting for the doorbell's
+  // turns, which come only when the spin yields.
+  if (handled == 0 && committed_.empty() && !life_.has_ended()) return 0;
   after_completions();
   return handled;
 }
