@@ -89,7 +89,7 @@ void tcp_framer::commit(std::size_t n) noexcept {
   }
 }
 
-tcp_framer::event tcp_framer::next() {
+tcp_framer::event tcp_framer::next_any() {
   message_ = {};
   if (in_body_) {
     if (body_.size() < body_length_) return event::need_more;

@@ -51,7 +51,24 @@ class tcp_framer {
   void commit(std::size_t n) noexcept;
   // The next complete thing in what was committed. After after_goodbye or too_large the stream
   // cannot be parsed any further.
-  event next();
+  event next() {
+    // Inline: a whole frame that fits what was read (nearly every message), or nothing left.
+    const std::size_t available = end_ - begin_;
+    if (!in_body_ && !goodbye_ && available >= kHeaderSize) {
+      const std::byte* frame = buffers_[current_].bytes.data() + begin_;
+      const std::uint32_t length = get_length(frame);
+      if (length <= max_message_size_ && length != kGoodbyeLength && available - kHeaderSize >= length) {
+        announced_ = length;
+        message_ = {frame + kHeaderSize, length};
+        begin_ += kHeaderSize + length;
+        return event::message;
+      }
+    } else if (!in_body_ && available == 0) {
+      message_ = {};
+      return event::need_more;
+    }
+    return next_any();
+  }
 
   std::span<const std::byte> message() const noexcept { return message_; }
   // Whether the last event::message may be lent (lend) without pinning more than
@@ -88,6 +105,8 @@ class tcp_framer {
     std::vector<std::byte> bytes;
     std::size_t lent = 0;  // messages in it not given back yet
   };
+  event next_any();  // next(), every case
+
   // Nothing unparsed any more; the window starts again at 0 unless messages are lent before it.
   void empty_window() noexcept;
   // The bytes the partial frame at begin_ still needs to be whole (at least 1).
