@@ -101,10 +101,10 @@ class tcp_connection final : public connection, public received_message::owner {
   // it (else: a buffers_ token, the address of a message_block, so bit 0 is clear).
   static constexpr std::uint64_t kReadBufferToken = 1;
 
-  // Writes what is queued: first straight from the caller (a non-blocking send, or write_some
-  // over several frames: no completion to post), the rest (if the socket is full) with an async write. Does
-  // nothing while corked: frames committed while a read's messages are delivered go out in one write after
-  // it.
+  // Writes what is queued: first straight from the caller (a non-blocking send, or write_some over
+  // several frames: no completion to post), the rest (if the socket is full) with an async write.
+  // Does nothing while corked: frames committed while a read's messages are delivered go out in one
+  // write after it.
   void flush();
   std::size_t fill_gather();  // gather_ over the queued frames; returns how many
   void start_write();         // async write of what flush could not write at once
