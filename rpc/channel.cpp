@@ -32,11 +32,10 @@
 #include "log/log.hpp"
 #include "rpc/call_deadlines.hpp"
 #include "rpc/call_table.hpp"
+#include "rpc/connection_heartbeats.hpp"
 #include "rpc/extras.hpp"
 #include "rpc/frame.hpp"
-#include "rpc/heartbeat_ticker.hpp"
 #include "rpc/interceptor_chain.hpp"
-#include "rpc/liveness.hpp"
 #include "rpc/server_context.hpp"
 #include "rpc/stream_core.hpp"
 #include "transport/connect.hpp"
@@ -102,7 +101,7 @@ struct endpoint_slot {
       : endpoint(std::move(ep)),
         backoff(backoff_options),
         retry_timer(ex),
-        live(std::in_place, o.heartbeat_interval, o.heartbeat_timeout, clock::now()) {}
+        heartbeats(o.heartbeat_interval, o.heartbeat_timeout) {}
 
   std::string name() const { return endpoint ? endpoint->to_uri() : std::string("the connection"); }
 
@@ -116,10 +115,7 @@ struct endpoint_slot {
   // The server is going away: the connection serves what it carries, takes nothing new, and the
   // server closes it once done. The endpoint counts as idle, but reconnects only after that.
   bool draining = false;
-  heartbeat_ticker::subscription heartbeat;  // ticks while connected
-  // Of the current connection; shares with the executor's other connections to the same server
-  // grid once a heartbeat exchange named it (connection_liveness). Always engaged.
-  std::optional<connection_liveness> live;
+  connection_heartbeats heartbeats;  // of the current connection, ticking while connected
 };
 
 class channel_impl;
@@ -349,27 +345,23 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   void on_message(std::size_t e, std::uint64_t generation, transport::received_message& message) {
     endpoint_slot& slot = *slots_[e];
     if (generation != slot.generation || !slot.conn) return;
-    // Flags: heartbeats cost nothing per message. True when the ticks were being skipped: this
-    // frame needs the next one, unless it is a ping or pong (timed instead: heard_heartbeat).
-    const bool needs_tick = slot.live->on_received();
     frame::decode_error err{};
     const auto v = frame::decode(message.bytes(), err);
     if (err != frame::decode_error::none) {
       protocol_violation(e, frame::to_string(err));
       return;
     }
-    if (needs_tick && !frame::is_heartbeat(v.header.kind)) [[unlikely]]
-      slot.heartbeat.set_due(clock::time_point::min());
+    slot.heartbeats.on_frame(v.header.kind);  // flags: heartbeats cost nothing per message
     switch (v.header.kind) {
       case frame::kind::response: break;
       case frame::kind::ping:
-        share_liveness(slot, frame::heartbeat_domain(v));
+        slot.heartbeats.share_with(v);
         on_ping(e, v.header.timeout_us);
         return heard_heartbeat(e);
       case frame::kind::pong:
         pongs_received_.fetch_add(1, std::memory_order_relaxed);
-        share_liveness(slot, frame::heartbeat_domain(v));
-        slot.live->on_pong(v.header.timeout_us);
+        slot.heartbeats.share_with(v);
+        slot.heartbeats.on_pong(v);
         return heard_heartbeat(e);
       case frame::kind::reset:
         if (v.header.call_id == 0) return on_connection_reset(e, v);
@@ -750,9 +742,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     disconnects_.fetch_add(1, std::memory_order_relaxed);
     slot.generation = ++generations_;  // its on_close, and a wait for send room on it, are ignored
     slot.reserving = false;
-    slot.heartbeat.reset();
-    // Leaves a shared liveness (a ping it carried is forgotten, not left to time out the others).
-    slot.live.emplace(options_.heartbeat_interval, options_.heartbeat_timeout, clock::now());
+    slot.heartbeats.stop();
     conn->close();
     fail_sent_on(e, status_code::unavailable, why);
     if (closed_) return;
@@ -889,82 +879,38 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
 
   double unit_random() { return std::uniform_real_distribution<double>(0.0, 1.0)(random_); }
 
-  // Heartbeats ---------------------------------------------------------------------------------
+  // Heartbeats (connection_heartbeats) ------------------------------------------------------------
   // The executor's heartbeat_ticker ticks every connection with the same settings from one timer;
   // nothing per message but liveness's flag.
   void start_heartbeats(std::size_t e) {
     endpoint_slot& slot = *slots_[e];
-    slot.live.emplace(options_.heartbeat_interval, options_.heartbeat_timeout, clock::now());
-    if (!slot.live->enabled()) return;
-    slot.heartbeat =
-        heartbeat_ticker::of(ex_).subscribe(ex_, slot.live->tick_period(), {},
-                                            [weak = weak_from_this(), e, gen = slot.generation](
-                                                clock::time_point instant, clock::time_point ran_at) {
-                                              if (auto self = weak.lock())
-                                                self->heartbeat_tick(e, gen, instant, ran_at);
-                                            });
+    slot.heartbeats.start(ex_, {},
+                          [weak = weak_from_this(), e, gen = slot.generation](clock::time_point instant,
+                                                                              clock::time_point ran_at) {
+                            if (auto self = weak.lock()) self->heartbeat_tick(e, gen, instant, ran_at);
+                          });
   }
 
   void heartbeat_tick(std::size_t e, std::uint64_t gen, clock::time_point instant, clock::time_point ran_at) {
     endpoint_slot& slot = *slots_[e];
     if (gen != slot.generation || !slot.conn) return;
-    // Decide on the grid instant this tick stands for, not on when the timer ran: with `now`, a tick
-    // running a little less late than the one that saw the last frame measures 299.9 ms of silence
-    // against a 300 ms interval and waits a whole period more (measured: 1.2 s detection, not 0.9).
-    // A tick that ran late (a stall) times a ping it sends from when it ran and lets the next tick
-    // judge an overdue one (liveness::ping_stamp, holds_verdict).
-    slot.live->note_activity(slot.conn->stats().peer_activity);
-    const bool in_use = carries_work(e);
-    switch (slot.live->tick(instant, ran_at, in_use)) {
-      case liveness::action::none: break;
-      case liveness::action::send_ping:
-        // No room now: another connection sharing the liveness may send it; if none can, the
-        // timeout still runs, so a server that stopped reading (or granting credits) is cut off
-        // like a silent one.
-        if (!send_heartbeat(slot, frame::kind::ping, slot.live->ping_value())) {
-          pings_sent_.fetch_add(1, std::memory_order_relaxed);
-        } else {
-          slot.live->ping_not_sent();
-        }
-        break;
-      case liveness::action::peer_dead: return heartbeat_timed_out(e);
+    switch (slot.heartbeats.tick(instant, ran_at, carries_work(e), *slot.conn)) {
+      case connection_heartbeats::tick_result::none: return;
+      case connection_heartbeats::tick_result::ping_sent:
+        pings_sent_.fetch_add(1, std::memory_order_relaxed);
+        return;
+      case connection_heartbeats::tick_result::peer_dead: return heartbeat_timed_out(e);
     }
-    slot.heartbeat.set_due(slot.live->next_due(in_use, instant + slot.live->tick_period()));
   }
 
-  // A ping or pong arrived on endpoint e: heard at the next grid instant (the clock is read for
-  // heartbeat frames only), so that instant's tick need not run, and an idle connection's timer
-  // sleeps until it may ping again (connection_liveness::next_due).
+  // A ping or pong arrived on endpoint e (the clock is read for heartbeat frames only).
   void heard_heartbeat(std::size_t e) {
     endpoint_slot& slot = *slots_[e];
-    if (!slot.live->enabled()) return;
-    const auto slot_end = slot.heartbeat.next_instant(clock::now());
-    slot.live->heard_by(slot_end, slot.conn->stats().peer_activity);
-    slot.heartbeat.set_due(slot.live->next_due(carries_work(e), slot_end));
+    slot.heartbeats.heard(clock::now(), *slot.conn, [&] { return carries_work(e); });
   }
 
-  // Calls or a stream begin on endpoint e: a shared connection whose ticks were skipped checks its
-  // own path from the next instant (connection_liveness::work_begins).
-  void work_begins(std::size_t e) {
-    endpoint_slot& slot = *slots_[e];
-    if (slot.live->work_begins()) [[unlikely]]
-      slot.heartbeat.set_due(clock::time_point::min());
-  }
-
-  // A ping or pong through the connection's ordinary reserve/commit; no waiting for room.
-  static boost::system::error_code send_heartbeat(endpoint_slot& slot, frame::kind kind,
-                                                  std::uint64_t value) {
-    const auto head = frame::encode_heartbeat(kind, value, slot.heartbeat.domain());
-    return slot.conn->send_copy(boost::asio::buffer(head));
-  }
-
-  // A ping or pong named the server's heartbeat grid: from now on this connection shares its
-  // liveness with the executor's other connections to that grid while idle (one ping for all).
-  static void share_liveness(endpoint_slot& slot, std::uint64_t server_domain) {
-    connection_liveness& live = *slot.live;
-    if (live.shared() || server_domain == 0 || !live.enabled()) return;
-    live.share(slot.heartbeat.share(server_domain, live.make_shareable(clock::now())));
-  }
+  // Calls or a stream begin on endpoint e.
+  void work_begins(std::size_t e) { slots_[e]->heartbeats.work_begins(); }
 
   // Whether endpoint e's connection carries calls waiting for replies or streams: then it checks
   // its own path with its own pings (connection_liveness), not only the shared ones.
@@ -982,8 +928,9 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
 
   void on_ping(std::size_t e, std::uint64_t value) {
     pings_received_.fetch_add(1, std::memory_order_relaxed);
-    (void)send_heartbeat(*slots_[e], frame::kind::pong,
-                         value);  // no room: whatever fills the queue is traffic too
+    endpoint_slot& slot = *slots_[e];
+    (void)slot.heartbeats.send(frame::kind::pong, value,
+                               *slot.conn);  // no room: whatever fills the queue is traffic too
   }
 
   void heartbeat_timed_out(std::size_t e) {
@@ -1337,8 +1284,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     deadlines_.stop();
     for (auto& slot : slots_) {
       slot->retry_timer.cancel();
-      slot->heartbeat.reset();
-      slot->live.emplace(options_.heartbeat_interval, options_.heartbeat_timeout, clock::now());
+      slot->heartbeats.stop();
       slot->state = channel_state::shutdown;
     }
     fail_all(status_code::unavailable, reason);

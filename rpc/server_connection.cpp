@@ -15,9 +15,9 @@
 #include "log/log.hpp"
 #include "rpc/call_deadlines.hpp"
 #include "rpc/call_table.hpp"
+#include "rpc/connection_heartbeats.hpp"
 #include "rpc/extras.hpp"
 #include "rpc/frame.hpp"
-#include "rpc/heartbeat_ticker.hpp"
 #include "rpc/liveness.hpp"
 #include "rpc/stream_core.hpp"
 
@@ -132,7 +132,7 @@ class connection_impl final : public server_connection,
         peer_info_(peer_info::from_address(*peer_)),
         chain_(server_->interceptors()),
         metrics_(server_->metrics()),
-        live_(std::in_place, opts_.heartbeat_interval, opts_.heartbeat_timeout, clock::now()),
+        heartbeats_(opts_.heartbeat_interval, opts_.heartbeat_timeout),
         policer_(opts_.min_ping_interval_allowed, opts_.max_ping_strikes) {}
 
   // A handler's server_done was invoked (any thread): finish the call on our executor, at once
@@ -146,14 +146,12 @@ class connection_impl final : public server_connection,
 
   void start() override {
     conn_->start(shared_from_this());
-    if (!live_->enabled()) return;
     // Half a period after the clients' grid: a client and its server then never decide to ping at
     // the same instant.
-    heartbeat_ = heartbeat_ticker::of(ex_).subscribe(
-        ex_, live_->tick_period(), live_->tick_period() / 2,
-        [weak = weak_from_this()](clock::time_point instant, clock::time_point ran_at) {
-          if (auto self = weak.lock()) self->heartbeat_tick(instant, ran_at);
-        });
+    heartbeats_.start(ex_, heartbeats_.liveness().tick_period() / 2,
+                      [weak = weak_from_this()](clock::time_point instant, clock::time_point ran_at) {
+                        if (auto self = weak.lock()) self->heartbeat_tick(instant, ran_at);
+                      });
   }
   const boost::asio::any_io_executor& get_executor() const noexcept override { return ex_; }
   connection_figures figures() const override {
@@ -193,21 +191,17 @@ class connection_impl final : public server_connection,
   void on_message(transport::received_message message) override {
     if (closed_) return;
     table_starting_record();  // (only set here when a handler runs the io_context inside start())
-    // Flags: heartbeats cost nothing per message. True when the ticks were being skipped: this
-    // frame needs the next one, unless it is a ping or pong (timed instead: heard_heartbeat).
-    const bool needs_tick = live_->on_received();
     frame::decode_error err{};
     const auto v = frame::decode(message.bytes(), err);
     if (err != frame::decode_error::none) return violation(frame::to_string(err));
-    if (needs_tick && !frame::is_heartbeat(v.header.kind)) [[unlikely]]
-      heartbeat_.set_due(clock::time_point::min());
+    heartbeats_.on_frame(v.header.kind);  // flags: heartbeats cost nothing per message
     switch (v.header.kind) {
-      case frame::kind::ping: share_liveness(frame::heartbeat_domain(v)); return on_ping(v.header.timeout_us);
+      case frame::kind::ping: heartbeats_.share_with(v); return on_ping(v.header.timeout_us);
       case frame::kind::pong:
         ++pongs_received_;
         server_->heartbeats().pongs_received.fetch_add(1, std::memory_order_relaxed);
-        share_liveness(frame::heartbeat_domain(v));
-        live_->on_pong(v.header.timeout_us);
+        heartbeats_.share_with(v);
+        heartbeats_.on_pong(v);
         return heard_heartbeat(clock::now());
       case frame::kind::request: return on_request(v, message);
       case frame::kind::going_away: return on_going_away_answer();
@@ -231,8 +225,7 @@ class connection_impl final : public server_connection,
     if (!closed_)
       rdmarpc::logger()->info("rdmarpc server: connection from {} closed: {}", *peer_, reason.message());
     closed_ = true;
-    heartbeat_.reset();
-    live_->leave();  // a shared ping it carried is forgotten, not left to time out the others
+    heartbeats_.stop();
     cancel_all_calls();
     deadlines_.stop();
     fail_streams("connection ended: " + reason.message());
@@ -249,8 +242,7 @@ class connection_impl final : public server_connection,
   // Cancels every call, fails every stream with `why` and closes the connection (on_close follows).
   void end_connection(const std::string& why) {
     closed_ = true;
-    heartbeat_.reset();
-    live_->leave();  // a shared ping it carried is forgotten, not left to time out the others
+    heartbeats_.stop();
     cancel_all_calls();
     deadlines_.stop();
     fail_streams(why);
@@ -275,24 +267,13 @@ class connection_impl final : public server_connection,
   // nothing per message but liveness's flag.
   void heartbeat_tick(clock::time_point instant, clock::time_point ran_at) {
     if (closed_) return;
-    // Decided on the grid instant this tick stands for (see the channel's heartbeat_tick).
-    // A connection with calls or streams checks its own path too (connection_liveness).
-    live_->note_activity(conn_->stats().peer_activity);
-    const bool in_use = has_work();
-    switch (live_->tick(instant, ran_at, in_use)) {
-      case liveness::action::none: break;
-      case liveness::action::send_ping:
-        // No room now: another connection sharing the liveness may send it; if none can, the
-        // timeout still runs (a client that stopped reading or granting credits is cut off like a
-        // silent one).
-        if (!send_heartbeat(frame::kind::ping, live_->ping_value())) {
-          ++pings_sent_;
-          server_->heartbeats().pings_sent.fetch_add(1, std::memory_order_relaxed);
-        } else {
-          live_->ping_not_sent();
-        }
-        break;
-      case liveness::action::peer_dead: {
+    switch (heartbeats_.tick(instant, ran_at, has_work(), *conn_)) {
+      case connection_heartbeats::tick_result::none: return;
+      case connection_heartbeats::tick_result::ping_sent:
+        ++pings_sent_;
+        server_->heartbeats().pings_sent.fetch_add(1, std::memory_order_relaxed);
+        return;
+      case connection_heartbeats::tick_result::peer_dead: {
         server_->heartbeats().timeouts.fetch_add(1, std::memory_order_relaxed);
         const auto reason = make_error_code(transport::errc::connection_lost);
         rdmarpc::logger()->warn(
@@ -302,19 +283,6 @@ class connection_impl final : public server_connection,
         return end_connection("connection lost: " + reason.message() + " (no heartbeat answer)");
       }
     }
-    heartbeat_.set_due(live_->next_due(in_use, instant + live_->tick_period()));
-  }
-
-  boost::system::error_code send_heartbeat(frame::kind kind, std::uint64_t value) {
-    const auto head = frame::encode_heartbeat(kind, value, heartbeat_.domain());
-    return conn_->send_copy(boost::asio::buffer(head));
-  }
-
-  // A ping or pong named the client's heartbeat grid: from now on this connection shares its
-  // liveness with this executor's other connections to that grid (peer_liveness).
-  void share_liveness(std::uint64_t client_domain) {
-    if (live_->shared() || client_domain == 0 || !live_->enabled()) return;
-    live_->share(heartbeat_.share(client_domain, live_->make_shareable(clock::now())));
   }
 
   void on_ping(std::uint64_t value) {
@@ -322,20 +290,15 @@ class connection_impl final : public server_connection,
     server_->heartbeats().pings_received.fetch_add(1, std::memory_order_relaxed);
     const auto now = clock::now();
     if (policer_.on_ping(now)) return too_many_pings();
-    live_->on_peer_ping();  // the client runs heartbeats: ours are its pongs while it does
-    (void)send_heartbeat(frame::kind::pong, value);  // no room: whatever fills the queue is traffic too
+    heartbeats_.liveness().on_peer_ping();  // the client runs heartbeats: ours are its pongs while it does
+    (void)heartbeats_.send(frame::kind::pong, value,
+                           *conn_);  // no room: whatever fills the queue is traffic too
     heard_heartbeat(now);
   }
 
-  // A ping or pong that arrived at `now` counts as heard at the next grid instant, so that
-  // instant's tick need not run: an idle connection's timer sleeps until one can act
-  // (connection_liveness::next_due). Deferring to the pings of a client it alone serves, it never
-  // wakes while they come.
+  // Deferring to the pings of a client it alone serves, an idle connection never wakes while they come.
   void heard_heartbeat(clock::time_point now) {
-    if (!live_->enabled()) return;
-    const auto slot_end = heartbeat_.next_instant(now);
-    live_->heard_by(slot_end, conn_->stats().peer_activity);
-    heartbeat_.set_due(live_->next_due(has_work(), slot_end));
+    heartbeats_.heard(now, *conn_, [this] { return has_work(); });
   }
 
   bool has_work() const noexcept { return unary_calls_in_flight() > 0 || !streams_.empty(); }
@@ -1055,10 +1018,7 @@ class connection_impl final : public server_connection,
   const clock::time_point accepted_at_ = clock::now();
   std::uint64_t calls_started_ = 0;
   std::uint64_t pings_sent_ = 0, pongs_received_ = 0, pings_received_ = 0;
-  heartbeat_ticker::subscription heartbeat_;  // ticks while the connection is open
-  // Shares with this executor's other connections to the same client grid once a heartbeat
-  // exchange named it (connection_liveness). Always engaged.
-  std::optional<connection_liveness> live_;
+  connection_heartbeats heartbeats_;  // ticking while the connection is open
   ping_policer policer_;
   call_deadlines<std::uint64_t> deadlines_{ex_};  // of the calls in calls_ that have one (by server_done key)
 };
