@@ -17,8 +17,9 @@ void connection_heartbeats::stop() noexcept {
   live_.emplace(interval_, timeout_, clock::now());  // (the old one leaves its shared state)
 }
 
-connection_heartbeats::tick_result connection_heartbeats::tick(clock::time_point instant, clock::time_point ran_at,
-                                                               bool in_use, transport::connection& conn) {
+connection_heartbeats::tick_result connection_heartbeats::tick(clock::time_point instant,
+                                                               clock::time_point ran_at, bool in_use,
+                                                               transport::connection& conn) {
   live_->note_activity(conn.stats().peer_activity);
   auto result = tick_result::none;
   switch (live_->tick(instant, ran_at, in_use)) {

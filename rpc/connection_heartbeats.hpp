@@ -1,8 +1,6 @@
 #pragma once
-// connection_heartbeats: one connection's heartbeats as both sides run them: its liveness
-// (rpc/liveness.hpp), its subscription to the executor's heartbeat_ticker, and what a received
-// frame, a tick, a ping or a pong does with them. The channel keeps one per endpoint, a server
-// connection one; each decides what a dead peer ends and counts what was sent.
+// connection_heartbeats: one connection's liveness and heartbeat_ticker subscription, and what a
+// frame, a tick, a ping or a pong does with them; the same for a channel's endpoint and a server's.
 // Layer: rpc. Threading: on its connection's executor only (start and stop too).
 
 #include <boost/asio/any_io_executor.hpp>
@@ -27,11 +25,13 @@ class connection_heartbeats {
       : interval_(interval), timeout_(timeout), live_(std::in_place, interval, timeout, clock::now()) {}
 
   bool enabled() const noexcept { return live_->enabled(); }
-  connection_liveness& liveness() noexcept { return *live_; }
+  clock::duration tick_period() const noexcept { return live_->tick_period(); }
+  const connection_liveness& state() const noexcept { return *live_; }
 
   // A new connection: a fresh liveness, and ticks on `ex` at the grid instants shifted by `phase`,
   // each calling `on_tick(instant, ran_at)` (which calls tick()). Nothing ticks when disabled.
-  void start(const boost::asio::any_io_executor& ex, clock::duration phase, heartbeat_ticker::tick_function on_tick);
+  void start(const boost::asio::any_io_executor& ex, clock::duration phase,
+             heartbeat_ticker::tick_function on_tick);
   // The connection ended: no more ticks, and a shared liveness is left (a ping it carried is
   // forgotten, not left to time out the others). start() may follow, for the next connection.
   void stop() noexcept;
@@ -45,19 +45,18 @@ class connection_heartbeats {
 
   // What a tick did; on peer_dead the caller ends the connection (and stops this).
   enum class tick_result : std::uint8_t { none, ping_sent, peer_dead };
-  // The ticker's tick on the grid `instant`, run at `ran_at`. Decided on the instant, not on when the
-  // timer ran: with `now`, a tick running a little less late than the one that saw the last frame
-  // measures 299.9 ms of silence against a 300 ms interval and waits a whole period more (measured:
-  // 1.2 s detection, not 0.9). A tick that ran late (a stall) times a ping it sends from when it ran
-  // and lets the next tick judge an overdue one (liveness::ping_stamp, holds_verdict). `in_use`: the
-  // connection carries calls or streams, so it checks its own path too (connection_liveness).
-  tick_result tick(clock::time_point instant, clock::time_point ran_at, bool in_use, transport::connection& conn);
+  // The ticker's tick on the grid `instant`, run at `ran_at` (liveness::tick says why both). `in_use`:
+  // the connection carries calls or streams, so it checks its own path too (connection_liveness).
+  tick_result tick(clock::time_point instant, clock::time_point ran_at, bool in_use,
+                   transport::connection& conn);
 
   // A ping or pong named the peer's heartbeat grid: from now on this connection shares its liveness
   // with the executor's other connections to that grid (one ping for all while idle).
   void share_with(const frame::view& heartbeat);
   // The peer's pong (after share_with).
   void on_pong(const frame::view& pong) { live_->on_pong(pong.header.timeout_us); }
+  // The peer's ping (after share_with): the peer runs heartbeats, so our pongs are its pings' answers.
+  void on_peer_ping() noexcept { live_->on_peer_ping(); }
 
   // A ping or pong that arrived at `now` counts as heard at the next grid instant, so that instant's
   // tick need not run: an idle connection's timer sleeps until one can act
@@ -83,7 +82,7 @@ class connection_heartbeats {
 
  private:
   clock::duration interval_, timeout_;
-  std::optional<connection_liveness> live_;  // always engaged; re-made for each connection
+  std::optional<connection_liveness> live_;      // always engaged; re-made for each connection
   heartbeat_ticker::subscription subscription_;  // ticks while connected
 };
 

@@ -2,8 +2,8 @@
 // liveness: the heartbeat state machine of one connection end (docs/wire-format.md, Heartbeats),
 // and ping_policer, a server's bound on how often a client may ping. Pure: no I/O, no clock of its
 // own (every input takes `now`), so tests drive every transition by hand.
-// Layer: rpc. Threading: not thread-safe; the channel and server_connection use one per
-// connection on its executor.
+// Layer: rpc. Threading: not thread-safe; one per connection on its executor (through
+// rpc/connection_heartbeats.hpp, for the channel's endpoints and the server's connections).
 
 #include <algorithm>
 #include <array>
@@ -92,7 +92,8 @@ class liveness {
   // Periodic: only received traffic is a sign of life (calls waiting for replies are not).
   // `instant`: the tick's scheduled instant on the next_tick grid, on which every silence and
   // timeout is judged (timer latency differs from tick to tick, and a silence measured a few
-  // microseconds short of the interval would cost a whole period). `ran_at`: when the tick ran;
+  // microseconds short of the interval would cost a whole period: judged on when the ticks ran,
+  // detection measured 1.2 s, not 0.9). `ran_at`: when the tick ran;
   // only a tick that ran late uses it, for the ping it sends (ping_stamp) and the verdict on one
   // that is overdue (holds_verdict).
   action tick(clock::time_point instant, clock::time_point ran_at) noexcept {

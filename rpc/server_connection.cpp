@@ -148,7 +148,7 @@ class connection_impl final : public server_connection,
     conn_->start(shared_from_this());
     // Half a period after the clients' grid: a client and its server then never decide to ping at
     // the same instant.
-    heartbeats_.start(ex_, heartbeats_.liveness().tick_period() / 2,
+    heartbeats_.start(ex_, heartbeats_.tick_period() / 2,
                       [weak = weak_from_this()](clock::time_point instant, clock::time_point ran_at) {
                         if (auto self = weak.lock()) self->heartbeat_tick(instant, ran_at);
                       });
@@ -290,7 +290,7 @@ class connection_impl final : public server_connection,
     server_->heartbeats().pings_received.fetch_add(1, std::memory_order_relaxed);
     const auto now = clock::now();
     if (policer_.on_ping(now)) return too_many_pings();
-    heartbeats_.liveness().on_peer_ping();  // the client runs heartbeats: ours are its pongs while it does
+    heartbeats_.on_peer_ping();  // the client runs heartbeats: ours are its pongs while it does
     (void)heartbeats_.send(frame::kind::pong, value,
                            *conn_);  // no room: whatever fills the queue is traffic too
     heard_heartbeat(now);
