@@ -32,6 +32,7 @@
 #include "log/log.hpp"
 #include "rpc/call_deadlines.hpp"
 #include "rpc/call_table.hpp"
+#include "rpc/channel_state_watch.hpp"
 #include "rpc/connection_heartbeats.hpp"
 #include "rpc/extras.hpp"
 #include "rpc/frame.hpp"
@@ -133,13 +134,6 @@ class connection_events final : public transport::connection_handler {
   std::shared_ptr<channel_impl> channel_;  // dropped after on_close (the connection drops us)
   std::size_t endpoint_;
   std::uint64_t generation_;
-};
-
-struct state_waiter {
-  std::uint64_t id = 0;
-  channel_state last_observed = channel_state::idle;
-  boost::asio::any_completion_handler<channel::state_change_signature> handler;
-  boost::asio::any_io_executor work;  // an outstanding operation keeps its executor busy
 };
 
 class channel_impl final : public std::enable_shared_from_this<channel_impl>, public stream_core::owner {
@@ -299,7 +293,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   }
 
   channel_state state(bool try_to_connect) {
-    const auto s = published_state();
+    const auto s = watch_.published();
     if (try_to_connect && s == channel_state::idle) {
       boost::asio::post(ex_, [self = shared_from_this()] { self->want_connections(); });
     }
@@ -308,20 +302,22 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
 
   void wait_for_state_change(channel_state last,
                              boost::asio::any_completion_handler<channel::state_change_signature> h) {
-    const std::uint64_t id = next_waiter_id_.fetch_add(1, std::memory_order_relaxed);
+    const std::uint64_t id = watch_.next_waiter_id();
     auto slot = boost::asio::get_associated_cancellation_slot(h);
     if (slot.is_connected()) {
       slot.assign([weak = weak_from_this(), id](boost::asio::cancellation_type type) {
         if (type == boost::asio::cancellation_type::none) return;
         if (auto self = weak.lock()) {
-          boost::asio::post(self->ex_, [self, id] { self->cancel_waiter(id); });
+          boost::asio::post(self->ex_, [self, id] { self->watch_.cancel(id, self->aggregate()); });
         }
       });
     }
-    state_waiter w{id, last, std::move(h),
-                   boost::asio::prefer(ex_, boost::asio::execution::outstanding_work.tracked)};
-    boost::asio::post(
-        ex_, [self = shared_from_this(), w = std::move(w)]() mutable { self->add_waiter(std::move(w)); });
+    channel_state_watch::waiter w{id, last, std::move(h),
+                                  boost::asio::prefer(ex_, boost::asio::execution::outstanding_work.tracked)};
+    boost::asio::post(ex_, [self = shared_from_this(), w = std::move(w)]() mutable {
+      // A waiter is demand: an idle or failed channel keeps trying.
+      if (self->watch_.add(std::move(w), self->aggregate())) self->want_connections();
+    });
   }
 
   channel_stats stats() const {
@@ -471,7 +467,8 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
         resolve_timer_(ex_),
         deadlines_(ex_),
         random_(std::random_device{}()),
-        chain_(options_.interceptors) {
+        chain_(options_.interceptors),
+        watch_(ex_) {
     if (options_.max_in_flight == 0) options_.max_in_flight = 1;
     spare_replies_.reserve(kSpareReplyTypes);  // never moves: lent_reply_ points into it
   }
@@ -531,7 +528,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
       return core->fail(status_code::resource_exhausted, "too many calls waiting on the channel");
     if (calls_.contains(core->id()) || streams_.contains(core->id()))
       return core->fail(status_code::resource_exhausted, "call id space exhausted");
-    if (!wait_for_ready && published_state() == channel_state::transient_failure)
+    if (!wait_for_ready && watch_.published() == channel_state::transient_failure)
       return core->fail(status_code::unavailable, last_failure_);
     streams_.emplace(core->id(), open_stream{core, kNoEndpoint, wait_for_ready});
     core->arm_deadline();
@@ -600,7 +597,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   }
 
   // Anything that wants a connection now: calls, streams, someone waiting for the state.
-  bool has_demand() const noexcept { return !calls_.empty() || !streams_.empty() || !waiters_.empty(); }
+  bool has_demand() const noexcept { return !calls_.empty() || !streams_.empty() || watch_.has_waiters(); }
 
   void set_endpoints(const std::vector<transport::endpoint>& endpoints) {
     for (const auto& ep : endpoints)
@@ -719,7 +716,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
       if (auto self = weak.lock()) self->retry_due(e);
     });
     publish_state();
-    if (published_state() == channel_state::transient_failure) return fail_waiting_fail_fast();
+    if (watch_.published() == channel_state::transient_failure) return fail_waiting_fail_fast();
     want_connections();
   }
 
@@ -830,52 +827,8 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     return kNoEndpoint;
   }
 
-  // aggregate() as of the last publish_state(), which every change of an endpoint's state calls.
-  channel_state published_state() const noexcept {
-    return static_cast<channel_state>(state_.load(std::memory_order_relaxed));
-  }
-
-  // state_ for any thread, and waiters told of a change.
-  void publish_state() {
-    const channel_state now = aggregate();
-    if (static_cast<channel_state>(
-            state_.exchange(static_cast<std::uint8_t>(now), std::memory_order_acq_rel)) == now)
-      return;
-    std::vector<state_waiter> due;
-    for (auto it = waiters_.begin(); it != waiters_.end();) {
-      if (it->last_observed != now) {
-        due.push_back(std::move(*it));
-        it = waiters_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    for (auto& w : due) complete_waiter(std::move(w), {}, now);
-  }
-
-  void add_waiter(state_waiter w) {
-    const channel_state now = aggregate();
-    if (w.last_observed == channel_state::shutdown && now == channel_state::shutdown)
-      return complete_waiter(std::move(w), boost::asio::error::shut_down, now);
-    if (w.last_observed != now) return complete_waiter(std::move(w), {}, now);
-    waiters_.push_back(std::move(w));
-    want_connections();  // a waiter is demand: an idle or failed channel keeps trying
-  }
-
-  void cancel_waiter(std::uint64_t id) {
-    for (auto it = waiters_.begin(); it != waiters_.end(); ++it) {
-      if (it->id == id) {
-        auto w = std::move(*it);
-        waiters_.erase(it);
-        return complete_waiter(std::move(w), boost::asio::error::operation_aborted, aggregate());
-      }
-    }
-  }
-
-  void complete_waiter(state_waiter w, boost::system::error_code ec, channel_state s) {
-    // Through ex_ to the handler's associated executor (never inline: we may be inside a call).
-    boost::asio::post(ex_, boost::asio::append(std::move(w.handler), ec, s));
-  }
+  // Every change of an endpoint's state publishes the channel's (aggregate()).
+  void publish_state() { watch_.publish(aggregate()); }
 
   double unit_random() { return std::uniform_real_distribution<double>(0.0, 1.0)(random_); }
 
@@ -1050,7 +1003,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
                       "cannot serialize request (missing required fields?)");
     }
     // Every endpoint failed and none is retrying yet: a fail-fast call fails now.
-    if (!c->wait_for_ready && published_state() == channel_state::transient_failure)
+    if (!c->wait_for_ready && watch_.published() == channel_state::transient_failure)
       return complete(std::move(c), status_code::unavailable, std::string(last_failure_));
     const clock::time_point deadline = c->deadline;
     pending_call& call = *c;
@@ -1433,7 +1386,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   std::size_t next_pick_ = 0;                   // round_robin's next endpoint
   std::minstd_rand random_;                     // backoff jitter
   const interceptor_chain<client_interceptor> chain_;  // channel_options::interceptors
-  std::vector<state_waiter> waiters_;
+  channel_state_watch watch_;  // the published state (read from any thread) and its waiters
   bool closed_ = false;
   bool released_ = false;
   bool complete_inline_ = false;                            // see on_message and complete
@@ -1447,8 +1400,6 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   std::unordered_map<std::uint32_t, stream_interception> intercepted_streams_;
 
   // Any thread:
-  std::atomic<std::uint8_t> state_{static_cast<std::uint8_t>(channel_state::idle)};
-  std::atomic<std::uint64_t> next_waiter_id_{1};
   std::atomic<std::uint32_t> next_id_{1};
   std::atomic<std::uint64_t> calls_started_{0}, calls_ok_{0}, calls_failed_{0}, connects_{0},
       connect_failures_{0}, disconnects_{0}, going_aways_{0};
