@@ -8,9 +8,9 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/system/error_code.hpp>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
-#include "rpc/channel.hpp"
 #include "rpc/connectivity.hpp"
 
 namespace rdmarpc {
@@ -20,7 +20,8 @@ class channel_state_watch {
   struct waiter {
     std::uint64_t id = 0;
     channel_state last_observed = channel_state::idle;
-    boost::asio::any_completion_handler<channel::state_change_signature> handler;
+    // channel::state_change_signature, written out (no need for all of rpc/channel.hpp here)
+    boost::asio::any_completion_handler<void(boost::system::error_code, channel_state)> handler;
     boost::asio::any_io_executor work;  // an outstanding operation keeps its executor busy
   };
 
