@@ -445,6 +445,20 @@ class results(vm_round):
 
 
 # ---------------------------------------------------------------------------------------- targets
+def tcp_floor_suffix(res, rdmarpc_tcp):
+    """The tcp instruction target's information: what the event loop alone costs (tcp_floor)."""
+    floor, bare = res.ipc("tcp_floor", "tcp", "asio"), res.ipc("tcp_floor", "tcp", "epoll")
+    if floor is None:
+        return ""
+    text = (f"; the same round trip with no rpc (tcp_floor): {fmt_count(floor)} with Asio driving the sockets as "
+            "the transport does")
+    if bare is not None:
+        text += f", {fmt_count(bare)} with a bare epoll loop"
+    if rdmarpc_tcp is not None:
+        text += f", so rdmarpc's work beyond Asio's is {fmt_count(rdmarpc_tcp - floor)}"
+    return text
+
+
 def idle_measured(res, mode):
     """The idle target's measured text: the median probe, and every run when there were several."""
     idle = res.idle_of("rdmarpc", "rdma", mode=mode)
@@ -628,7 +642,8 @@ def targets(res):
             + ("" if by_value is None else f"; the handler taking the reply by value: {fmt(by_value)}")
             + ("" if own is None else f"; into the caller's own reply message (async_echo(request, reply, "
                f"token)): {fmt(own)}")
-            + ("" if dl is None else f"; every call with a deadline (1 s): {fmt(dl)}"))
+            + ("" if dl is None else f"; every call with a deadline (1 s): {fmt(dl)}")
+            + (tcp_floor_suffix(res, v) if transport == "tcp" else ""))
     base = res.ipc("rdmarpc", "loopback", "callback")
     for label, what in (("callback+metrics", "the server's built-in metrics"),
                         ("callback+interceptors", "metrics and a no-op interceptor on each side")):
