@@ -455,7 +455,7 @@ def tcp_floor_suffix(res, rdmarpc_tcp):
     if bare is not None:
         text += f", {fmt_count(bare)} with a bare epoll loop"
     if rdmarpc_tcp is not None:
-        text += f", so rdmarpc's work beyond Asio's is {fmt_count(rdmarpc_tcp - floor)}"
+        text += f", so rdmarpc's work beyond that floor (a wait, a recv and a send per side) is {fmt_count(rdmarpc_tcp - floor)}"
     return text
 
 
@@ -1173,7 +1173,9 @@ def markdown(res, meta, tgts, cost, same=None):
     w("reply's `bytes` field, setting the reply's payload), which tests/rpc/allocation_test.cpp does not")
     w("charge to the framework either. The rdma row runs in the Soft-RoCE VM (rxe0, event polling: the")
     w("spinning modes would count their empty polls), with the verbs provider's user-space code (libibverbs,")
-    w("librxe) counted like the rest; the kernel's share of rxe, as every syscall's, is not.")
+    w("librxe) counted like the rest; the kernel's share of rxe, as every syscall's, is not. The tcp_floor rows")
+    w("are the same 64 B round trip over a tcp socket with no rpc at all (bench/tcp_floor.cpp): `asio` drives")
+    w("it as rdmarpc's tcp transport does (a wait, a recv and a send per side), `epoll` is a bare epoll loop.")
     w("")
     w("| system | transport | handler | instructions / call | ratio to gRPC | ratio to Cap'n Proto | "
       "`operator new` / call | of which protobuf | `malloc` / call | of which protobuf |")
@@ -1183,8 +1185,9 @@ def markdown(res, meta, tgts, cost, same=None):
     for r in sorted(res.callgrind, key=lambda r: r["system"] != "rdmarpc"):  # rdmarpc's rows together
         ipc = r["instructions_per_call"]
         al = lambda k: "n/a" if r.get(k) is None else f"{r[k]:.2f}"
+        rpc = r["system"] != "tcp_floor"  # tcp_floor has no rpc: no ratio to an rpc system
         w(f"| {r['system']} | {r['transport']} | {r.get('handler') or '–'} | {fmt_count(ipc)} | "
-          f"{fmt_ratio(ratio(ipc, g))} | {fmt_ratio(ratio(ipc, cp))} | {al('new_per_call')} | "
+          f"{fmt_ratio(ratio(ipc, g)) if rpc else '–'} | {fmt_ratio(ratio(ipc, cp)) if rpc else '–'} | {al('new_per_call')} | "
           f"{al('new_protobuf_per_call')} | {al('malloc_per_call')} | {al('malloc_protobuf_per_call')} |")
     w("")
 

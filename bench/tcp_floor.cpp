@@ -6,7 +6,8 @@
 // call, and so how much of rdmarpc's count is its own work.
 //
 //   tcp_floor [--reactor asio|epoll] [--payload BYTES] [--calls N] [--warmup-calls N] [--quiet]
-// (bench/compare's callgrind flags --concurrency 1 and --warmup 0 are accepted and ignored.)
+// Nothing is timed: warm-up calls run like the rest (bench/compare differences two runs). Accepts
+// bench/compare's --concurrency (1 only) and --warmup (ignored) too.
 
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -17,7 +18,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
+#include <exception>
 #include <iostream>
 #include <stdexcept>
 #include <string>
@@ -30,6 +31,8 @@ namespace {
 
 namespace asio = boost::asio;
 using socket_type = asio::basic_stream_socket<asio::ip::tcp, asio::io_context::executor_type>;
+
+constexpr std::size_t kMaxPayload = 64 * 1024;
 
 struct settings {
   std::string reactor = "asio";
@@ -70,14 +73,14 @@ void send_message(int fd, const std::vector<std::byte>& buf, std::size_t size) {
     if (n > 0) {
       sent += static_cast<std::size_t>(n);
     } else if (n < 0 && errno != EINTR) {
-      fail("send");  // (a 64 B message into an idle loopback socket never blocks)
+      fail("send");  // (a message of at most kMaxPayload into an idle loopback socket never blocks)
     }
   }
 }
 
 // One end of the exchange: the server echoes each message; the client sends `total` requests, one
 // after another reply, then shuts its side down (the server's read sees the end and stops).
-struct end_point {
+struct side {
   int fd;
   std::size_t payload;
   std::uint64_t total;  // requests to send (client); 0 for the server
@@ -101,14 +104,41 @@ struct end_point {
   }
 };
 
-// Asio: readability, then recv on the descriptor (as rdmarpc's tcp_connection does).
-void arm(socket_type& socket, end_point& end) {
+// Asio: readability, then one recv on the descriptor (as rdmarpc's tcp_connection does).
+void arm(socket_type& socket, side& end) {
   socket.async_wait(socket_type::wait_read, [&socket, &end](boost::system::error_code ec) {
-    if (ec) return;
+    if (ec) throw std::system_error(ec, "async_wait");
     bool closed = false;
     if (read_once(end.fd, end.buf, end.have, end.payload, closed) && !end.on_message()) return;
     if (!closed) arm(socket, end);
   });
+}
+
+// Runs the server's side on its own thread and the client's here. A failure on either side ends
+// the exchange (both descriptors shut down, so the other side's read sees the end) and is rethrown
+// here once the thread is joined.
+template <typename ServerSide, typename ClientSide>
+void exchange(int server_fd, int client_fd, ServerSide&& serve, ClientSide&& run_client) {
+  std::exception_ptr server_error;
+  std::thread server_thread([&] {
+    try {
+      serve();
+    } catch (...) {
+      server_error = std::current_exception();
+      ::shutdown(server_fd, SHUT_RDWR);
+    }
+  });
+  std::exception_ptr client_error;
+  try {
+    run_client();
+  } catch (...) {
+    client_error = std::current_exception();
+    ::shutdown(client_fd, SHUT_RDWR);
+    ::shutdown(server_fd, SHUT_RDWR);
+  }
+  server_thread.join();
+  if (client_error) std::rethrow_exception(client_error);
+  if (server_error) std::rethrow_exception(server_error);
 }
 
 void run_asio(const settings& s, std::uint64_t total) {
@@ -123,19 +153,21 @@ void run_asio(const settings& s, std::uint64_t total) {
     sock->set_option(asio::ip::tcp::no_delay(true));
     sock->non_blocking(true);
   }
-  end_point server_end{server.native_handle(), s.payload, 0};
-  end_point client_end{client.native_handle(), s.payload, total};
-  arm(server, server_end);
-  std::thread server_thread([&] { server_io.run(); });
-  arm(client, client_end);
-  send_message(client_end.fd, client_end.buf, s.payload);
-  client_io.run();
-  server_thread.join();
-  if (client_end.done != total) throw std::runtime_error("asio: the exchange ended early");
+  side server_side{server.native_handle(), s.payload, 0};
+  side client_side{client.native_handle(), s.payload, total};
+  arm(server, server_side);
+  arm(client, client_side);
+  exchange(
+      server_side.fd, client_side.fd, [&] { server_io.run(); },
+      [&] {
+        send_message(client_side.fd, client_side.buf, s.payload);
+        client_io.run();
+      });
+  if (client_side.done != total) throw std::runtime_error("asio: the exchange ended early");
 }
 
 // A bare epoll loop on one descriptor until the exchange is over: a wait, one recv, the answer.
-void epoll_loop(end_point& end) {
+void epoll_loop(side& end) {
   const int ep = ::epoll_create1(EPOLL_CLOEXEC);
   if (ep < 0) fail("epoll_create1");
   epoll_event ev{};
@@ -160,13 +192,15 @@ void run_epoll(const settings& s, std::uint64_t total) {
     sock->set_option(asio::ip::tcp::no_delay(true));
     sock->non_blocking(true);
   }
-  end_point server_end{server.native_handle(), s.payload, 0};
-  end_point client_end{client.native_handle(), s.payload, total};
-  std::thread server_thread([&] { epoll_loop(server_end); });
-  send_message(client_end.fd, client_end.buf, s.payload);
-  epoll_loop(client_end);
-  server_thread.join();
-  if (client_end.done != total) throw std::runtime_error("epoll: the exchange ended early");
+  side server_side{server.native_handle(), s.payload, 0};
+  side client_side{client.native_handle(), s.payload, total};
+  exchange(
+      server_side.fd, client_side.fd, [&] { epoll_loop(server_side); },
+      [&] {
+        send_message(client_side.fd, client_side.buf, s.payload);
+        epoll_loop(client_side);
+      });
+  if (client_side.done != total) throw std::runtime_error("epoll: the exchange ended early");
 }
 
 settings parse(int argc, char** argv) {
@@ -177,14 +211,26 @@ settings parse(int argc, char** argv) {
       if (i + 1 >= argc) throw std::invalid_argument(std::string(f) + " needs a value");
       return argv[++i];
     };
+    const auto number = [&]() -> std::uint64_t {
+      const std::string v = value();
+      std::size_t used = 0;
+      std::uint64_t n = 0;
+      try {
+        n = v.empty() || v[0] == '-' ? 0 : std::stoull(v, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != v.size()) throw std::invalid_argument(std::string(f) + ": not a number: " + v);
+      return n;
+    };
     if (f == "--reactor") {
       s.reactor = value();
     } else if (f == "--payload") {
-      s.payload = std::stoul(value());
+      s.payload = number();
     } else if (f == "--calls") {
-      s.calls = std::stoull(value());
+      s.calls = number();
     } else if (f == "--warmup-calls") {
-      s.warmup_calls = std::stoull(value());
+      s.warmup_calls = number();
     } else if (f == "--quiet") {
       s.quiet = true;
     } else if (f == "--concurrency") {
@@ -196,7 +242,9 @@ settings parse(int argc, char** argv) {
     }
   }
   if (s.reactor != "asio" && s.reactor != "epoll") throw std::invalid_argument("--reactor asio|epoll");
-  if (s.payload == 0 || s.calls == 0) throw std::invalid_argument("--payload and --calls must be > 0");
+  if (s.calls == 0) throw std::invalid_argument("--calls must be > 0");
+  // Larger would not fit an idle socket's buffer at once, which the non-blocking send relies on.
+  if (s.payload == 0 || s.payload > kMaxPayload) throw std::invalid_argument("--payload: 1 to 65536 bytes");
   return s;
 }
 
