@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -73,6 +74,19 @@ resource_counts count_resources() {
   c.rdma.erase("ctx");  // verbs contexts: librdmacm keeps its device contexts open for the process
   c.rdma.erase("srq");
   return c;
+}
+
+bool heap_count_includes_thread_caches() {
+#ifdef RDMARPC_SANITIZED_HEAP
+  return false;
+#else
+  // A freed block that goes to the thread's cache stays "in use" to mallinfo2; without the cache it
+  // goes to a fast bin, which mallinfo2 counts as free. (volatile: the pair must not be elided.)
+  void* volatile block = std::malloc(40);
+  const std::size_t held = mallinfo2().uordblks;
+  std::free(block);
+  return mallinfo2().uordblks == held;
+#endif
 }
 
 std::optional<std::size_t> parse_vm_rss(const std::string& status_text) {

@@ -29,6 +29,13 @@ struct resource_counts {
 
 resource_counts count_resources();
 
+// Whether heap_bytes also counts the small blocks a thread has freed but its malloc cache (glibc's
+// tcache) still holds: then it moves by a few KB with what each thread happened to free last, not
+// with what the process holds. The churn runs switch the cache off
+// (GLIBC_TUNABLES=glibc.malloc.tcache_count=0) so the figure is exact; false under the sanitizers,
+// whose count is exact anyway.
+bool heap_count_includes_thread_caches();
+
 // Another process's resident set (VmRSS of /proc/PID/status) in bytes, and its open file
 // descriptors; empty when the process is gone (or not ours to read). pid 0 is this process.
 std::optional<std::size_t> resident_bytes(int pid);
