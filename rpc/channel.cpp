@@ -3,7 +3,6 @@
 #include <google/protobuf/message_lite.h>
 
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <boost/asio/append.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
@@ -46,7 +45,7 @@ namespace rdmarpc {
 namespace {
 
 using clock = std::chrono::steady_clock;
-constexpr std::size_t kNoEndpoint = std::numeric_limits<std::size_t>::max();
+constexpr std::size_t kNoEndpoint = load_balancer::none;
 
 // One call from start_unary_call until its handler is posted. Owned by channel_impl::calls_, which
 // keeps finished ones for reuse, so steady traffic allocates none.
@@ -94,9 +93,9 @@ struct stream_interception {
   std::shared_ptr<stream_core> core;  // held from registration until it ended
 };
 
-// One endpoint of the channel (gRPC's subchannel): its connection, its state, its reconnect backoff
-// and its heartbeats.
-struct endpoint_slot {
+// One endpoint of the channel (gRPC's subchannel): its connection, its status (what the load
+// balancer sees), its reconnect backoff and its heartbeats.
+struct endpoint_slot : endpoint_status {
   endpoint_slot(boost::asio::any_io_executor ex, std::optional<transport::endpoint> ep,
                 const reconnect_backoff_options& backoff_options, const channel_options& o)
       : endpoint(std::move(ep)),
@@ -109,14 +108,9 @@ struct endpoint_slot {
   const std::optional<transport::endpoint> endpoint;  // empty: a given connection (no reconnect)
   std::shared_ptr<transport::connection> conn;
   std::uint64_t generation = 0;  // of conn; events of an older connection are ignored
-  channel_state state = channel_state::idle;
   reconnect_backoff backoff;
   boost::asio::steady_timer retry_timer;  // transient_failure until it fires
-  bool reserving = false;                 // an async_reserve for the queue's first call is outstanding
-  // The server is going away: the connection serves what it carries, takes nothing new, and the
-  // server closes it once done. The endpoint counts as idle, but reconnects only after that.
-  bool draining = false;
-  connection_heartbeats heartbeats;  // of the current connection, ticking while connected
+  connection_heartbeats heartbeats;       // of the current connection, ticking while connected
 };
 
 class channel_impl;
@@ -560,40 +554,23 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   }
 
   // Connectivity --------------------------------------------------------------------------------
+  // What the load balancer sees of endpoint e.
+  auto status_of() const noexcept {
+    return [this](std::size_t e) -> const endpoint_status& { return *slots_[e]; };
+  }
+
   channel_state aggregate() const {
     if (closed_) return channel_state::shutdown;
     if (!resolved_) return resolving_ ? channel_state::connecting : resolve_state_;
-    const auto effective = [](const endpoint_slot& s) { return s.draining ? channel_state::idle : s.state; };
-    std::array<channel_state, 1> one{};
-    if (slots_.size() == 1) {
-      one[0] = effective(*slots_[0]);
-      return aggregate_state(one);
-    }
-    std::vector<channel_state> states;
-    states.reserve(slots_.size());
-    for (const auto& s : slots_) states.push_back(effective(*s));
-    return aggregate_state(states);
+    return load_balancer::aggregate(slots_.size(), status_of());
   }
 
   // Something waits for a connection (a call, a stream, a state waiter): the policy's endpoints
-  // connect. pick_first: the first idle endpoint in order, unless one is ready or connecting.
-  // round_robin: every idle endpoint.
+  // connect (load_balancer::connect_wanted).
   void want_connections() {
     if (closed_) return;
     if (!resolved_) return start_resolve();
-    if (options_.load_balancing == load_balancing_policy::pick_first) {
-      for (const auto& s : slots_) {
-        if ((s->state == channel_state::ready && !s->draining) || s->state == channel_state::connecting)
-          return;
-      }
-      for (std::size_t e = 0; e < slots_.size(); ++e) {
-        if (slots_[e]->state == channel_state::idle) return start_connect(e);
-      }
-      return;
-    }
-    for (std::size_t e = 0; e < slots_.size(); ++e) {
-      if (slots_[e]->state == channel_state::idle) start_connect(e);
-    }
+    balancer_.connect_wanted(slots_.size(), status_of(), [this](std::size_t e) { start_connect(e); });
   }
 
   // Anything that wants a connection now: calls, streams, someone waiting for the state.
@@ -807,25 +784,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
 
   // The endpoint for the next call: a ready one by the policy, or none. need_room: skip endpoints
   // whose connection has a wait for send room outstanding.
-  std::size_t pick(bool need_room) {
-    const std::size_t n = slots_.size();
-    if (options_.load_balancing == load_balancing_policy::pick_first) {
-      for (std::size_t e = 0; e < n; ++e) {
-        const endpoint_slot& s = *slots_[e];
-        if (s.state == channel_state::ready && !s.draining) return need_room && s.reserving ? kNoEndpoint : e;
-      }
-      return kNoEndpoint;
-    }
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::size_t e = (next_pick_ + i) % n;
-      const endpoint_slot& s = *slots_[e];
-      if (s.state == channel_state::ready && !s.draining && !(need_room && s.reserving)) {
-        next_pick_ = (e + 1) % n;
-        return e;
-      }
-    }
-    return kNoEndpoint;
-  }
+  std::size_t pick(bool need_room) { return balancer_.pick(slots_.size(), status_of(), need_room); }
 
   // Every change of an endpoint's state publishes the channel's (aggregate()).
   void publish_state() { watch_.publish(aggregate()); }
@@ -1383,8 +1342,8 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   call_deadlines<std::uint32_t> deadlines_;     // of the calls in calls_ that have one
   std::string last_failure_ = "not connected";  // why the last endpoint failed: fail-fast calls' message
   std::uint64_t generations_ = 0;               // connection generations, unique across endpoints
-  std::size_t next_pick_ = 0;                   // round_robin's next endpoint
-  std::minstd_rand random_;                     // backoff jitter
+  load_balancer balancer_{options_.load_balancing};
+  std::minstd_rand random_;                            // backoff jitter
   const interceptor_chain<client_interceptor> chain_;  // channel_options::interceptors
   channel_state_watch watch_;  // the published state (read from any thread) and its waiters
   bool closed_ = false;

@@ -33,16 +33,6 @@ class MessageLite;
 
 namespace rdmarpc {
 
-// How a channel of several endpoints picks the connection for a call (README, Channels).
-enum class load_balancing_policy : std::uint8_t {
-  // One connection: to the first endpoint in list order that connects. When it fails, the next
-  // one is tried at once; calls stay on whichever connected until it fails.
-  pick_first,
-  // A connection to every endpoint; each call goes to the next ready one in turn. An endpoint
-  // that fails is skipped until it reconnects.
-  round_robin,
-};
-
 struct channel_options {
   // Calls started but not yet answered. Beyond it, up to max_queued_calls wait for a free slot;
   // beyond that a call fails at once with RESOURCE_EXHAUSTED (back-pressure, never unbounded).

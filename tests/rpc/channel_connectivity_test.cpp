@@ -152,6 +152,81 @@ TEST_CASE("connectivity: one state for many endpoints", "[connectivity]") {
   CHECK(to_string(s::transient_failure) == "transient_failure");
 }
 
+namespace {
+// Endpoint statuses by hand for load_balancer, and what it picks or connects.
+struct endpoints {
+  std::vector<endpoint_status> list;
+  auto status_of() const {
+    return [this](std::size_t e) -> const endpoint_status& { return list.at(e); };
+  }
+  std::vector<std::size_t> picks(load_balancer& lb, int n, bool need_room = false) const {
+    std::vector<std::size_t> got;
+    for (int i = 0; i < n; ++i) got.push_back(lb.pick(list.size(), status_of(), need_room));
+    return got;
+  }
+  std::vector<std::size_t> to_connect(const load_balancer& lb) {
+    std::vector<std::size_t> got;
+    lb.connect_wanted(list.size(), status_of(), [&](std::size_t e) {
+      got.push_back(e);
+      list.at(e).state = channel_state::connecting;  // what the channel does
+    });
+    return got;
+  }
+};
+using idx = std::vector<std::size_t>;
+constexpr std::size_t none = load_balancer::none;
+}  // namespace
+
+TEST_CASE("connectivity: pick_first uses the first endpoint that takes calls and connects one at a time",
+          "[connectivity]") {
+  using s = channel_state;
+  load_balancer lb(load_balancing_policy::pick_first);
+  endpoints eps{{{s::idle}, {s::idle}, {s::idle}}};
+  CHECK(eps.picks(lb, 1) == idx{none});
+  CHECK(eps.to_connect(lb) == idx{0});
+  CHECK(eps.to_connect(lb).empty());  // one is connecting: no other starts
+  eps.list[0].state = s::transient_failure;
+  CHECK(eps.to_connect(lb) == idx{1});  // the next in order, at once
+  eps.list[1].state = s::ready;
+  eps.list[2].state = s::ready;
+  CHECK(eps.picks(lb, 3) == idx{1, 1, 1});  // stays on it
+  // A wait for room on it: none, not the next endpoint.
+  eps.list[1].reserving = true;
+  CHECK(eps.picks(lb, 1, /*need_room=*/true) == idx{none});
+  CHECK(eps.picks(lb, 1) == idx{1});
+  // Draining (the server goes away): the next one takes the calls; the channel's state counts it
+  // idle, and nothing connects while another endpoint takes calls.
+  eps.list[1].draining = true;
+  CHECK(eps.picks(lb, 2) == idx{2, 2});
+  eps.list[0].state = s::idle;
+  CHECK(eps.to_connect(lb).empty());
+  eps.list[2].state = s::transient_failure;
+  CHECK(load_balancer::aggregate(eps.list.size(), eps.status_of()) == s::idle);
+  CHECK(eps.to_connect(lb) == idx{0});
+}
+
+TEST_CASE("connectivity: round_robin takes the ready endpoints in turn and connects every idle one",
+          "[connectivity]") {
+  using s = channel_state;
+  load_balancer lb(load_balancing_policy::round_robin);
+  endpoints eps{{{s::idle}, {s::transient_failure}, {s::idle}}};
+  CHECK(eps.to_connect(lb) == idx{0, 2});
+  CHECK(load_balancer::aggregate(eps.list.size(), eps.status_of()) == s::connecting);
+  eps.list[0].state = s::ready;
+  eps.list[2].state = s::ready;
+  CHECK(eps.picks(lb, 4) == idx{0, 2, 0, 2});  // the failed one skipped
+  eps.list[1].state = s::ready;
+  CHECK(eps.picks(lb, 3) == idx{0, 1, 2});  // it joins in its turn
+  // need_room skips one that waits for room (and its turn goes on from the one picked).
+  eps.list[2].reserving = true;
+  CHECK(eps.picks(lb, 3, /*need_room=*/true) == idx{0, 1, 0});
+  eps.list[0].draining = true;
+  eps.list[1].reserving = true;
+  CHECK(eps.picks(lb, 1, /*need_room=*/true) == idx{none});
+  CHECK(eps.picks(lb, 2) == idx{1, 2});
+  CHECK(load_balancer::aggregate(eps.list.size(), eps.status_of()) == s::ready);
+}
+
 TEST_CASE("connectivity: endpoint lists share the first scheme and refuse empty entries", "[connectivity]") {
   auto two = transport::parse_endpoint_list("rdma://10.0.0.1:7471,10.0.0.2:7472");
   REQUIRE(two.has_value());
