@@ -64,6 +64,21 @@ TEST_CASE("lifecycle: a disconnect is closed_by_peer after the peer's goodbye - 
   CHECK(l.disconnect_reason() == errc::closed_locally);  // we asked first
 }
 
+TEST_CASE("lifecycle: whatever ends a connection after close() ends it as closed_locally") {
+  connection_lifecycle flushing;
+  REQUIRE(flushing.start());
+  REQUIRE(flushing.close() == connection_lifecycle::close_action::flush);
+  // A send of the flush failed (the peer died meanwhile): still our close.
+  CHECK(flushing.end(make_error_code(errc::connection_lost)) == connection_lifecycle::end_action::drain);
+  CHECK(flushing.reason() == errc::closed_locally);
+  connection_lifecycle goodbye;
+  REQUIRE(goodbye.start());
+  REQUIRE(goodbye.close() == connection_lifecycle::close_action::flush);
+  goodbye.goodbye_posted();
+  CHECK(goodbye.end(make_error_code(errc::port_down)) == connection_lifecycle::end_action::drain);
+  CHECK(goodbye.reason() == errc::closed_locally);
+}
+
 TEST_CASE("lifecycle: goodbye_posted only counts while flushing") {
   connection_lifecycle l;
   l.goodbye_posted();

@@ -73,9 +73,12 @@ class connection_lifecycle {
     drain,          // it was started: posted work requests come back flushed
     shut_down_now,  // it never started: nothing to wait for
   };
+  // Once close() was called, whatever ends the connection (a failed send of the flush, a dead peer,
+  // the port going down) ends it as closed_locally: the contract of every transport
+  // (connection_handler::on_close), as tcp and loopback report it too.
   end_action end(boost::system::error_code reason) noexcept {
     if (has_ended()) return end_action::ignored;
-    reason_ = reason;
+    reason_ = is_closing() ? make_error_code(errc::closed_locally) : reason;
     const bool started = state_ != state::idle;
     state_ = state::draining;
     return started ? end_action::drain : end_action::shut_down_now;
