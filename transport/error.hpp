@@ -24,7 +24,9 @@ enum class errc {
   unsupported_scheme,  // a scheme this build cannot serve
   not_connected,       // operation on a connection that is not open (yet or any more)
   // A new rdma connection would take the registered-memory budget past its limit
-  // (connection_options::registered_memory); nothing was allocated for it.
+  // (connection_options::registered_memory); nothing was allocated for it. Also the end reason of
+  // a connection that could not register a large message's own send buffer (the system refused
+  // the memory: RLIMIT_MEMLOCK); what it carried fails UNAVAILABLE.
   registered_memory_exhausted,
   // The IP stack moved the connection's local address to another port or device (rdma_cm
   // ADDR_CHANGE, e.g. a bonding failover); the connection was closed so the next one follows it.

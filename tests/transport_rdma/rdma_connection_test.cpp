@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <optional>
 
 #include "tests/transport_rdma/rdma_test_support.hpp"
 #include "transport/connect.hpp"
@@ -103,6 +104,33 @@ TEST_CASE("rdma messages of 1 B, exactly one slot, one slot + 1 and 16 MiB arriv
   REQUIRE(run_until(io, [&] { return p.client_rec->closed && p.server_rec->closed; }));
   CHECK(*p.server_rec->closed == errc::closed_locally);
   CHECK(*p.client_rec->closed == errc::closed_by_peer);
+}
+
+// Unsignaled sends pin their ring entries until a signaled one completes. The rule that signals
+// one at least every eighth of the ring must count ring space (entries start on 64 B lines), not
+// payload: 15 one-byte sends on a 1 KiB ring pin 960 B, and with nothing signaled (fewer than
+// signal_every, no credits coming back from a silent peer) a 100 B reservation would wait for ever.
+TEST_CASE("rdma tiny unsignaled sends cannot pin the send ring: a reservation after them is granted") {
+  boost::asio::io_context io;
+  transport::connection_options options;
+  options.slot_size = 64;
+  options.send_buffers = 16;  // a 1 KiB send ring
+  options.signal_every = 16;
+  auto p = connect_pair(io, 7508, options, options);
+  p.server->start(p.server_rec);
+  p.client->start(p.client_rec);
+  const std::byte one{1};
+  for (int i = 0; i < 15; ++i) REQUIRE_FALSE(p.client->send_copy(boost::asio::buffer(&one, 1)));
+  std::optional<boost::system::error_code> granted;
+  p.client->async_reserve(100, [&](boost::system::error_code ec, transport::send_reservation r) {
+    granted = ec;
+    if (!ec) r.commit(100);
+  });
+  REQUIRE(run_until(io, [&] { return granted.has_value(); }));
+  CHECK_FALSE(*granted);
+  REQUIRE(run_until(io, [&] { return p.server_rec->messages.size() == 16; }));
+  CHECK(p.server_rec->messages.back().size() == 100);
+  CHECK(p.client->stats().rnr_errors == 0);
 }
 
 TEST_CASE("rdma close flushes messages already accepted by send") {

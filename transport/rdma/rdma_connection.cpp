@@ -307,10 +307,15 @@ send_reservation rdma_connection::reserve_large(std::size_t bytes, boost::system
     data = buffer.memory.get();
     large_.emplace(a->id, std::move(buffer));
   } catch (const std::exception& e) {
-    rdmarpc::logger()->warn("rdma {}: cannot register a {}-byte send buffer: {}", remote_address_, bytes,
-                            e.what());
+    rdmarpc::logger()->warn("rdma {}: cannot register a {}-byte send buffer: {}; ending the connection",
+                            remote_address_, bytes, e.what());
     ring_.release(a->id);
-    ec = boost::system::errc::make_error_code(boost::system::errc::not_enough_memory);
+    // The message cannot go, and a caller told of anything but would_block takes the connection
+    // for ending: so it ends (later: this may run inside room_freed's grants), which completes the
+    // caller's wait and tells everyone why.
+    boost::asio::post(ex_,
+                      [self = self()] { self->fail(make_error_code(errc::registered_memory_exhausted)); });
+    ec = boost::asio::error::would_block;
     return {};
   }
   large_bytes_ += bytes;
@@ -434,7 +439,9 @@ void rdma_connection::prepare_send(const std::byte* data, std::uint32_t lkey, st
   // reclaimed; one at least every eighth of the ring, so unobserved completions can never pin
   // more than that (every ring message is at most a quarter of it, so a waiting reservation always
   // fits once the rest drained); everything while closing, so the flush can be observed.
-  if (!credit_only) unsignaled_bytes_ += length;
+  // In ring space: each entry starts on a cache line, so a small message pins a whole line.
+  if (!credit_only)
+    unsignaled_bytes_ += (length + send_ring::kAlignment - 1) / send_ring::kAlignment * send_ring::kAlignment;
   const bool signaled = must_signal || ++since_signal_ >= options_.signal_every || fills_sq ||
                         unsignaled_bytes_ >= ring_.capacity() / 8 || life_.is_closing();
   if (signaled) {
@@ -604,6 +611,7 @@ void rdma_connection::watch_reassembly() {
 void rdma_connection::fail(boost::system::error_code reason) {
   const auto action = life_.end(reason);
   if (action == connection_lifecycle::end_action::ignored) return;
+  reason = life_.reason();  // closed_locally once close() was called
   rdmarpc::logger()->debug("rdma {}: connection ended: {}", remote_address_, reason.message());
   // Moves the QP to the error state: every posted WR comes back flushed and is reclaimed below.
   rdma_disconnect(resources_->id());
