@@ -1,24 +1,43 @@
 #include "transport/connection.hpp"
 
+#include <boost/asio/any_completion_executor.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/defer.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/error.hpp>
+#include <boost/asio/execution/outstanding_work.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/prefer.hpp>
 #include <cstring>
 
 namespace rdmarpc::transport {
+
+namespace {
+
+// Outstanding work on the executor `handler` runs on, until the handler is on its way: an
+// asynchronous operation keeps that executor's io_context from running out of work while it waits
+// (Asio's rule), also when it is not the connection's.
+boost::asio::any_completion_executor track_work(
+    const boost::asio::any_completion_handler<connection::reserve_signature>& handler,
+    const boost::asio::any_io_executor& fallback) {
+  return boost::asio::prefer(boost::asio::get_associated_executor(handler, fallback),
+                             boost::asio::execution::outstanding_work.tracked);
+}
+
+}  // namespace
 
 // One waiting async_reserve. Shared with its cancellation slot, which may outlive the queue entry.
 struct connection::waiter {
   // Constructed, never assigned: Boost 1.81's any_completion_handler move-assignment recurses
   // forever (it copies from an lvalue through its converting constructor).
-  waiter(std::size_t n, boost::asio::any_completion_handler<reserve_signature> h)
-      : bytes(n), handler(std::move(h)) {}
+  waiter(std::size_t n, boost::asio::any_completion_handler<reserve_signature> h,
+         const boost::asio::any_io_executor& fallback)
+      : bytes(n), handler(std::move(h)), work(track_work(handler, fallback)) {}
   std::size_t bytes;
   boost::asio::any_completion_handler<reserve_signature> handler;  // empty once completed or cancelled
+  boost::asio::any_completion_executor work;                       // while handler is here
 };
 
 namespace {
@@ -29,6 +48,7 @@ namespace {
 struct reserve_completion {
   std::shared_ptr<connection> keep_alive;
   boost::asio::any_completion_handler<connection::reserve_signature> handler;
+  boost::asio::any_completion_executor work;  // track_work(handler): until it is dispatched
   boost::system::error_code ec;
   send_reservation reservation;
 
@@ -118,8 +138,9 @@ boost::system::error_code connection::send_copy(std::span<const boost::asio::con
 void connection::post_reservation(boost::asio::any_completion_handler<reserve_signature> handler,
                                   boost::system::error_code ec, send_reservation reservation) {
   auto ex = get_executor();
-  boost::asio::post(ex,
-                    reserve_completion{shared_from_this(), std::move(handler), ec, std::move(reservation)});
+  auto work = track_work(handler, ex);
+  boost::asio::post(ex, reserve_completion{shared_from_this(), std::move(handler), std::move(work), ec,
+                                           std::move(reservation)});
 }
 
 void connection::async_reserve_impl(std::size_t bytes,
@@ -127,7 +148,7 @@ void connection::async_reserve_impl(std::size_t bytes,
   boost::system::error_code ec;
   send_reservation r = try_reserve(bytes, ec);
   if (ec != boost::asio::error::would_block) return post_reservation(std::move(handler), ec, std::move(r));
-  auto w = std::make_shared<waiter>(bytes, std::move(handler));
+  auto w = std::make_shared<waiter>(bytes, std::move(handler), get_executor());
   auto slot = boost::asio::get_associated_cancellation_slot(w->handler);
   if (slot.is_connected()) {
     slot.assign(
@@ -138,6 +159,7 @@ void connection::async_reserve_impl(std::size_t bytes,
           auto self = weak_c.lock();
           if (!target || !target->handler || !self) return;
           self->post_reservation(std::move(target->handler), boost::asio::error::operation_aborted, {});
+          target->work = {};
           // Its entry stays until room_freed() or end_reservations() skips it; a waiter behind it may
           // fit now.
           boost::asio::post(self->get_executor(), [self] { self->room_freed(); });

@@ -11,6 +11,7 @@
 //    loopback by options.send_queue_bytes, rdma by its send ring and its peer's credits).
 
 #include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -407,6 +408,30 @@ inline void contract_back_pressure(const pair_factory& make) {
   cancel.emit(boost::asio::cancellation_type::terminal);
   REQUIRE(run_until(io, [&] { return cancelled.has_value(); }));
   CHECK(*cancelled == boost::asio::error::operation_aborted);
+
+  // A wait whose handler runs on another io_context keeps that one from running out of work until
+  // the handler is on its way there; then lets it stop.
+  boost::asio::io_context elsewhere;
+  boost::asio::cancellation_signal cancel_elsewhere;
+  std::optional<boost::system::error_code> ended_elsewhere;
+  pair.client->async_reserve(
+      kSize, boost::asio::bind_executor(
+                 elsewhere,
+                 boost::asio::bind_cancellation_slot(
+                     cancel_elsewhere.slot(), [&](boost::system::error_code e, transport::send_reservation) {
+                       ended_elsewhere = e;
+                     })));
+  CHECK(elsewhere.poll() == 0);
+  CHECK_FALSE(elsewhere.stopped());  // it waits for the reservation's handler
+  cancel_elsewhere.emit(boost::asio::cancellation_type::terminal);
+  REQUIRE(run_until(io, [&] {
+    elsewhere.poll();
+    return ended_elsewhere.has_value();
+  }));
+  CHECK(*ended_elsewhere == boost::asio::error::operation_aborted);
+  io.poll();  // (the cancelled entry leaves the queue)
+  CHECK(elsewhere.poll() == 0);
+  CHECK(elsewhere.stopped());  // nothing of it keeps the other io_context busy any more
 
   // A chain of waiters behind the full queue is served in order once the peer consumes.
   constexpr std::uint64_t kWaiting = 6;
