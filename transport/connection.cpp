@@ -179,9 +179,10 @@ void connection::grant_waiters() {
     boost::system::error_code ec;
     send_reservation r = reserve_now(front.bytes, ec);
     if (ec == boost::asio::error::would_block) return;
-    auto handler = std::move(front.handler);
+    // Posted before the entry (and the work it keeps on the handler's executor) goes: that
+    // io_context must never see its work run out in between.
+    post_reservation(std::move(front.handler), ec, std::move(r));
     waiters_.pop_front();
-    post_reservation(std::move(handler), ec, std::move(r));
   }
 }
 

@@ -452,6 +452,19 @@ inline void contract_back_pressure(const pair_factory& make) {
   }
   in_call = false;
   CHECK_FALSE(completed_inline);
+  // One more, whose handler runs on another io_context: granted there, which never stops meanwhile.
+  boost::asio::io_context granted_elsewhere;
+  bool granted_there = false;
+  pair.client->async_reserve(
+      kSize, boost::asio::bind_executor(
+                 granted_elsewhere, [&](boost::system::error_code e, transport::send_reservation r) {
+                   if (e) {
+                     failure = e;
+                     return;
+                   }
+                   commit_bytes(std::move(r), make_message(accepted + kWaiting, kSize));
+                   granted_there = true;
+                 }));
   // While reservations wait, try_reserve does not overtake them, however small.
   boost::system::error_code ec;
   CHECK_FALSE(pair.client->try_reserve(1, ec));
@@ -460,8 +473,12 @@ inline void contract_back_pressure(const pair_factory& make) {
   auto sh = std::make_shared<recording_handler>();
   pair.server->start(sh);  // the peer consumes now: room comes back
   REQUIRE(run_until(io, [&] { return granted == kWaiting || failure.has_value(); }));
+  REQUIRE(run_until(io, [&] {
+    granted_elsewhere.poll();
+    return granted_there || failure.has_value();
+  }));
   CHECK_FALSE(failure);
-  const std::uint64_t total = accepted + kWaiting;
+  const std::uint64_t total = accepted + kWaiting + 1;
   REQUIRE(run_until(io, [&] { return sh->messages.size() == total; }));
   std::uint64_t bad = 0;
   for (std::uint64_t i = 0; i < total; ++i) bad += is_message(sh->messages[i], i, kSize) ? 0 : 1;
