@@ -307,15 +307,20 @@ send_reservation rdma_connection::reserve_large(std::size_t bytes, boost::system
     data = buffer.memory.get();
     large_.emplace(a->id, std::move(buffer));
   } catch (const std::exception& e) {
+    ring_.release(a->id);
+    ec = boost::asio::error::would_block;  // the one error a caller does not take for the end
+    // Our own large buffers in flight may be what the system's limit is full of: wait for them.
+    if (large_bytes_ > 0) return {};
+    // Nothing of ours to wait for: the message can never go, so the connection ends and tells
+    // everyone why. Posted when it can be: this may run inside room_freed's grants.
     rdmarpc::logger()->warn("rdma {}: cannot register a {}-byte send buffer: {}; ending the connection",
                             remote_address_, bytes, e.what());
-    ring_.release(a->id);
-    // The message cannot go, and a caller told of anything but would_block takes the connection
-    // for ending: so it ends (later: this may run inside room_freed's grants), which completes the
-    // caller's wait and tells everyone why.
-    boost::asio::post(ex_,
-                      [self = self()] { self->fail(make_error_code(errc::registered_memory_exhausted)); });
-    ec = boost::asio::error::would_block;
+    const auto reason = make_error_code(errc::registered_memory_exhausted);
+    try {
+      boost::asio::post(ex_, [self = self(), reason] { self->fail(reason); });
+    } catch (...) {
+      fail(reason);  // (grant_waiters stops at would_block without touching its entry again)
+    }
     return {};
   }
   large_bytes_ += bytes;
@@ -440,8 +445,7 @@ void rdma_connection::prepare_send(const std::byte* data, std::uint32_t lkey, st
   // more than that (every ring message is at most a quarter of it, so a waiting reservation always
   // fits once the rest drained); everything while closing, so the flush can be observed.
   // In ring space: each entry starts on a cache line, so a small message pins a whole line.
-  if (!credit_only)
-    unsignaled_bytes_ += (length + send_ring::kAlignment - 1) / send_ring::kAlignment * send_ring::kAlignment;
+  if (!credit_only) unsignaled_bytes_ += send_ring::footprint(length);
   const bool signaled = must_signal || ++since_signal_ >= options_.signal_every || fills_sq ||
                         unsignaled_bytes_ >= ring_.capacity() / 8 || life_.is_closing();
   if (signaled) {

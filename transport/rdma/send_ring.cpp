@@ -3,7 +3,7 @@
 namespace rdmarpc::transport::rdma {
 
 std::optional<send_ring::allocation> send_ring::allocate(std::size_t bytes) noexcept {
-  const std::size_t length = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  const std::size_t length = footprint(bytes);
   // Empty: start over at the front, the most contiguous room. Not while zero-byte entries are
   // live: releasing one moves tail_ to where it was made.
   if (entries_.empty()) head_ = tail_ = 0;

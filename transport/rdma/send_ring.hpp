@@ -17,6 +17,10 @@ namespace rdmarpc::transport::rdma {
 class send_ring {
  public:
   static constexpr std::size_t kAlignment = 64;  // entries start on cache lines
+  // The ring space an entry of `bytes` takes.
+  static constexpr std::size_t footprint(std::size_t bytes) noexcept {
+    return (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  }
 
   explicit send_ring(std::size_t capacity) noexcept : capacity_(capacity / kAlignment * kAlignment) {}
 
