@@ -27,6 +27,8 @@
 #include <thread>
 #include <vector>
 
+#include "transport/tcp/raw_socket_io.hpp"
+
 namespace {
 
 namespace asio = boost::asio;
@@ -51,7 +53,7 @@ struct settings {
 // with `closed` set at the peer's end of stream; false otherwise (a part, or nothing yet).
 bool read_once(int fd, std::vector<std::byte>& buf, std::size_t& have, std::size_t want, bool& closed) {
   for (;;) {
-    const ssize_t n = ::recv(fd, buf.data() + have, buf.size() - have, 0);
+    const ssize_t n = rdmarpc::transport::tcp::raw_recv(fd, buf.data() + have, buf.size() - have);
     if (n > 0) {
       have += static_cast<std::size_t>(n);
       return have >= want;
@@ -69,7 +71,7 @@ bool read_once(int fd, std::vector<std::byte>& buf, std::size_t& have, std::size
 void send_message(int fd, const std::vector<std::byte>& buf, std::size_t size) {
   std::size_t sent = 0;
   while (sent < size) {
-    const ssize_t n = ::send(fd, buf.data() + sent, size - sent, MSG_NOSIGNAL);
+    const ssize_t n = rdmarpc::transport::tcp::raw_send(fd, buf.data() + sent, size - sent, MSG_NOSIGNAL);
     if (n > 0) {
       sent += static_cast<std::size_t>(n);
     } else if (n < 0 && errno != EINTR) {

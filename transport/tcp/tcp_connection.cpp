@@ -1,8 +1,6 @@
 #include "transport/tcp/tcp_connection.hpp"
 
 #include <sys/socket.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <boost/asio/post.hpp>
@@ -14,6 +12,7 @@
 
 #include "log/log.hpp"
 #include "transport/endpoint.hpp"
+#include "transport/tcp/raw_socket_io.hpp"
 
 namespace rdmarpc::transport::tcp {
 
@@ -25,15 +24,6 @@ constexpr std::chrono::seconds kDrainTimeout{5};
 // A non-blocking recv or send of one buffer straight on the descriptor: what Asio's read_some and
 // write_some do, minus their per-call wrapper (state checks, a message header, error translation:
 // ~100 instructions a call). Errors come as Asio's would: would_block, eof, else the errno.
-// Through syscall(2), not glibc's recv and send: those are pthread cancellation points, and glibc
-// switches asynchronous cancellation on and off around each (~30 instructions a call); nothing in
-// rdmarpc cancels threads.
-ssize_t raw_recv(int fd, void* data, std::size_t size) {
-  return ::syscall(SYS_recvfrom, fd, data, size, 0, nullptr, nullptr);
-}
-ssize_t raw_send(int fd, const void* data, std::size_t size, int flags) {
-  return ::syscall(SYS_sendto, fd, data, size, flags, nullptr, 0);
-}
 
 std::size_t receive_now(int fd, std::span<std::byte> into, boost::system::error_code& ec) {
   for (;;) {
