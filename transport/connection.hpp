@@ -146,7 +146,10 @@ struct connection_stats {
 // Receives what a connection delivers. Both calls come on the connection's executor.
 class connection_handler {
  public:
-  // One call per message, in the order the peer sent them.
+  // One call per message, in the order the peer sent them. Should not throw: an exception leaves
+  // through the executor's run(), and only tcp is built to deliver on after one (rdma may stop
+  // delivering on that connection; loopback holds the rest until the next message). The rpc layer
+  // never lets one through.
   virtual void on_message(received_message message) = 0;
   // Exactly once, last: why the connection ended (errc::closed_locally after close(), else the
   // peer's close or the failure). The connection drops its reference to the handler afterwards.

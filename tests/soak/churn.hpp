@@ -18,11 +18,9 @@ struct churn_options {
   std::string address = "127.0.0.1";
   std::size_t cycles = 1000;
   // Cycles run before the first snapshot, so one-time costs (thread caches, protobuf's descriptor
-  // pool, librdmacm's device contexts) are not counted as a leak. Over rdma some caches grow with
-  // the most connections alive at once (Asio's reactor keeps a 168 B record of every descriptor it
-  // has watched at once, for reuse), and ~40 of them linger in rdma_cm's teardown while cycles run:
-  // that peak is reached after ~100 cycles (kRdmaWarmupCycles). With 20, the measured cycles still
-  // added 7–8 KB of those records, up to the 16 KiB slack once; with 150, ~1 KB.
+  // pool, librdmacm's device contexts) are not counted as a leak. Over rdma also the peak of
+  // connections lingering in teardown (~40), which Asio's reactor keeps a record per descriptor
+  // of: it takes ~100 cycles to reach (tests/soak/README.md).
   std::size_t warmup_cycles = 20;
   static constexpr std::size_t kRdmaWarmupCycles = 100;
   // Heap growth tolerated between the snapshots: caches that fill once and do not grow with the

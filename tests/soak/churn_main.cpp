@@ -22,8 +22,13 @@
 int main(int argc, char** argv) {
   // An exact heap figure needs glibc's per-thread caches off, which only the environment at start
   // can do: start again with it (once; then go on as we are).
-  if (rdmarpc::soak::heap_count_includes_thread_caches() && std::getenv("GLIBC_TUNABLES") == nullptr) {
-    ::setenv("GLIBC_TUNABLES", "glibc.malloc.tcache_count=0", 1);
+  if (rdmarpc::soak::heap_count_includes_thread_caches() &&
+      std::getenv("RDMARPC_CHURN_RESTARTED") == nullptr) {
+    const char* tunables = std::getenv("GLIBC_TUNABLES");
+    const std::string cache_off = "glibc.malloc.tcache_count=0";
+    ::setenv("GLIBC_TUNABLES",
+             tunables ? (std::string(tunables) + ":" + cache_off).c_str() : cache_off.c_str(), 1);
+    ::setenv("RDMARPC_CHURN_RESTARTED", "1", 1);  // once
     ::execv("/proc/self/exe", argv);
     std::perror("rdmarpc_churn: could not restart without malloc's thread caches");
   }
