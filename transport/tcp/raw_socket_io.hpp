@@ -15,7 +15,9 @@
 namespace rdmarpc::transport::tcp {
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-inline ssize_t raw_recv(int fd, void* data, std::size_t size) noexcept { return ::recv(fd, data, size, 0); }
+inline ssize_t raw_recv(int fd, void* data, std::size_t size) noexcept {
+  return ::recv(fd, data, size, 0);
+}
 inline ssize_t raw_send(int fd, const void* data, std::size_t size, int flags) noexcept {
   return ::send(fd, data, size, flags);
 }
