@@ -215,7 +215,8 @@ class connection : public std::enable_shared_from_this<connection>, protected se
 
   // Graceful close: committed messages are flushed first where the transport can (rdma, tcp);
   // then on_close(errc::closed_locally). Waiting async_reserve calls complete with closed_locally.
-  // Idempotent.
+  // Before start(): ends at once, and the peer's on_close says connection_lost (nothing was said on
+  // it, not even a goodbye). Idempotent.
   virtual void close() = 0;
 
   virtual bool is_open() const noexcept = 0;

@@ -102,7 +102,8 @@ void loopback_connection::close() {
     case state::idle:
       end_reason_ = errc::closed_locally;
       state_ = state::closed;
-      notify_peer(errc::closed_by_peer);
+      // Never started, never said goodbye: the peer hears what tcp's and rdma's peers hear then.
+      notify_peer(errc::connection_lost);
       end_reservations(end_reason_);
       return;
     case state::open:
