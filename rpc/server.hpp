@@ -52,7 +52,7 @@ struct server_options {
   std::map<std::string, std::size_t, std::less<>> max_request_bytes_by_method;
   // Connections served at once, in all and from one peer address (its host, whatever the port).
   // A connection beyond either is closed as soon as it is accepted (its client sees UNAVAILABLE,
-  // closed_by_peer); refusals are logged (the first at warning level, the rest at debug).
+  // connection_lost); refusals are logged (the first at warning level, the rest at debug).
   std::size_t max_connections = 10000;
   // Each stream's receive window: the bytes and messages a client may send ahead of the handler's
   // reads (what a stream whose handler stopped reading holds in memory, plus one message). Never
@@ -73,7 +73,7 @@ struct server_options {
   bool watch_device_events = true;
   // Admission: sees each new connection's peer (address, transport, host) before the limits above
   // and may refuse it (false). A refused connection is closed as soon as it is accepted, as one
-  // beyond max_connections: the client's calls fail UNAVAILABLE (closed_by_peer) and a channel
+  // beyond max_connections: the client's calls fail UNAVAILABLE (connection_lost) and a channel
   // reconnects with its backoff. Runs where the connection is accepted (the server's executor) or
   // on the thread calling serve(); keep it quick, the next accept waits for it. An exception
   // refuses the connection. Empty: every connection is admitted.

@@ -148,6 +148,8 @@ void connection::async_reserve_impl(std::size_t bytes,
   boost::system::error_code ec;
   send_reservation r = try_reserve(bytes, ec);
   if (ec != boost::asio::error::would_block) return post_reservation(std::move(handler), ec, std::move(r));
+  // (Ended inside try_reserve: end_reservations ran before this waiter was queued.)
+  if (!is_open()) return post_reservation(std::move(handler), errc::not_connected, {});
   auto w = std::make_shared<waiter>(bytes, std::move(handler), get_executor());
   auto slot = boost::asio::get_associated_cancellation_slot(w->handler);
   if (slot.is_connected()) {

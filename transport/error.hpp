@@ -11,7 +11,7 @@ namespace rdmarpc::transport {
 enum class errc {
   // 0 is success
   closed_locally = 1,  // close() was called on this side
-  closed_by_peer,      // the peer closed gracefully (rdma_disconnect / FIN / loopback close)
+  closed_by_peer,      // the peer closed gracefully, after its goodbye (a close before start is not)
   connection_lost,     // the peer vanished: process death, QP error, reset, keepalive timeout
   message_too_large,   // larger than the negotiated maximum message size; nothing was sent
   protocol_error,      // the peer sent something malformed; the connection was closed

@@ -319,7 +319,7 @@ send_reservation rdma_connection::reserve_large(std::size_t bytes, boost::system
     try {
       boost::asio::post(ex_, [self = self(), reason] { self->fail(reason); });
     } catch (...) {
-      fail(reason);  // (grant_waiters stops at would_block without touching its entry again)
+      // No memory even for that: the next grant tries again (failing here could throw too).
     }
     return {};
   }
