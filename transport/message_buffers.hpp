@@ -22,8 +22,9 @@ namespace rdmarpc::transport {
 // One message's memory, from reservation to the send queue (or the peer) to the receiver and
 // back to a spare list.
 struct message_block {
-  std::size_t size = 0;     // headroom + message
-  std::size_t counted = 0;  // bytes of a reservation counted in the queue until written
+  std::size_t size = 0;           // headroom + message
+  std::size_t counted = 0;        // bytes of a reservation counted in the queue until written
+  message_block* next = nullptr;  // the one behind it in a message_queue
 
   std::byte* data() noexcept { return storage.data(); }
   const std::byte* data() const noexcept { return storage.data(); }
@@ -119,6 +120,47 @@ class message_buffers {
   std::size_t queued_ = 0;                   // reserved or taken, not yet written
   std::array<buffer, kSpareBuffers> spare_;  // recycled buffers: the first spares_
   std::size_t spares_ = 0;
+};
+
+// A FIFO of message buffers, linked through the blocks themselves: pushing and popping touch two
+// pointers and never allocate (a connection's send queue, one push and one pop per message).
+class message_queue {
+ public:
+  message_queue() noexcept = default;
+  message_queue(const message_queue&) = delete;
+  message_queue& operator=(const message_queue&) = delete;
+  ~message_queue() { clear(); }
+
+  bool empty() const noexcept { return head_ == nullptr; }
+  bool has_one() const noexcept { return head_ != nullptr && head_ == tail_; }
+  std::size_t size() const noexcept { return size_; }
+  message_block& front() noexcept { return *head_; }
+  // The first block, to walk the queue through `next` (gathered writes).
+  const message_block* first() const noexcept { return head_; }
+
+  void push_back(message_buffers::buffer b) noexcept {
+    message_block* block = b.release();
+    block->next = nullptr;
+    (tail_ != nullptr ? tail_->next : head_) = block;
+    tail_ = block;
+    ++size_;
+  }
+  message_buffers::buffer pop_front() noexcept {
+    message_block* block = head_;
+    head_ = block->next;
+    if (head_ == nullptr) tail_ = nullptr;
+    block->next = nullptr;
+    --size_;
+    return message_buffers::buffer(block);
+  }
+  void clear() noexcept {
+    while (!empty()) pop_front();
+  }
+
+ private:
+  message_block* head_ = nullptr;
+  message_block* tail_ = nullptr;
+  std::size_t size_ = 0;
 };
 
 }  // namespace rdmarpc::transport

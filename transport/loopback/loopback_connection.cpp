@@ -124,9 +124,7 @@ void loopback_connection::close() {
 void loopback_connection::pump() {
   while (!delaying_ && (state_ == state::open || state_ == state::closing) && !send_queue_.empty() &&
          in_flight_ < options_.capacity) {
-    message_buffers::buffer message = std::move(send_queue_.front());
-    send_queue_.pop_front();
-    if (!send_one(std::move(message))) return;
+    if (!send_one(send_queue_.pop_front())) return;
   }
   if (state_ == state::open) room_freed();
   maybe_finish_close();

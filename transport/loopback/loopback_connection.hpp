@@ -91,9 +91,9 @@ class loopback_connection final : public connection, public received_message::ow
   bool close_reported_ = false;           // a handler got on_close
   bool notified_peer_ = false;            // the peer was told we ended (closed_by_peer / connection_lost)
   std::shared_ptr<connection_handler> handler_;
-  message_buffers buffers_;                         // reservations, and the bytes not yet handed over
-  std::deque<message_buffers::buffer> send_queue_;  // committed, not yet handed to the peer
-  std::size_t in_flight_ = 0;                       // handed to the peer, not yet delivered there
+  message_buffers buffers_;     // reservations, and the bytes not yet handed over
+  message_queue send_queue_;    // committed, not yet handed to the peer
+  std::size_t in_flight_ = 0;   // handed to the peer, not yet delivered there
   std::size_t owed_ = 0;        // the peer's messages delivered, capacity not yet returned
   std::size_t return_every_;    // owed_ that is returned on its own: half the capacity
   std::uint64_t sequence_ = 0;  // messages taken off send_queue_ so far

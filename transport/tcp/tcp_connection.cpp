@@ -93,7 +93,7 @@ void tcp_connection::start(std::shared_ptr<connection_handler> handler) {
   if (state_ != state::idle) return;
   handler_ = std::move(handler);
   state_ = state::open;
-  start_read();
+  start_read(self());
 }
 
 send_reservation tcp_connection::reserve_now(std::size_t bytes, boost::system::error_code& ec) {
@@ -157,7 +157,7 @@ void tcp_connection::close() {
 
 // --- receiving ---------------------------------------------------------------------------------
 
-void tcp_connection::start_read() {
+void tcp_connection::start_read(std::shared_ptr<tcp_connection> self) {
   if (reading_) return;
   if (wait_before_read_ && !last_read_filled_) {
     // The usual case (a peer that answers): nothing to read yet. A recv now would only fail.
@@ -165,7 +165,9 @@ void tcp_connection::start_read() {
     on_executor(
         ex_, through_strand_,
         [&](auto handler) { socket_.async_wait(socket_type::wait_read, std::move(handler)); },
-        [self = self()](boost::system::error_code ec) { self->on_readable(ec); });
+        [self = std::move(self)](boost::system::error_code ec) mutable {
+          self->on_readable(ec, std::move(self));
+        });
     return;
   }
   const std::span<std::byte> space = begin_read();
@@ -174,10 +176,12 @@ void tcp_connection::start_read() {
       [&](auto handler) {
         socket_.async_read_some(boost::asio::buffer(space.data(), space.size()), std::move(handler));
       },
-      [self = self()](boost::system::error_code ec, std::size_t n) { self->on_read(ec, n); });
+      [self = std::move(self)](boost::system::error_code ec, std::size_t n) mutable {
+        self->on_read(ec, n, std::move(self));
+      });
 }
 
-void tcp_connection::on_readable(boost::system::error_code ec) {
+void tcp_connection::on_readable(boost::system::error_code ec, std::shared_ptr<tcp_connection>&& self) {
   std::size_t n = 0;
   if (!ec && state_ != state::closed) {  // (closed: on_read lets the framer go)
     const std::span<std::byte> space = begin_read();
@@ -185,13 +189,14 @@ void tcp_connection::on_readable(boost::system::error_code ec) {
     // Woken for nothing. (error_code's == is out of line: not asked after a read that worked.)
     if (ec && (ec == boost::asio::error::would_block || ec == boost::asio::error::try_again)) [[unlikely]] {
       reading_ = false;
-      return start_read();
+      return start_read(std::move(self));
     }
   }
-  on_read(ec, n);
+  on_read(ec, n, std::move(self));
 }
 
-void tcp_connection::on_read(boost::system::error_code ec, std::size_t n) {
+void tcp_connection::on_read(boost::system::error_code ec, std::size_t n,
+                             std::shared_ptr<tcp_connection>&& self) {
   reading_ = false;
   last_read_filled_ = n == read_offered_;
   if (state_ == state::closed) {
@@ -206,7 +211,7 @@ void tcp_connection::on_read(boost::system::error_code ec, std::size_t n) {
       socket_.close(ec);
       return;
     }
-    start_read();
+    start_read(std::move(self));
     return;
   }
   if (ec) {
@@ -234,7 +239,8 @@ void tcp_connection::on_read(boost::system::error_code ec, std::size_t n) {
   }
   uncork(false);
   if (!more) return;
-  if (state_ == state::open || state_ == state::closing || state_ == state::draining) start_read();
+  if (state_ == state::open || state_ == state::closing || state_ == state::draining)
+    start_read(std::move(self));
 }
 
 // When a handler's exception is leaving on_read, the rest of the buffered frames are parsed in a
@@ -248,7 +254,7 @@ void tcp_connection::uncork(bool unwinding) noexcept {
         if (!self->parse_frames()) return;
         if (self->state_ == state::open || self->state_ == state::closing ||
             self->state_ == state::draining) {
-          self->start_read();
+          self->start_read(self);
         }
       });
     }
@@ -314,8 +320,8 @@ void tcp_connection::flush() {
   boost::system::error_code ec;
   std::size_t written = 0;
   std::size_t offered = 0;
-  if (send_queue_.size() == 1) {  // the common case: one frame, a plain send without a gather list
-    const auto frame = send_queue_.front()->bytes();
+  if (send_queue_.has_one()) {  // the common case: one frame, a plain send without a gather list
+    const auto frame = send_queue_.front().bytes();
     offered = frame.size() - send_offset_;
     written = send_now(socket_.native_handle(), frame.subspan(send_offset_), ec);
   } else {
@@ -337,9 +343,9 @@ void tcp_connection::flush() {
 }
 
 std::size_t tcp_connection::fill_gather() {
-  const std::size_t frames = std::min(send_queue_.size(), gather_.size());
-  for (std::size_t i = 0; i < frames; ++i) {
-    gather_[i] = boost::asio::buffer(send_queue_[i]->data(), send_queue_[i]->size);
+  std::size_t frames = 0;
+  for (const message_block* b = send_queue_.first(); b != nullptr && frames < gather_.size(); b = b->next) {
+    gather_[frames++] = boost::asio::buffer(b->data(), b->size);
   }
   gather_[0] += send_offset_;
   return frames;
@@ -378,22 +384,21 @@ void tcp_connection::on_written(boost::system::error_code ec, std::size_t bytes)
 
 void tcp_connection::consume_written(std::size_t bytes) {
   while (bytes > 0 && !send_queue_.empty()) {
-    const std::size_t left = send_queue_.front()->size - send_offset_;
+    const std::size_t left = send_queue_.front().size - send_offset_;
     if (bytes < left) {
       send_offset_ += bytes;
       return;
     }
     bytes -= left;
     send_offset_ = 0;
-    const bool goodbye = state_ == state::closing && send_queue_.size() == 1;  // always the last
+    const bool goodbye = state_ == state::closing && send_queue_.has_one();  // always the last
     if (!goodbye) {
-      const std::size_t size = send_queue_.front()->size - kHeaderSize;
+      const std::size_t size = send_queue_.front().size - kHeaderSize;
       ++stats_.messages_sent;
       stats_.bytes_sent += size;
       buffers_.written(size);
     }
-    buffers_.recycle(std::move(send_queue_.front()));
-    send_queue_.pop_front();
+    buffers_.recycle(send_queue_.pop_front());
   }
 }
 
@@ -445,7 +450,7 @@ void tcp_connection::finish(boost::system::error_code reason, bool hard) {
     return;
   }
   state_ = state::draining;
-  start_read();
+  start_read(self());
   drain_timer_.expires_after(kDrainTimeout);
   drain_timer_.async_wait([self = self()](boost::system::error_code ec) {
     if (ec || self->state_ != state::draining) return;

@@ -12,7 +12,6 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <deque>
 #include <exception>
 #include <span>
 #include <vector>
@@ -80,9 +79,12 @@ class tcp_connection final : public connection, public received_message::owner {
     closed,
   };
 
-  void start_read();
-  void on_read(boost::system::error_code ec, std::size_t n);
-  void on_readable(boost::system::error_code ec);  // a readiness wait ended: read at once
+  // `self` keeps the connection alive while the read is pending: each completion hands its own on
+  // to the next read (no shared_from_this per read).
+  void start_read(std::shared_ptr<tcp_connection> self);
+  void on_read(boost::system::error_code ec, std::size_t n, std::shared_ptr<tcp_connection>&& self);
+  // A readiness wait ended: read at once.
+  void on_readable(boost::system::error_code ec, std::shared_ptr<tcp_connection>&& self);
   // The framer's space for a read that starts now (reading_).
   std::span<std::byte> begin_read() {
     reading_ = false;  // read_space() may allocate: were it to throw, a later start_read still reads
@@ -137,7 +139,7 @@ class tcp_connection final : public connection, public received_message::owner {
   // committed but not fully written yet; the first `writing_` of them are in the current async
   // write.
   message_buffers buffers_;
-  std::deque<message_buffers::buffer> send_queue_;
+  message_queue send_queue_;
   std::size_t send_offset_ = 0;  // bytes of send_queue_.front() already written
   std::size_t writing_ = 0;
   std::size_t offered_ = 0;  // bytes the current async write offered
