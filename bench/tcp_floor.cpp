@@ -1,7 +1,8 @@
 // tcp_floor: the least user-space work a request/reply round trip (64 B each way, 1 in flight) over
 // a loopback tcp socket takes between two threads of one process, with no rpc at all: the sockets
-// driven by Asio as rdmarpc's tcp transport drives them (an io_context(1) per thread, async_wait
-// for readability, then recv and send straight on the descriptor), or by a bare epoll loop. Run
+// driven by Asio as rdmarpc's tcp transport drives them (an io_context per thread with the hint
+// UNSAFE_IO, as rdmarpc_echo_bench runs its own; async_wait for readability, then recv and send
+// straight on the descriptor), or by a bare epoll loop. Run
 // under callgrind by bench/compare next to rdmarpc's tcp echo: what the event loop alone costs per
 // call, and so how much of rdmarpc's count is its own work.
 //
@@ -144,8 +145,9 @@ void exchange(int server_fd, int client_fd, ServerSide&& serve, ClientSide&& run
 }
 
 void run_asio(const settings& s, std::uint64_t total) {
-  asio::io_context server_io(1);  // each run by one thread, as the README recommends
-  asio::io_context client_io(1);
+  // Each run by one thread, as the README recommends (Latency tips) and rdmarpc_echo_bench does.
+  asio::io_context server_io(BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO);
+  asio::io_context client_io(BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO);
   asio::basic_socket_acceptor<asio::ip::tcp, asio::io_context::executor_type> acceptor(
       server_io.get_executor(), asio::ip::tcp::endpoint(asio::ip::address_v4::loopback(), 0));
   socket_type client(client_io.get_executor());

@@ -84,7 +84,7 @@ class server::impl final : public server_connection::owner,
     if (!options_.transport.device_events && options_.watch_device_events)
       options_.transport.device_events = transport::make_device_event_monitor(ex_);
     for (std::size_t i = 0; i < options_.threads; ++i) {
-      contexts_.push_back(std::make_shared<boost::asio::io_context>(1));
+      contexts_.push_back(std::make_shared<boost::asio::io_context>(BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO));
       guards_.emplace_back(contexts_.back()->get_executor());
     }
     for (auto& ctx : contexts_) threads_.emplace_back([c = ctx.get()] { c->run(); });
@@ -145,10 +145,16 @@ class server::impl final : public server_connection::owner,
       throw boost::system::system_error(ep.error(), "rdmarpc::server::listen(" + std::string(uri) + ")");
     std::shared_ptr<transport::listener> l = transport::make_listener(ex_, *ep, options_.transport);
     auto bound = l->local_endpoint();
+    bool after_shutdown = false;
     {
       std::lock_guard lock(mutex_);
-      if (shutting_down_) throw std::logic_error("rdmarpc::server::listen after shutdown");
-      listeners_.push_back(l);
+      after_shutdown = shutting_down_;
+      if (!after_shutdown) listeners_.push_back(l);
+    }
+    if (after_shutdown) {
+      // Let go of on ex_: its descriptors are ex_'s thread's to touch (the hint UNSAFE_IO, README).
+      boost::asio::post(ex_, [l = std::move(l)]() mutable { l.reset(); });
+      throw std::logic_error("rdmarpc::server::listen after shutdown");
     }
     rdmarpc::logger()->info("rdmarpc server: listening on {}", bound.to_uri());
     boost::asio::post(ex_, [self = shared_from_this(), l] { self->accept_next(l); });

@@ -63,9 +63,16 @@ device_event_monitor::device_event_monitor(const boost::asio::any_io_executor& e
     : ex_(boost::asio::make_strand(ex)) {}
 
 // No handler of ours runs now (each holds the monitor while it runs). Destroying the readers lets
-// go of their fds, cancelling the waits; the reactor's own locking makes that safe from whichever
-// thread drops the last reference.
-device_event_monitor::~device_event_monitor() = default;
+// go of their fds, cancelling the waits: that touches the reactor's state of each fd, which only
+// ex_'s thread may do when its io_context runs without per-descriptor locks (the concurrency hint
+// UNSAFE_IO, README), so it happens there. (Were even the post to fail, here.)
+device_event_monitor::~device_event_monitor() {
+  if (readers_.empty()) return;
+  try {
+    boost::asio::post(ex_, [readers = std::move(readers_)]() mutable { readers.clear(); });
+  } catch (...) {
+  }
+}
 
 device_event_monitor::subscription device_event_monitor::subscribe(const device_event_target& target,
                                                                    end_callback on_end) {

@@ -348,7 +348,9 @@ class rdma_listener::core final : public std::enable_shared_from_this<core>, pub
 rdma_listener::rdma_listener(boost::asio::any_io_executor ex, const endpoint& ep,
                              const connection_options& options)
     : core_(std::make_shared<core>(std::move(ex), ep, options)) {
-  core_->start();
+  // On the executor: the first wait on the cm fd must start on the thread that runs it (the
+  // caller's may be another while it runs; see device_event_monitor's destructor).
+  boost::asio::post(core_->executor(), [core = core_] { core->start(); });
 }
 
 rdma_listener::~rdma_listener() {

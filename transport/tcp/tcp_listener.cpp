@@ -1,9 +1,14 @@
 #include "transport/tcp/tcp_listener.hpp"
 
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <boost/asio/append.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/system/system_error.hpp>
+#include <cerrno>
 
 #include "log/log.hpp"
 #include "transport/io_context_of.hpp"
@@ -22,16 +27,37 @@ boost::asio::ip::tcp::endpoint resolve_local(const boost::asio::any_io_executor&
       resolver.resolve(ep.host, std::to_string(ep.port), boost::asio::ip::tcp::resolver::passive);
   return results.begin()->endpoint();
 }
+
+[[noreturn]] void throw_errno(const char* what) {
+  throw boost::system::system_error(boost::system::error_code(errno, boost::system::system_category()), what);
+}
+
+// A socket bound and listening on `local`, made without the acceptor: an Asio socket is registered
+// with its io_context's reactor from the moment it opens, and destroying one whose bind failed
+// would touch that reactor from the thread calling listen(), which only the io_context's own
+// thread may do under the concurrency hint UNSAFE_IO (README). The acceptor takes it when ready.
+int listening_socket(const boost::asio::ip::tcp::endpoint& local) {
+  const int fd = ::socket(local.protocol().family(), SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
+  if (fd < 0) throw_errno("socket");
+  const auto fail = [fd](const char* what) {
+    const int error = errno;
+    ::close(fd);
+    errno = error;
+    throw_errno(what);
+  };
+  const int on = 1;
+  if (::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0) fail("setsockopt(SO_REUSEADDR)");
+  if (::bind(fd, local.data(), static_cast<socklen_t>(local.size())) != 0) fail("bind");
+  if (::listen(fd, SOMAXCONN) != 0) fail("listen");
+  return fd;
+}
 }  // namespace
 
 tcp_listener::tcp_listener(boost::asio::any_io_executor ex, const endpoint& ep,
                            const connection_options& options)
     : ex_(std::move(ex)), acceptor_(ex_), options_(options) {
   const auto local = resolve_local(ex_, ep);
-  acceptor_.open(local.protocol());
-  acceptor_.set_option(boost::asio::ip::tcp::acceptor::reuse_address(true));
-  acceptor_.bind(local);
-  acceptor_.listen();
+  acceptor_.assign(local.protocol(), listening_socket(local));
   const auto bound = acceptor_.local_endpoint();
   bound_ = endpoint{scheme::tcp, bound.address().to_string(), bound.port()};
   rdmarpc::logger()->debug("tcp: listening on {}", bound_.to_uri());
