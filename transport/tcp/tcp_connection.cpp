@@ -338,6 +338,11 @@ void tcp_connection::flush() {
     }
     return on_write_failed(ec);
   }
+  if (!socket_full_ && state_ == state::open && send_queue_.has_one()) [[likely]] {
+    // The usual case: the one frame queued left whole (and it is no goodbye: we are open).
+    frame_written(false);
+    return room_freed();
+  }
   consume_written(written);
   after_write();
 }
@@ -390,16 +395,19 @@ void tcp_connection::consume_written(std::size_t bytes) {
       return;
     }
     bytes -= left;
-    send_offset_ = 0;
-    const bool goodbye = state_ == state::closing && send_queue_.has_one();  // always the last
-    if (!goodbye) {
-      const std::size_t size = send_queue_.front().size - kHeaderSize;
-      ++stats_.messages_sent;
-      stats_.bytes_sent += size;
-      buffers_.written(size);
-    }
-    buffers_.recycle(send_queue_.pop_front());
+    frame_written(state_ == state::closing && send_queue_.has_one());  // the goodbye is always the last
   }
+}
+
+void tcp_connection::frame_written(bool goodbye) noexcept {
+  send_offset_ = 0;
+  if (!goodbye) {
+    const std::size_t size = send_queue_.front().size - kHeaderSize;
+    ++stats_.messages_sent;
+    stats_.bytes_sent += size;
+    buffers_.written(size);
+  }
+  buffers_.recycle(send_queue_.pop_front());
 }
 
 void tcp_connection::after_write() {

@@ -111,8 +111,9 @@ class tcp_connection final : public connection, public received_message::owner {
   std::size_t fill_gather();  // gather_ over the queued frames; returns how many
   void start_write();         // async write of what flush could not write at once
   void on_written(boost::system::error_code ec, std::size_t bytes);
-  void consume_written(std::size_t bytes);  // drops the frames (fully) written
-  void after_write();                       // room for waiters; more to write, or the shutdown
+  void consume_written(std::size_t bytes);    // drops the frames (fully) written
+  void frame_written(bool goodbye) noexcept;  // the first frame queued left whole: drops it
+  void after_write();                         // room for waiters; more to write, or the shutdown
   void on_write_failed(const boost::system::error_code& ec);
   void shutdown_send();
   // Ends the cork on_read holds while it delivers a read's messages (commits only queue meanwhile)

@@ -14,7 +14,7 @@ tcp_framer::tcp_framer(std::size_t max_message_size, std::size_t buffer_size, st
   buffers_[0].bytes.resize(buffer_size_);
 }
 
-std::span<std::byte> tcp_framer::read_space() {
+std::span<std::byte> tcp_framer::read_space_any() {
   if (in_body_) {
     body_read_at_ = body_.size();
     const std::size_t chunk = std::min(body_chunk_, body_length_ - body_read_at_);

@@ -46,7 +46,15 @@ class tcp_framer {
                       std::size_t body_chunk = kDefaultBodyChunk);
 
   // Where the next read goes (never empty). Inside a large frame: the next chunk of its body.
-  std::span<std::byte> read_space();
+  // Inline: the usual case, everything parsed and nothing lent, reads into the whole buffer.
+  std::span<std::byte> read_space() {
+    read_buffer& b = buffers_[current_];
+    if (!in_body_ && begin_ == end_ && b.lent == 0) [[likely]] {
+      begin_ = end_ = 0;
+      return {b.bytes.data(), buffer_size_};
+    }
+    return read_space_any();
+  }
   // `n` bytes were read into the last read_space().
   void commit(std::size_t n) noexcept;
   // The next complete thing in what was committed. After after_goodbye or too_large the stream
@@ -105,7 +113,8 @@ class tcp_framer {
     std::vector<std::byte> bytes;
     std::size_t lent = 0;  // messages in it not given back yet
   };
-  event next_any();  // next(), every case
+  event next_any();                       // next(), every case
+  std::span<std::byte> read_space_any();  // read_space(), every case
 
   // Nothing unparsed any more; the window starts again at 0 unless messages are lent before it.
   void empty_window() noexcept;
