@@ -143,6 +143,10 @@ class server::impl final : public server_connection::owner,
     auto ep = transport::parse_endpoint(uri);
     if (!ep)
       throw boost::system::system_error(ep.error(), "rdmarpc::server::listen(" + std::string(uri) + ")");
+    {
+      std::lock_guard lock(mutex_);
+      if (shutting_down_) throw std::logic_error("rdmarpc::server::listen after shutdown");
+    }
     std::shared_ptr<transport::listener> l = transport::make_listener(ex_, *ep, options_.transport);
     auto bound = l->local_endpoint();
     bool after_shutdown = false;
@@ -151,7 +155,7 @@ class server::impl final : public server_connection::owner,
       after_shutdown = shutting_down_;
       if (!after_shutdown) listeners_.push_back(l);
     }
-    if (after_shutdown) {
+    if (after_shutdown) {  // (began while the listener was made)
       // Let go of on ex_: its descriptors are ex_'s thread's to touch (the hint UNSAFE_IO, README).
       boost::asio::post(ex_, [l = std::move(l)]() mutable { l.reset(); });
       throw std::logic_error("rdmarpc::server::listen after shutdown");

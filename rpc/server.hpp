@@ -27,7 +27,10 @@
 namespace rdmarpc {
 
 struct server_options {
-  std::size_t threads = 0;  // extra io_context threads for connections
+  // Extra io_context threads for connections, each context built with the concurrency hint
+  // BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO (README, Latency tips): a handler that uses its own
+  // sockets or descriptors on server_context::get_executor() must do so from that thread only.
+  std::size_t threads = 0;
   // Calls and streams running or waiting for send room to reply, per connection. Beyond it requests are
   // refused with RESOURCE_EXHAUSTED; refusals wait for send room like replies, and a peer that
   // lets this many refusals wait too (it does not read its responses) is disconnected.

@@ -17,6 +17,8 @@
 // Layer: transport (rdma). Threading: subscribe() and subscriptions from any thread; events are
 // read and callbacks run on a strand of the monitor's executor, whose io_context must outlive the
 // monitor. Once a subscription's reset() returns its callback is not running and never runs.
+// Destroyed, it lets go of the devices' fds on that executor (where their waits run), so they stay
+// watched until the io_context runs once more, or is destroyed.
 
 #include <boost/asio/any_io_executor.hpp>
 #include <cstdint>

@@ -57,7 +57,13 @@ tcp_listener::tcp_listener(boost::asio::any_io_executor ex, const endpoint& ep,
                            const connection_options& options)
     : ex_(std::move(ex)), acceptor_(ex_), options_(options) {
   const auto local = resolve_local(ex_, ep);
-  acceptor_.assign(local.protocol(), listening_socket(local));
+  const int fd = listening_socket(local);
+  boost::system::error_code ec;
+  acceptor_.assign(local.protocol(), fd, ec);  // (Asio keeps an fd it failed to register open)
+  if (ec) {
+    ::close(fd);
+    throw boost::system::system_error(ec, "assign");
+  }
   const auto bound = acceptor_.local_endpoint();
   bound_ = endpoint{scheme::tcp, bound.address().to_string(), bound.port()};
   rdmarpc::logger()->debug("tcp: listening on {}", bound_.to_uri());
