@@ -7,26 +7,12 @@
 #include <boost/asio/defer.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/error.hpp>
-#include <boost/asio/execution/outstanding_work.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/prefer.hpp>
 #include <cstring>
 
+#include "transport/track_work.hpp"
+
 namespace rdmarpc::transport {
-
-namespace {
-
-// Outstanding work on the executor `handler` runs on, until the handler is on its way: an
-// asynchronous operation keeps that executor's io_context from running out of work while it waits
-// (Asio's rule), also when it is not the connection's.
-boost::asio::any_completion_executor track_work(
-    const boost::asio::any_completion_handler<connection::reserve_signature>& handler,
-    const boost::asio::any_io_executor& fallback) {
-  return boost::asio::prefer(boost::asio::get_associated_executor(handler, fallback),
-                             boost::asio::execution::outstanding_work.tracked);
-}
-
-}  // namespace
 
 // One waiting async_reserve. Shared with its cancellation slot, which may outlive the queue entry.
 struct connection::waiter {

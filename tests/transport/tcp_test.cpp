@@ -2,6 +2,7 @@
 // the wire, malformed input from a raw socket, EOF handling, connect errors and the listener.
 #include <unistd.h>
 
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/strand.hpp>
@@ -112,6 +113,53 @@ TEST_CASE("tcp: closing the listener aborts a pending accept", "[tcp][listener]"
   accept_into(*l, io, again);
   REQUIRE(run_until(io, [&] { return again.done; }));
   CHECK(again.ec == boost::asio::error::operation_aborted);
+}
+
+TEST_CASE("tcp: a pending accept keeps the io_context its handler runs on from running out of work",
+          "[tcp][listener]") {
+  boost::asio::io_context io;
+  boost::asio::io_context elsewhere;  // where the handlers run
+  auto l = transport::make_listener(io.get_executor(), any_port(), {});
+  accepted a;
+  l->async_accept(io.get_executor(),
+                  boost::asio::bind_executor(elsewhere, [&a](boost::system::error_code ec,
+                                                             std::shared_ptr<transport::connection> c) {
+                    a = {ec, std::move(c), true};
+                  }));
+  CHECK(elsewhere.poll() == 0);
+  CHECK_FALSE(elsewhere.stopped());  // it waits for the accept's handler
+  accepted client;
+  transport::async_connect(io.get_executor(), l->local_endpoint(), {},
+                           [&client](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
+                             client = {ec, std::move(c), true};
+                           });
+  REQUIRE(run_until(io, [&] {
+    elsewhere.poll();
+    return a.done && client.done;
+  }));
+  CHECK_FALSE(a.ec);
+  CHECK(a.connection);
+  CHECK(elsewhere.poll() == 0);
+  CHECK(elsewhere.stopped());  // nothing of it keeps the other io_context busy any more
+
+  // The same for an accept that ends when the listener closes.
+  elsewhere.restart();
+  accepted aborted;
+  l->async_accept(io.get_executor(),
+                  boost::asio::bind_executor(elsewhere, [&aborted](boost::system::error_code ec,
+                                                                   std::shared_ptr<transport::connection> c) {
+                    aborted = {ec, std::move(c), true};
+                  }));
+  CHECK(elsewhere.poll() == 0);
+  CHECK_FALSE(elsewhere.stopped());
+  l->close();
+  REQUIRE(run_until(io, [&] {
+    elsewhere.poll();
+    return aborted.done;
+  }));
+  CHECK(aborted.ec == boost::asio::error::operation_aborted);
+  CHECK(elsewhere.poll() == 0);
+  CHECK(elsewhere.stopped());
 }
 
 TEST_CASE("tcp: connect to a port nobody listens on is unreachable", "[tcp][connect]") {

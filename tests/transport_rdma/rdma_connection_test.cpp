@@ -4,6 +4,7 @@
 
 #include "transport/rdma/rdma_connection.hpp"
 
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -385,4 +386,59 @@ TEST_CASE("rdma connect by host name resolves it, then connects") {
       [&](boost::system::error_code ec, std::shared_ptr<transport::connection>) { result = ec; });
   REQUIRE(run_until(io, [&] { return result.has_value(); }));
   CHECK(*result == errc::unreachable);
+}
+
+// Asio's rule, as for tcp: a pending accept keeps the io_context its handler runs on busy until
+// the handler is on its way there (the listener's own executor is another one).
+TEST_CASE(
+    "rdma listener: a pending accept keeps the io_context its handler runs on from running out of work") {
+  boost::asio::io_context io;
+  boost::asio::io_context elsewhere;
+  constexpr std::uint16_t kPort = 7516;
+  auto listener = transport::rdma::make_listener(io.get_executor(), rdma_endpoint(kPort), {});
+  std::optional<boost::system::error_code> accepted;
+  std::shared_ptr<transport::connection> server;
+  listener->async_accept(io.get_executor(),
+                         boost::asio::bind_executor(elsewhere, [&](boost::system::error_code ec,
+                                                                   std::shared_ptr<transport::connection> c) {
+                           accepted = ec;
+                           server = std::move(c);
+                         }));
+  CHECK(elsewhere.poll() == 0);
+  CHECK_FALSE(elsewhere.stopped());  // it waits for the accept's handler
+  std::optional<boost::system::error_code> connected;
+  std::shared_ptr<transport::connection> client;
+  transport::rdma::async_connect(io.get_executor(), rdma_endpoint(kPort), {},
+                                 [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
+                                   connected = ec;
+                                   client = std::move(c);
+                                 });
+  REQUIRE(run_until(io, [&] {
+    elsewhere.poll();
+    return accepted.has_value() && connected.has_value();
+  }));
+  CHECK_FALSE(*accepted);
+  CHECK_FALSE(*connected);
+  CHECK(elsewhere.poll() == 0);
+  CHECK(elsewhere.stopped());  // nothing of it keeps the other io_context busy any more
+
+  // The same for an accept that ends when the listener closes.
+  elsewhere.restart();
+  accepted.reset();
+  listener->async_accept(
+      io.get_executor(),
+      boost::asio::bind_executor(elsewhere, [&](boost::system::error_code ec,
+                                                std::shared_ptr<transport::connection>) { accepted = ec; }));
+  CHECK(elsewhere.poll() == 0);
+  CHECK_FALSE(elsewhere.stopped());
+  listener->close();
+  REQUIRE(run_until(io, [&] {
+    elsewhere.poll();
+    return accepted.has_value();
+  }));
+  CHECK(*accepted == boost::asio::error::operation_aborted);
+  CHECK(elsewhere.poll() == 0);
+  CHECK(elsewhere.stopped());
+  if (client) client->close();  // never started: they end at once
+  if (server) server->close();
 }

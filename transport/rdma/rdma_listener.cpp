@@ -22,6 +22,7 @@
 #include "transport/rdma/qp_resources.hpp"
 #include "transport/rdma/rdma_connection.hpp"
 #include "transport/rdma/wire.hpp"
+#include "transport/track_work.hpp"
 
 namespace rdmarpc::transport::rdma {
 namespace {
@@ -84,7 +85,8 @@ class rdma_listener::core final : public std::enable_shared_from_this<core>, pub
                                                  std::shared_ptr<connection>()));
       return;
     }
-    waiters_.push_back({std::move(cex), std::move(handler)});
+    auto work = track_work(handler, ex_);
+    waiters_.push_back({std::move(cex), std::move(handler), std::move(work)});
     serve();
   }
 
@@ -111,6 +113,7 @@ class rdma_listener::core final : public std::enable_shared_from_this<core>, pub
   struct waiter {
     boost::asio::any_io_executor executor;
     boost::asio::any_completion_handler<connect_signature> handler;
+    boost::asio::any_completion_executor work;  // track_work(handler): until its completion is posted
   };
 
   void shutdown() noexcept {

@@ -13,6 +13,7 @@
 #include "log/log.hpp"
 #include "transport/io_context_of.hpp"
 #include "transport/tcp/tcp_connection.hpp"
+#include "transport/track_work.hpp"
 
 namespace rdmarpc::transport::tcp {
 
@@ -94,13 +95,17 @@ void tcp_listener::async_accept_impl(boost::asio::any_io_executor connection_exe
     return;
   }
   // The completion captures no `this`: the listener may be destroyed while an accept is pending.
+  // Asio tracks work on the listener's executor only; `work` keeps the handler's own busy too.
+  auto work = track_work(handler, ex_);
   acceptor_.async_accept(
-      io->get_executor(), [ex = ex_, connection_executor, options = options_, handler = std::move(handler)](
-                              boost::system::error_code ec, tcp_connection::socket_type socket) mutable {
+      io->get_executor(),
+      [ex = ex_, connection_executor, options = options_, handler = std::move(handler),
+       work = std::move(work)](boost::system::error_code ec, tcp_connection::socket_type socket) mutable {
         std::shared_ptr<connection> conn;
         if (!ec)
           conn = std::make_shared<tcp_connection>(std::move(socket), std::move(connection_executor), options);
-        // We run on the listener's executor (Asio completes accept there); hop to the handler's.
+        // We run on the listener's executor (Asio completes accept there); hop to the handler's,
+        // which then tracks its own work (so `work` may go once this returns).
         boost::asio::dispatch(ex, boost::asio::append(std::move(handler), ec, std::move(conn)));
       });
 }
