@@ -133,7 +133,6 @@ class message_queue {
 
   bool empty() const noexcept { return head_ == nullptr; }
   bool has_one() const noexcept { return head_ != nullptr && head_ == tail_; }
-  std::size_t size() const noexcept { return size_; }
   message_block& front() noexcept { return *head_; }
   // The first block, to walk the queue through `next` (gathered writes).
   const message_block* first() const noexcept { return head_; }
@@ -143,14 +142,12 @@ class message_queue {
     block->next = nullptr;
     (tail_ != nullptr ? tail_->next : head_) = block;
     tail_ = block;
-    ++size_;
   }
   message_buffers::buffer pop_front() noexcept {
     message_block* block = head_;
     head_ = block->next;
     if (head_ == nullptr) tail_ = nullptr;
     block->next = nullptr;
-    --size_;
     return message_buffers::buffer(block);
   }
   void clear() noexcept {
@@ -160,7 +157,6 @@ class message_queue {
  private:
   message_block* head_ = nullptr;
   message_block* tail_ = nullptr;
-  std::size_t size_ = 0;
 };
 
 }  // namespace rdmarpc::transport

@@ -36,25 +36,30 @@ struct accepted {
   bool done = false;
 };
 
+// A connect or accept completion that records its outcome in `out`.
+auto record_into(accepted& out) {
+  return [&out](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
+    out.ec = ec;
+    out.connection = std::move(c);
+    out.done = true;
+  };
+}
+
 void accept_into(transport::listener& l, boost::asio::io_context& io, accepted& out) {
-  l.async_accept(io.get_executor(),
-                 [&out](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
-                   out.ec = ec;
-                   out.connection = std::move(c);
-                   out.done = true;
-                 });
+  l.async_accept(io.get_executor(), record_into(out));
+}
+
+// The same, its handler bound to run on `handlers` (another io_context).
+void accept_into(transport::listener& l, boost::asio::io_context& io, accepted& out,
+                 boost::asio::io_context& handlers) {
+  l.async_accept(io.get_executor(), boost::asio::bind_executor(handlers, record_into(out)));
 }
 
 test::connected_pair make_pair(boost::asio::io_context& io, const transport::connection_options& options) {
   auto l = transport::make_listener(io.get_executor(), any_port(), options);
   accepted server, client;
   accept_into(*l, io, server);
-  transport::async_connect(io.get_executor(), l->local_endpoint(), options,
-                           [&client](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
-                             client.ec = ec;
-                             client.connection = std::move(c);
-                             client.done = true;
-                           });
+  transport::async_connect(io.get_executor(), l->local_endpoint(), options, record_into(client));
   REQUIRE(run_until(io, [&] { return server.done && client.done; }));
   REQUIRE_FALSE(server.ec);
   REQUIRE_FALSE(client.ec);
@@ -121,18 +126,11 @@ TEST_CASE("tcp: a pending accept keeps the io_context its handler runs on from r
   boost::asio::io_context elsewhere;  // where the handlers run
   auto l = transport::make_listener(io.get_executor(), any_port(), {});
   accepted a;
-  l->async_accept(io.get_executor(),
-                  boost::asio::bind_executor(elsewhere, [&a](boost::system::error_code ec,
-                                                             std::shared_ptr<transport::connection> c) {
-                    a = {ec, std::move(c), true};
-                  }));
+  accept_into(*l, io, a, elsewhere);
   CHECK(elsewhere.poll() == 0);
   CHECK_FALSE(elsewhere.stopped());  // it waits for the accept's handler
   accepted client;
-  transport::async_connect(io.get_executor(), l->local_endpoint(), {},
-                           [&client](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
-                             client = {ec, std::move(c), true};
-                           });
+  transport::async_connect(io.get_executor(), l->local_endpoint(), {}, record_into(client));
   REQUIRE(run_until(io, [&] {
     elsewhere.poll();
     return a.done && client.done;
@@ -145,11 +143,7 @@ TEST_CASE("tcp: a pending accept keeps the io_context its handler runs on from r
   // The same for an accept that ends when the listener closes.
   elsewhere.restart();
   accepted aborted;
-  l->async_accept(io.get_executor(),
-                  boost::asio::bind_executor(elsewhere, [&aborted](boost::system::error_code ec,
-                                                                   std::shared_ptr<transport::connection> c) {
-                    aborted = {ec, std::move(c), true};
-                  }));
+  accept_into(*l, io, aborted, elsewhere);
   CHECK(elsewhere.poll() == 0);
   CHECK_FALSE(elsewhere.stopped());
   l->close();

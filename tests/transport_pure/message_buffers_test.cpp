@@ -29,6 +29,13 @@ struct recording_owner : send_reservation::owner {
   void cancel_reservation(std::uint64_t token) noexcept override { cancels.push_back(token); }
 };
 
+// The blocks queued, walked through their links.
+std::size_t length(const message_queue& q) {
+  std::size_t n = 0;
+  for (const message_block* b = q.first(); b != nullptr; b = b->next) ++n;
+  return n;
+}
+
 message_buffers::buffer block_of(std::size_t size) {
   auto b = std::make_unique<message_block>();
   b->resize(size);
@@ -105,7 +112,7 @@ TEST_CASE("message_queue: first in, first out, linked through the blocks", "[mes
     auto b = block_of(size);
     pushed.push_back(b.get());
     q.push_back(std::move(b));
-    CHECK(q.size() == size);
+    CHECK(length(q) == size);
     CHECK(q.has_one() == (size == 1));
   }
   std::vector<const message_block*> walked;
@@ -129,7 +136,7 @@ TEST_CASE("message_queue: first in, first out, linked through the blocks", "[mes
   q.push_back(block_of(8));
   q.clear();
   CHECK(q.empty());
-  CHECK(q.size() == 0);
+  CHECK(length(q) == 0);
   q.push_back(block_of(9));  // (the destructor frees this one: ASan would see a leak)
   CHECK(q.has_one());
 }
