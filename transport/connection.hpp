@@ -149,7 +149,8 @@ class connection_handler {
   // One call per message, in the order the peer sent them. Should not throw: an exception leaves
   // through the executor's run(), and only tcp is built to deliver on after one (rdma may stop
   // delivering on that connection; loopback holds the rest until the next message). The rpc layer
-  // never lets one through.
+  // never lets one through. The message is lent: kept past this call, it must be moved out (the
+  // move takes a reference on the connection, which is why the parameter is a value).
   virtual void on_message(received_message message) = 0;
   // Exactly once, last: why the connection ended (errc::closed_locally after close(), else the
   // peer's close or the failure). The connection drops its reference to the handler afterwards.

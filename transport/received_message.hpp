@@ -18,16 +18,20 @@ class received_message {
   class owner {
    public:
     virtual void release_message(std::uint64_t token) noexcept = 0;
+    // A reference that keeps this owner alive, taken when a lent message leaves on_message.
+    virtual std::shared_ptr<owner> keep_alive() noexcept = 0;
 
    protected:
     ~owner() = default;
   };
 
   received_message() noexcept = default;
-  // Borrowed bytes, given back to `owner` with `token` on release.
-  received_message(std::span<const std::byte> bytes, std::shared_ptr<owner> owner,
-                   std::uint64_t token) noexcept
-      : bytes_(bytes), owner_(std::move(owner)), token_(token) {}
+  // Bytes lent by `lender`, given back with `token` on release. The transport keeps `lender` alive
+  // while it delivers the message (connection_handler::on_message), so the message holds no
+  // reference meanwhile: two atomic operations a message saved. Moving the message takes one, so
+  // a handler may keep it past on_message.
+  received_message(std::span<const std::byte> bytes, owner& lender, std::uint64_t token) noexcept
+      : bytes_(bytes), owner_(&lender), token_(token) {}
   // Bytes owned by the message itself (reassembled rdma fragments).
   explicit received_message(std::vector<std::byte> storage) noexcept
       : bytes_(storage.data(), storage.size()), storage_(std::move(storage)) {}
@@ -36,14 +40,16 @@ class received_message {
   // buffer, so a span into it stays valid after the move.
   received_message(received_message&& other) noexcept
       : bytes_(std::exchange(other.bytes_, {})),
-        owner_(std::move(other.owner_)),
+        owner_(std::exchange(other.owner_, nullptr)),
+        keep_alive_(kept_alive(owner_, other.keep_alive_)),
         token_(other.token_),
         storage_(std::move(other.storage_)) {}
   received_message& operator=(received_message&& other) noexcept {
     if (this != &other) {
       release();
       bytes_ = std::exchange(other.bytes_, {});
-      owner_ = std::move(other.owner_);
+      owner_ = std::exchange(other.owner_, nullptr);
+      keep_alive_ = kept_alive(owner_, other.keep_alive_);
       token_ = other.token_;
       storage_ = std::move(other.storage_);
     }
@@ -60,16 +66,28 @@ class received_message {
   // Gives the bytes back; bytes() is empty afterwards. Idempotent.
   void release() noexcept {
     bytes_ = {};
-    if (owner_) {
-      const std::shared_ptr<owner> o = std::move(owner_);
-      o->release_message(token_);
+    if (owner_ != nullptr) {
+      owner* const o = std::exchange(owner_, nullptr);
+      if (keep_alive_) {
+        const std::shared_ptr<owner> alive = std::move(keep_alive_);  // until release_message returns
+        o->release_message(token_);
+      } else {
+        o->release_message(token_);
+      }
     }
     if (storage_.capacity() != 0) storage_ = std::vector<std::byte>();
   }
 
  private:
+  // A moved message's reference on its owner: the one it had, or a new one if it was lent.
+  static std::shared_ptr<owner> kept_alive(owner* o, std::shared_ptr<owner>& had) noexcept {
+    if (o == nullptr || had) return std::move(had);
+    return o->keep_alive();
+  }
+
   std::span<const std::byte> bytes_;
-  std::shared_ptr<owner> owner_;
+  owner* owner_ = nullptr;             // null: nothing to give back (empty, or storage_)
+  std::shared_ptr<owner> keep_alive_;  // empty while lent (inside on_message)
   std::uint64_t token_ = 0;
   std::vector<std::byte> storage_;
 };

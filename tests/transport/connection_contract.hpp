@@ -260,6 +260,7 @@ class holding_handler : public transport::connection_handler {
 // released. Large and small alternate, each sent after the previous one arrived, so tcp reads each
 // on its own and runs out of read buffers to lend (it copies the rest out); rdma pins a receive
 // slot per small one (fewer than its ring holds).
+// One kept past the connection's end keeps the connection alive until it is released.
 // (Its shape, named for transports' own static checks that it reaches what it means to.)
 inline constexpr std::size_t kHeldMessages = 24, kHeldLargeBytes = 40 * 1024, kHeldSmallBytes = 100;
 inline void contract_held_messages(const pair_factory& make) {
@@ -291,9 +292,20 @@ inline void contract_held_messages(const pair_factory& make) {
     REQUIRE(run_until(io, [&] { return sh->held.size() == i + 1; }));
     CHECK(held_reads_as(i, 100 + i, size_of(i)));
   }
+  // A message kept past its connection's end keeps the connection alive (on_message lends it; the
+  // handler's move took a reference): it still reads as sent, and releases into a live owner.
+  transport::received_message kept = std::move(sh->held.back());
   sh->held.clear();
+  const std::weak_ptr<transport::connection> server = pair.server;
   pair.client->close();
   REQUIRE(run_until(io, [&] { return sh->close_calls == 1; }));
+  pair.server.reset();
+  run_ready(io);
+  CHECK_FALSE(server.expired());
+  const auto kept_bytes = kept.bytes();
+  CHECK(is_message(std::vector<std::byte>(kept_bytes.begin(), kept_bytes.end()), 103, size_of(3)));
+  kept.release();
+  CHECK(kept.empty());
 }
 
 inline void contract_message_sizes(const pair_factory& make) {

@@ -178,7 +178,7 @@ void loopback_connection::hand_to_peer(message_buffers::buffer&& message) {
     auto& target = *peer;
     target.post_here(
         [peer = std::move(peer), message = std::move(message), returned = std::exchange(owed_, 0)]() mutable {
-          peer->on_arrival(peer, std::move(message), returned);
+          peer->on_arrival(std::move(message), returned);
         });
   }
 }
@@ -202,8 +202,7 @@ void loopback_connection::notify_peer(boost::system::error_code reason) {
   }
 }
 
-void loopback_connection::on_arrival(const std::shared_ptr<loopback_connection>& self_ref,
-                                     message_buffers::buffer&& message, std::size_t returned) {
+void loopback_connection::on_arrival(message_buffers::buffer&& message, std::size_t returned) {
   ++stats_.peer_activity;
   if (returned > 0) {
     take_back_capacity(returned);
@@ -216,7 +215,7 @@ void loopback_connection::on_arrival(const std::shared_ptr<loopback_connection>&
   }
   // Delivered in this handler (no second hop), behind anything already waiting for a delivery.
   if (state_ == state::open && !delivery_scheduled_ && inbound_.empty()) {
-    deliver_one(self_ref, std::move(message));  // nothing ahead of it: no queue
+    deliver_one(std::move(message));  // nothing ahead of it: no queue
     return after_delivery();
   }
   inbound_.push_back(std::move(message));
@@ -258,7 +257,7 @@ void loopback_connection::deliver() {
   for (std::size_t n = 0; n < kDeliveryBatch && state_ == state::open && !inbound_.empty(); ++n) {
     message_buffers::buffer message = std::move(inbound_.front());
     inbound_.pop_front();
-    deliver_one(self(), std::move(message));
+    deliver_one(std::move(message));
   }
   after_delivery();
 }
@@ -273,18 +272,16 @@ void loopback_connection::after_delivery() {
   }
 }
 
-void loopback_connection::deliver_one(std::shared_ptr<loopback_connection> self_ref,
-                                      message_buffers::buffer&& message) {
+void loopback_connection::deliver_one(message_buffers::buffer&& message) {
   ++stats_.messages_received;
   stats_.bytes_received += message->size;
   return_capacity();
   // Lent, not given: its buffer comes back on release and carries our next message.
   const std::uint64_t token = message_buffers::lend(std::move(message));
   // No copy of handler_ (two atomic operations a message): if on_message closes us, finish() hands
-  // it to the posted on_close, which keeps it alive until after this call.
-  handler_->on_message(received_message(message_buffers::lent(token),
-                                        std::shared_ptr<received_message::owner>(std::move(self_ref), this),
-                                        token));
+  // it to the posted on_close, which keeps it alive until after this call. The message is lent:
+  // our callers' reference (the post on_arrival runs in, or the posted delivery) keeps us alive meanwhile.
+  handler_->on_message(received_message(message_buffers::lent(token), *this, token));
 }
 
 void loopback_connection::maybe_finish_close() {

@@ -35,6 +35,9 @@ class loopback_connection final : public connection, public received_message::ow
   std::string remote_address() const override { return "loopback://" + peer_name_; }
 
   void release_message(std::uint64_t token) noexcept override { buffers_.give_back(token); }
+  std::shared_ptr<received_message::owner> keep_alive() noexcept override {
+    return std::shared_ptr<received_message::owner>(shared_from_this(), this);
+  }
 
  protected:
   send_reservation reserve_now(std::size_t bytes, boost::system::error_code& ec) override;
@@ -46,11 +49,10 @@ class loopback_connection final : public connection, public received_message::ow
  private:
   enum class state { idle, open, closing, closed };
 
-  // Called on this end's executor by the peer's posts (`self_ref`: this end). `returned`: capacity the peer
-  // gives back with the message (it delivered that many of ours). Buffers pass by rvalue reference, moved
-  // from once, where they are kept.
-  void on_arrival(const std::shared_ptr<loopback_connection>& self_ref, message_buffers::buffer&& message,
-                  std::size_t returned);
+  // Called on this end's executor by the peer's posts, which keep this end alive. `returned`:
+  // capacity the peer gives back with the message (it delivered that many of ours). Buffers pass by
+  // rvalue reference, moved from once, where they are kept.
+  void on_arrival(message_buffers::buffer&& message, std::size_t returned);
   void on_delivered(std::size_t returned);  // capacity back, without a message
   void on_peer_end(boost::system::error_code reason);
 
@@ -59,9 +61,8 @@ class loopback_connection final : public connection, public received_message::ow
   void hand_to_peer(message_buffers::buffer&& message);
   void schedule_delivery();
   void deliver();
-  // `self_ref`: this end, kept alive by the message it lends (a copy of a pointer the caller holds
-  // is cheaper than shared_from_this).
-  void deliver_one(std::shared_ptr<loopback_connection> self_ref, message_buffers::buffer&& message);
+  // Lends `message` to the handler; the caller keeps this end alive meanwhile.
+  void deliver_one(message_buffers::buffer&& message);
   void after_delivery();
   // One of the peer's messages left our inbox. The capacity goes back with our next message, or on
   // its own once half the capacity is owed (so one-way traffic never stalls).

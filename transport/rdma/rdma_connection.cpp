@@ -219,8 +219,7 @@ void rdma_connection::handle_receive(const ibv_wc& wc) {
   switch (reassembler_.feed(imm->kind, bytes)) {
     case wire::reassembler::outcome::whole:
       if (bytes.size() > options_.max_message_size) break;
-      deliver(
-          received_message(bytes, std::shared_ptr<received_message::owner>(shared_from_this(), this), slot));
+      deliver(bytes, slot);
       return;
     case wire::reassembler::outcome::need_more:
       receives_.release(slot);
@@ -228,7 +227,7 @@ void rdma_connection::handle_receive(const ibv_wc& wc) {
       return;
     case wire::reassembler::outcome::complete:
       receives_.release(slot);
-      deliver(received_message(reassembler_.take()));
+      deliver(reassembler_.take());
       return;
     case wire::reassembler::outcome::protocol_error: break;
   }
@@ -237,11 +236,21 @@ void rdma_connection::handle_receive(const ibv_wc& wc) {
   fail(make_error_code(errc::protocol_error));
 }
 
-void rdma_connection::deliver(received_message message) {
+// Both run from the completion drain loop, never inside a user call into the transport.
+void rdma_connection::deliver(std::span<const std::byte> bytes, std::uint64_t slot) {
   ++stats_.messages_received;
-  stats_.bytes_received += message.size();
-  // Runs from the completion drain loop, never inside a user call into the transport.
-  if (handler_) handler_->on_message(std::move(message));
+  stats_.bytes_received += bytes.size();
+  if (handler_) {
+    handler_->on_message(received_message(bytes, *this, slot));
+  } else {
+    release_message(slot);
+  }
+}
+
+void rdma_connection::deliver(std::vector<std::byte> whole) {
+  ++stats_.messages_received;
+  stats_.bytes_received += whole.size();
+  if (handler_) handler_->on_message(received_message(std::move(whole)));
 }
 
 void rdma_connection::on_cm_event(verbs::cm_event event) {

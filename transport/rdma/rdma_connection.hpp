@@ -65,6 +65,9 @@ class rdma_connection final : public connection,
   void send_without_credits_for_testing() noexcept { send_without_credits_ = true; }
 
   void release_message(std::uint64_t token) noexcept override;
+  std::shared_ptr<received_message::owner> keep_alive() noexcept override {
+    return std::shared_ptr<received_message::owner>(shared_from_this(), this);
+  }
 
  protected:
   send_reservation reserve_now(std::size_t bytes, boost::system::error_code& ec) override;
@@ -139,7 +142,9 @@ class rdma_connection final : public connection,
   void maybe_send_credit_update();
 
   // Receive path.
-  void deliver(received_message message);
+  // The reactor's reference keeps us alive while a lent message is delivered.
+  void deliver(std::span<const std::byte> bytes, std::uint64_t slot);  // lent from the ring
+  void deliver(std::vector<std::byte> whole);                          // reassembled
   void flush_reposts();
 
   // Ending.

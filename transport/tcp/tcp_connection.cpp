@@ -307,9 +307,9 @@ void tcp_connection::deliver(std::span<const std::byte> bytes, std::uint64_t tok
   ++stats_.messages_received;
   stats_.bytes_received += bytes.size();
   // handler_ itself, not a copy: if on_message closes us, finish() hands it to the posted
-  // on_close, which keeps it alive until after this call.
-  handler_->on_message(
-      received_message(bytes, std::shared_ptr<received_message::owner>(self(), this), token));
+  // on_close, which keeps it alive until after this call. The message is lent: the read (on_read's
+  // `self`) keeps us alive meanwhile.
+  handler_->on_message(received_message(bytes, *this, token));
 }
 
 // --- sending -----------------------------------------------------------------------------------

@@ -60,6 +60,9 @@ class tcp_connection final : public connection, public received_message::owner {
     if ((token & kReadBufferToken) != 0) return framer_.give_back(static_cast<std::uint32_t>(token >> 1));
     buffers_.give_back(token);
   }
+  std::shared_ptr<received_message::owner> keep_alive() noexcept override {
+    return std::shared_ptr<received_message::owner>(shared_from_this(), this);
+  }
 
   static constexpr std::size_t kHeaderSize = tcp_framer::kHeaderSize;
   static constexpr std::uint32_t kGoodbyeLength = tcp_framer::kGoodbyeLength;  // never a message's length
