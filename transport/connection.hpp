@@ -181,9 +181,9 @@ class connection : public std::enable_shared_from_this<connection>, protected se
   //                                    this one): wait with async_reserve
   //   errc::message_too_large          bytes > max_message_size(); nothing changed
   //   errc::not_connected              not started, closing or ended
-  // (Inline: the usual case is three checks and the transport's reserve_now.)
+  // (Inline: the usual case is two checks and the transport's reserve_now, which checks it is open.)
   send_reservation try_reserve(std::size_t bytes, boost::system::error_code& ec) {
-    if (is_open() && bytes <= max_message_size() && waiters_.empty()) [[likely]] {
+    if (bytes <= max_message_size_ && waiters_.empty()) [[likely]] {
       ec = {};
       return reserve_now(bytes, ec);
     }
@@ -221,7 +221,8 @@ class connection : public std::enable_shared_from_this<connection>, protected se
   virtual void close() = 0;
 
   virtual bool is_open() const noexcept = 0;
-  virtual std::size_t max_message_size() const noexcept = 0;
+  // The largest message this connection sends (on rdma the peer's limit, if smaller than ours).
+  std::size_t max_message_size() const noexcept { return max_message_size_; }
   virtual const connection_stats& stats() const noexcept = 0;
   virtual std::string remote_address() const = 0;  // e.g. "rdma://10.0.0.1:7471", for logs
 
@@ -231,7 +232,10 @@ class connection : public std::enable_shared_from_this<connection>, protected se
   std::uint32_t held_commits() const noexcept { return held_commits_; }
 
  protected:
-  // Room for `bytes` (already checked: open, not too large) or would_block. No other error.
+  explicit connection(std::size_t max_message_size) noexcept : max_message_size_(max_message_size) {}
+
+  // Room for `bytes` (already checked: not too large), would_block, or not_connected when the
+  // connection is not open. No other error.
   virtual send_reservation reserve_now(std::size_t bytes, boost::system::error_code& ec) = 0;
   // Implementations call this whenever room was freed: waiting reservations are granted in order.
   // Inline: it runs after every send, and almost always nobody waits.
@@ -262,6 +266,7 @@ class connection : public std::enable_shared_from_this<connection>, protected se
   void doorbell_turn(std::shared_ptr<connection> self) noexcept;
 
   send_reservation refuse_reserve(std::size_t bytes, boost::system::error_code& ec) const;  // says why not
+  const std::size_t max_message_size_;
   std::deque<std::shared_ptr<waiter>> waiters_;  // async_reserve calls waiting for room, oldest first
   std::uint32_t held_commits_ = 0;               // coalesced commits since the doorbell was last rung
   std::uint32_t seen_commits_ = 0;               // held_commits_ at the last turn

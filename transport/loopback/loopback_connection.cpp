@@ -20,7 +20,8 @@ void loopback_connection::post_here(F&& f) {
 
 loopback_connection::loopback_connection(boost::asio::any_io_executor ex, const loopback_options& options,
                                          loopback_faults faults, std::string name)
-    : ex_(std::move(ex)),
+    : connection(options.connection.max_message_size),
+      ex_(std::move(ex)),
       io_ex_(ex_.target<boost::asio::io_context::executor_type>()),
       options_(options),
       faults_(faults),
@@ -67,6 +68,10 @@ void loopback_connection::start(std::shared_ptr<connection_handler> handler) {
 }
 
 send_reservation loopback_connection::reserve_now(std::size_t bytes, boost::system::error_code& ec) {
+  if (state_ != state::open) [[unlikely]] {
+    ec = errc::not_connected;
+    return {};
+  }
   if (!buffers_.has_room(bytes)) {
     ec = boost::asio::error::would_block;
     return {};

@@ -30,7 +30,6 @@ class loopback_connection final : public connection, public received_message::ow
   void start(std::shared_ptr<connection_handler> handler) override;
   void close() override;
   bool is_open() const noexcept override { return state_ == state::open; }
-  std::size_t max_message_size() const noexcept override { return options_.connection.max_message_size; }
   const connection_stats& stats() const noexcept override { return stats_; }
   std::string remote_address() const override { return "loopback://" + peer_name_; }
 

@@ -50,7 +50,8 @@ errc errc_for_status(ibv_wc_status status) noexcept {
 
 rdma_connection::rdma_connection(boost::asio::any_io_executor ex, std::unique_ptr<qp_resources> resources,
                                  const connection_options& options, const wire::handshake& peer)
-    : ex_(std::move(ex)),
+    : connection(std::min<std::size_t>(options.max_message_size, peer.max_message_size)),
+      ex_(std::move(ex)),
       options_(options),
       peer_(peer),
       resources_(std::move(resources)),
@@ -63,7 +64,6 @@ rdma_connection::rdma_connection(boost::asio::any_io_executor ex, std::unique_pt
       reassembler_(options.max_message_size, std::min(peer.slot_size, resources_->slot_size())),
       remote_address_(describe_peer(resources_->id())),
       fragment_size_(std::min(peer.slot_size, resources_->slot_size())),
-      max_send_message_(std::min<std::size_t>(options.max_message_size, peer.max_message_size)),
       ring_(resources_->send_memory_size()),
       large_threshold_(ring_.capacity() / 4),
       receives_(resources_->ring_depth()) {}
@@ -289,6 +289,10 @@ bool rdma_connection::on_cm_error(const boost::system::error_code& ec) {
 send_reservation rdma_connection::reserve_now(std::size_t bytes, boost::system::error_code& ec) {
   // (Larger than max_message_size(), which is the peer's limit if smaller than ours, never gets
   // here: try_reserve refuses it first.)
+  if (!life_.is_open()) [[unlikely]] {
+    ec = errc::not_connected;
+    return {};
+  }
   if (bytes > large_threshold_) return reserve_large(bytes, ec);
   const auto a = ring_.allocate(bytes);
   if (!a) {

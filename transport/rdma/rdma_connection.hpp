@@ -55,7 +55,6 @@ class rdma_connection final : public connection,
   void start(std::shared_ptr<connection_handler> handler) override;
   void close() override;
   bool is_open() const noexcept override { return life_.is_open(); }
-  std::size_t max_message_size() const noexcept override { return max_send_message_; }
   const connection_stats& stats() const noexcept override { return stats_; }
   std::string remote_address() const override { return remote_address_; }
 
@@ -176,7 +175,6 @@ class rdma_connection final : public connection,
 
   // Send side: WRs are numbered by sequence (wr_id); RC completes them in order.
   std::uint32_t fragment_size_;
-  std::size_t max_send_message_;
   send_ring ring_;
   std::size_t large_threshold_;  // larger messages get a large_buffer
   std::uint64_t posted_seq_ = 0;

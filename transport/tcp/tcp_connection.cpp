@@ -58,7 +58,8 @@ std::string describe(const tcp_connection::socket_type& socket) {
 }  // namespace
 
 tcp_connection::tcp_connection(socket_type socket, executor_type ex, const connection_options& options)
-    : ex_(std::move(ex)),
+    : connection(options.max_message_size),
+      ex_(std::move(ex)),
       through_strand_(io_context_of(ex_) == nullptr),
       socket_(std::move(socket)),
       options_(options),
@@ -97,6 +98,10 @@ void tcp_connection::start(std::shared_ptr<connection_handler> handler) {
 }
 
 send_reservation tcp_connection::reserve_now(std::size_t bytes, boost::system::error_code& ec) {
+  if (state_ != state::open) [[unlikely]] {
+    ec = errc::not_connected;
+    return {};
+  }
   if (bytes >= kGoodbyeLength) {  // only with a max_message_size of 4 GiB or more
     ec = errc::message_too_large;
     return {};
@@ -119,6 +124,10 @@ void tcp_connection::commit_reservation(std::uint64_t token, std::size_t size, b
   send_queue_.push_back(std::move(frame));
   if (coalesce && !corked_) return hold_doorbell();
   flush();  // writes (or queues): nothing user-visible runs inside commit()
+}
+
+void tcp_connection::ring_doorbell() noexcept {
+  flush();
 }
 
 void tcp_connection::cancel_reservation(std::uint64_t token) noexcept {
@@ -195,10 +204,38 @@ void tcp_connection::on_readable(boost::system::error_code ec, std::shared_ptr<t
   on_read(ec, n, std::move(self));
 }
 
+// The read path below runs once per message on both sides of every call: it is inline from the
+// readiness handler down to on_message, and what is rare (errors, the end, copies, large frames)
+// is out of line.
 void tcp_connection::on_read(boost::system::error_code ec, std::size_t n,
                              std::shared_ptr<tcp_connection>&& self) {
   reading_ = false;
   last_read_filled_ = n == read_offered_;
+  if (ec || (state_ != state::open && state_ != state::closing)) [[unlikely]]
+    return on_read_ended(ec, std::move(self));
+  framer_.commit(n);
+  ++stats_.peer_activity;  // bytes arrived, even if no message is whole yet
+  // Replies committed while this read's messages are delivered leave in one write, after them.
+  corked_ = true;
+  bool more = false;
+  try {
+    more = parse_frames();
+  } catch (...) {
+    uncork_unwinding();
+    throw;
+  }
+  corked_ = false;
+  try {
+    flush();
+  } catch (const std::exception& e) {  // out of memory: the connection is lost
+    rdmarpc::logger()->error("tcp {}: {}", remote_address_, e.what());
+  }
+  if (!more) return;
+  if (state_ == state::open || state_ == state::closing || state_ == state::draining)
+    start_read(std::move(self));
+}
+
+void tcp_connection::on_read_ended(boost::system::error_code ec, std::shared_ptr<tcp_connection>&& self) {
   if (state_ == state::closed) {
     framer_.discard();
     return;
@@ -214,42 +251,24 @@ void tcp_connection::on_read(boost::system::error_code ec, std::size_t n,
     start_read(std::move(self));
     return;
   }
-  if (ec) {
-    if (state_ == state::closing) {
-      finish(errc::closed_locally, true);  // the flush cannot complete any more
-    } else if (ec == boost::asio::error::eof && framer_.idle()) {
-      // A FIN without a goodbye: the peer process died (the kernel closed its socket).
-      finish(framer_.said_goodbye() ? errc::closed_by_peer : errc::connection_lost, true);
-    } else {
-      rdmarpc::logger()->debug("tcp {}: read failed: {}", remote_address_, ec.message());
-      finish(errc::connection_lost, true);  // reset, or EOF in the middle of a frame
-    }
-    return;
+  if (state_ == state::closing) {
+    finish(errc::closed_locally, true);  // the flush cannot complete any more
+  } else if (ec == boost::asio::error::eof && framer_.idle()) {
+    // A FIN without a goodbye: the peer process died (the kernel closed its socket).
+    finish(framer_.said_goodbye() ? errc::closed_by_peer : errc::connection_lost, true);
+  } else {
+    rdmarpc::logger()->debug("tcp {}: read failed: {}", remote_address_, ec.message());
+    finish(errc::connection_lost, true);  // reset, or EOF in the middle of a frame
   }
-  framer_.commit(n);
-  ++stats_.peer_activity;  // bytes arrived, even if no message is whole yet
-  // Replies committed while this read's messages are delivered leave in one write, after them.
-  corked_ = true;
-  bool more = false;
-  try {
-    more = parse_frames();
-  } catch (...) {
-    uncork(true);
-    throw;
-  }
-  uncork(false);
-  if (!more) return;
-  if (state_ == state::open || state_ == state::closing || state_ == state::draining)
-    start_read(std::move(self));
 }
 
-// When a handler's exception is leaving on_read, the rest of the buffered frames are parsed in a
-// later handler, so the connection still reads.
-void tcp_connection::uncork(bool unwinding) noexcept {
+// A handler's exception is leaving on_read: the rest of the buffered frames are parsed in a later
+// handler, so the connection still reads.
+void tcp_connection::uncork_unwinding() noexcept {
   corked_ = false;
   try {
     flush();
-    if (unwinding && !reading_ && (state_ == state::open || state_ == state::closing)) {
+    if (!reading_ && (state_ == state::open || state_ == state::closing)) {
       boost::asio::post(ex_, [self = self()] {
         if (!self->parse_frames()) return;
         if (self->state_ == state::open || self->state_ == state::closing ||
@@ -265,32 +284,47 @@ void tcp_connection::uncork(bool unwinding) noexcept {
 
 bool tcp_connection::parse_frames() {
   while (state_ == state::open || state_ == state::closing) {
-    switch (framer_.next()) {
-      case tcp_framer::event::need_more: return true;
-      case tcp_framer::event::goodbye: continue;  // its FIN follows
-      case tcp_framer::event::after_goodbye:
-        rdmarpc::logger()->warn("tcp {}: peer sent data after its goodbye; closing the connection",
-                                remote_address_);
-        finish(errc::protocol_error, true);
-        return false;
-      case tcp_framer::event::too_large:
-        rdmarpc::logger()->warn(
-            "tcp {}: peer sent a frame of {} bytes, above the maximum message size {}; closing the "
-            "connection",
-            remote_address_, framer_.announced(), options_.max_message_size);
-        finish(errc::protocol_error, true);
-        return false;
-      case tcp_framer::event::message: deliver_in_place(); continue;
-      case tcp_framer::event::large_message: deliver(buffers_.wrap(framer_.take_large())); continue;
+    const tcp_framer::event e = framer_.next();
+    if (e == tcp_framer::event::message) [[likely]] {
+      if (state_ != state::open) continue;  // close() was called: no deliveries after it
+      if (framer_.can_lend()) [[likely]] {
+        deliver(framer_.message(), std::uint64_t{framer_.lend()} << 1 | kReadBufferToken);
+      } else {
+        deliver_copy();
+      }
+    } else if (e == tcp_framer::event::need_more) {
+      return true;
+    } else if (!on_unusual_frame(e)) {
+      return false;
     }
   }
   return false;
 }
 
-void tcp_connection::deliver_in_place() {
-  if (state_ != state::open) return;  // close() was called: no deliveries after it
+bool tcp_connection::on_unusual_frame(tcp_framer::event e) {
+  switch (e) {
+    case tcp_framer::event::goodbye: return true;  // its FIN follows
+    case tcp_framer::event::after_goodbye:
+      rdmarpc::logger()->warn("tcp {}: peer sent data after its goodbye; closing the connection",
+                              remote_address_);
+      finish(errc::protocol_error, true);
+      return false;
+    case tcp_framer::event::too_large:
+      rdmarpc::logger()->warn(
+          "tcp {}: peer sent a frame of {} bytes, above the maximum message size {}; closing the "
+          "connection",
+          remote_address_, framer_.announced(), options_.max_message_size);
+      finish(errc::protocol_error, true);
+      return false;
+    case tcp_framer::event::large_message: deliver(buffers_.wrap(framer_.take_large())); return true;
+    case tcp_framer::event::need_more:
+    case tcp_framer::event::message: break;  // (parse_frames handles them)
+  }
+  return true;
+}
+
+void tcp_connection::deliver_copy() {
   const auto bytes = framer_.message();
-  if (framer_.can_lend()) return deliver(bytes, std::uint64_t{framer_.lend()} << 1 | kReadBufferToken);
   auto message = buffers_.take_spare(bytes.size());
   if (!bytes.empty()) std::memcpy(message->data(), bytes.data(), bytes.size());
   deliver(std::move(message));
@@ -316,11 +350,25 @@ void tcp_connection::deliver(std::span<const std::byte> bytes, std::uint64_t tok
 
 void tcp_connection::flush() {
   if (corked_ || writing_ > 0 || send_queue_.empty()) return;
+  if (state_ != state::open || !send_queue_.has_one() || send_offset_ != 0) [[unlikely]]
+    return flush_any();
+  // The usual case: one whole frame (no goodbye: we are open), a plain send without a gather list.
+  const auto frame = send_queue_.front().bytes();
+  boost::system::error_code ec;
+  const std::size_t written = send_now(socket_.native_handle(), frame, ec);
+  if (written != frame.size() || ec) [[unlikely]]
+    return after_send(written, frame.size(), ec);
+  socket_full_ = false;
+  frame_written(false);
+  room_freed();
+}
+
+void tcp_connection::flush_any() {
   if (state_ != state::open && state_ != state::closing) return;
   boost::system::error_code ec;
   std::size_t written = 0;
   std::size_t offered = 0;
-  if (send_queue_.has_one()) {  // the common case: one frame, a plain send without a gather list
+  if (send_queue_.has_one()) {
     const auto frame = send_queue_.front().bytes();
     offered = frame.size() - send_offset_;
     written = send_now(socket_.native_handle(), frame.subspan(send_offset_), ec);
@@ -330,18 +378,18 @@ void tcp_connection::flush() {
     offered = boost::asio::buffer_size(buffers);
     written = socket_.write_some(buffers, ec);
   }
+  after_send(written, offered, ec);
+}
+
+void tcp_connection::after_send(std::size_t written, std::size_t offered,
+                                const boost::system::error_code& ec) {
   socket_full_ = written < offered;
-  if (ec) [[unlikely]] {  // (error_code's == is out of line: not asked on every success)
+  if (ec) {
     if (ec == boost::asio::error::would_block || ec == boost::asio::error::try_again) {
       start_write();  // the socket's buffer is full: wait for room
       return;
     }
     return on_write_failed(ec);
-  }
-  if (!socket_full_ && state_ == state::open && send_queue_.has_one()) [[likely]] {
-    // The usual case: the one frame queued left whole (and it is no goodbye: we are open).
-    frame_written(false);
-    return room_freed();
   }
   consume_written(written);
   after_write();

@@ -52,7 +52,6 @@ class tcp_connection final : public connection, public received_message::owner {
   void start(std::shared_ptr<connection_handler> handler) override;
   void close() override;
   bool is_open() const noexcept override { return state_ == state::open; }
-  std::size_t max_message_size() const noexcept override { return options_.max_message_size; }
   const connection_stats& stats() const noexcept override { return stats_; }
   std::string remote_address() const override { return remote_address_; }
 
@@ -70,7 +69,7 @@ class tcp_connection final : public connection, public received_message::owner {
  protected:
   send_reservation reserve_now(std::size_t bytes, boost::system::error_code& ec) override;
   void commit_reservation(std::uint64_t token, std::size_t size, bool coalesce) noexcept override;
-  void ring_doorbell() noexcept override { flush(); }
+  void ring_doorbell() noexcept override;
   void cancel_reservation(std::uint64_t token) noexcept override;
 
  private:
@@ -85,7 +84,11 @@ class tcp_connection final : public connection, public received_message::owner {
   // `self` keeps the connection alive while the read is pending: each completion hands its own on
   // to the next read (no shared_from_this per read).
   void start_read(std::shared_ptr<tcp_connection> self);
-  void on_read(boost::system::error_code ec, std::size_t n, std::shared_ptr<tcp_connection>&& self);
+  // The read path, inline from on_readable to the handler's on_message (each runs once per message
+  // on both sides of a call: their calls would cost as much as their bodies).
+  [[gnu::always_inline]] inline void on_read(boost::system::error_code ec, std::size_t n,
+                                             std::shared_ptr<tcp_connection>&& self);
+  void on_read_ended(boost::system::error_code ec, std::shared_ptr<tcp_connection>&& self);  // error, end
   // A readiness wait ended: read at once.
   void on_readable(boost::system::error_code ec, std::shared_ptr<tcp_connection>&& self);
   // The framer's space for a read that starts now (reading_).
@@ -96,12 +99,14 @@ class tcp_connection final : public connection, public received_message::owner {
     read_offered_ = space.size();
     return space;
   }
-  bool parse_frames();  // false once the connection ended (protocol error or close from a handler)
-  // A message lent in place from the framer's read buffer, or (when the framer lends too many
-  // buffers already, or a large frame) in its own buffer lent from buffers_.
-  void deliver_in_place();
+  // Delivers what the framer holds: a message lent in place from its read buffer, or (when the
+  // framer lends too many buffers already, or a large frame) in its own buffer lent from buffers_.
+  // False once the connection ended (protocol error or close from a handler).
+  [[gnu::always_inline]] inline bool parse_frames();
+  bool on_unusual_frame(tcp_framer::event e);  // a goodbye, a large frame or a protocol error
+  void deliver_copy();                         // the framer's message, copied out
   void deliver(message_buffers::buffer message);
-  void deliver(std::span<const std::byte> bytes, std::uint64_t token);
+  [[gnu::always_inline]] inline void deliver(std::span<const std::byte> bytes, std::uint64_t token);
   // Marks a received message's token as a tcp_framer read buffer's, whose id is in the bits above
   // it (else: a buffers_ token, the address of a message_block, so bit 0 is clear).
   static constexpr std::uint64_t kReadBufferToken = 1;
@@ -109,19 +114,24 @@ class tcp_connection final : public connection, public received_message::owner {
   // Writes what is queued: first straight from the caller (a non-blocking send, or write_some over
   // several frames: no completion to post), the rest (if the socket is full) with an async write.
   // Does nothing while corked: frames committed while a read's messages are delivered go out in one
-  // write after it.
-  void flush();
+  // write after it. Inline: one whole frame sent at once (every call's request and reply);
+  // flush_any does every case.
+  [[gnu::always_inline]] inline void flush();
+  void flush_any();
+  // What a send took (`written` of `offered` bytes, or the error): drops what left, waits for room.
+  void after_send(std::size_t written, std::size_t offered, const boost::system::error_code& ec);
   std::size_t fill_gather();  // gather_ over the queued frames; returns how many
   void start_write();         // async write of what flush could not write at once
   void on_written(boost::system::error_code ec, std::size_t bytes);
-  void consume_written(std::size_t bytes);    // drops the frames (fully) written
-  void frame_written(bool goodbye) noexcept;  // the first frame queued left whole: drops it
-  void after_write();                         // room for waiters; more to write, or the shutdown
+  void consume_written(std::size_t bytes);  // drops the frames (fully) written
+  [[gnu::always_inline]] inline void frame_written(
+      bool goodbye) noexcept;  // the first frame left whole: drops it
+  void after_write();          // room for waiters; more to write, or the shutdown
   void on_write_failed(const boost::system::error_code& ec);
   void shutdown_send();
-  // Ends the cork on_read holds while it delivers a read's messages (commits only queue meanwhile)
-  // and writes what they committed. `unwinding`: a handler's exception is leaving on_read.
-  void uncork(bool unwinding) noexcept;
+  // on_read's cork ends while a handler's exception leaves it: writes what the handlers committed,
+  // and parses the rest of the read in a later handler.
+  void uncork_unwinding() noexcept;
 
   // Ends the connection once: ends waiting reservations, posts on_close(reason), drops the handler.
   // hard: close the socket now (errors); otherwise keep reading to drain until the peer's EOF.
