@@ -332,7 +332,8 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   }
 
   // Connection events (on ex_) ----------------------------------------------------------------
-  void on_message(std::size_t e, std::uint64_t generation, transport::received_message& message) {
+  [[gnu::always_inline]] void on_message(std::size_t e, std::uint64_t generation,
+                                         transport::received_message& message) {
     endpoint_slot& slot = *slots_[e];
     if (generation != slot.generation || !slot.conn) return;
     frame::decode_error err{};
@@ -942,7 +943,8 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   }
 
   // `request`: the caller's message, valid during this call only (null: c.body holds it).
-  void submit(std::unique_ptr<pending_call> c, const google::protobuf::MessageLite* request) {
+  [[gnu::always_inline]] void submit(std::unique_ptr<pending_call> c,
+                                     const google::protobuf::MessageLite* request) {
     const std::uint32_t id = c->id;
     if (c->early_status != status_code::ok) {
       const status_code code = c->early_status;
@@ -1162,8 +1164,8 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     if (it == calls_.end()) return;
     finish_at(it, code, std::move(message), in_queue);
   }
-  void finish_at(call_table<pending_call>::iterator it, status_code code, std::string&& message,
-                 bool in_queue = true) {
+  [[gnu::always_inline]] void finish_at(call_table<pending_call>::iterator it, status_code code,
+                                        std::string&& message, bool in_queue = true) {
     const std::uint32_t id = it->first;
     auto c = calls_.extract(it);
     if (c->sent()) {

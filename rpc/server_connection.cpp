@@ -485,7 +485,7 @@ class connection_impl final : public server_connection,
     forget(id);
   }
 
-  void on_request(const frame::view& v, transport::received_message& message) {
+  [[gnu::always_inline]] void on_request(const frame::view& v, transport::received_message& message) {
     const std::uint32_t id = v.header.call_id;
     if (id_in_use(id)) return violation("duplicate call id");
     highest_id_ = std::max(highest_id_, id);
@@ -817,8 +817,8 @@ class connection_impl final : public server_connection,
   // they are checked; then its method (`m`, null for an unknown id: the caller answers
   // UNIMPLEMENTED) and server_options::check_call. False when the call was refused (a response, or
   // a reset for a stream) or the connection closed as a protocol violation.
-  bool admit_request(const frame::view& v, metadata& md, stream_window_size* window, const method_entry*& m,
-                     interception& icpt) {
+  [[gnu::always_inline]] bool admit_request(const frame::view& v, metadata& md, stream_window_size* window,
+                                            const method_entry*& m, interception& icpt) {
     const std::uint32_t id = v.header.call_id;
     const auto refusal = window != nullptr ? frame::kind::reset : frame::kind::response;
     if (v.extras.size() > opts_.max_metadata_bytes) {
