@@ -20,6 +20,10 @@ void message_buffers::cancel(std::uint64_t token) noexcept {
   recycle(std::move(b));
 }
 
+void message_buffers::free(buffer b) noexcept {
+  b.reset();
+}
+
 message_buffers::buffer message_buffers::take_spare(std::size_t size) {
   buffer b = spare_or_new();
   b->resize(size);

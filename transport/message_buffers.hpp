@@ -76,8 +76,12 @@ class message_buffers {
   // `size` message bytes of a taken buffer left the queue (written, or handed to the peer).
   void written(std::size_t size) noexcept { queued_ -= size < queued_ ? size : queued_; }
   // A buffer that is no longer needed, kept for the next reservation unless it is huge.
-  void recycle(buffer b) noexcept {
-    if (spares_ < kSpareBuffers && b->capacity() <= kSpareBufferBytes) spare_[spares_++] = std::move(b);
+  [[gnu::always_inline]] void recycle(buffer b) noexcept {
+    if (spares_ < kSpareBuffers && b->capacity() <= kSpareBufferBytes) [[likely]] {
+      spare_[spares_++] = std::move(b);
+      return;
+    }
+    free(std::move(b));
   }
   // Forgets every queued byte (the connection ended and dropped its queue).
   void clear() noexcept { queued_ = 0; }
@@ -108,6 +112,8 @@ class message_buffers {
   }
   // reserve() when no spare buffer is large enough: a spare grown, or a new one.
   send_reservation reserve_grown(send_reservation::owner* owner, std::size_t bytes);
+  // Frees a buffer recycle() does not keep (out of line: recycle runs for every message).
+  static void free(buffer b) noexcept;
   send_reservation reserved(send_reservation::owner* owner, message_block* b, std::size_t bytes) noexcept {
     b->counted = bytes;
     queued_ += bytes;

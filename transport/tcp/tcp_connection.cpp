@@ -39,7 +39,8 @@ std::size_t receive_now(int fd, std::span<std::byte> into, boost::system::error_
   }
 }
 
-std::size_t send_now(int fd, std::span<const std::byte> bytes, boost::system::error_code& ec) {
+[[gnu::always_inline]] inline std::size_t send_now(int fd, std::span<const std::byte> bytes,
+                                                   boost::system::error_code& ec) {
   for (;;) {
     const ssize_t n = raw_send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);  // no SIGPIPE: an error
     if (n >= 0) return static_cast<std::size_t>(n);
