@@ -5,7 +5,9 @@
 namespace rdmarpc {
 
 void server_done::drop() noexcept {
-  if (auto t = std::move(target_)) t->call_dropped(key_, std::uncaught_exceptions() > 0);
+  target* const t = std::exchange(target_, nullptr);
+  const std::shared_ptr<target> alive = std::move(keep_alive_);  // (empty if lent)
+  t->call_dropped(key_, std::uncaught_exceptions() > 0);
 }
 
 void server_done::target::call_dropped(std::uint64_t key, bool unwinding) noexcept {

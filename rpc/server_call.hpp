@@ -96,7 +96,7 @@ class callback_server_call final : public typed_server_call<Request, Reply> {
   callback_server_call(Owner& owner, handler_type handler) noexcept : owner_(&owner), handler_(handler) {}
 
   void start(server_context& ctx, server_done done, boost::asio::cancellation_slot /*cancel*/) override {
-    (owner_->*handler_)(ctx, this->request_, this->reply_, std::move(done));
+    (owner_->*handler_)(ctx, this->request_, this->reply_, done.pass_on());
   }
 
  private:

@@ -137,6 +137,8 @@ class connection_impl final : public server_connection,
 
   // A handler's server_done was invoked (any thread): finish the call on our executor, at once
   // when we are on it (a callback handler answering before it returns: no hop at all).
+  std::shared_ptr<server_done::target> keep_alive() noexcept override { return shared_from_this(); }
+
   void call_done(std::uint64_t key, std::exception_ptr error) noexcept override {
     if (io_ex_ != nullptr && io_ex_->running_in_this_thread()) return on_call_done(key, std::move(error));
     boost::asio::post(ex_, [self = shared_from_this(), key, error = std::move(error)]() mutable {
@@ -376,7 +378,7 @@ class connection_impl final : public server_connection,
     core->attach(conn_);
     const std::uint64_t key = std::uint64_t{st.serial} << 32 | id;
     try {
-      call->start(st.ctx, core, server_done(shared_from_this(), key), st.signal.slot());
+      call->start(st.ctx, core, server_done(server_done::lent, *this, key), st.signal.slot());
     } catch (...) {
       on_call_done(key, std::current_exception());
     }
@@ -565,7 +567,7 @@ class connection_impl final : public server_connection,
     starting_key_ = key;
     starting_dropped_ = false;
     try {
-      call.call->start(*call.ctx, server_done(shared_from_this(), key), call.signal.slot());
+      call.call->start(*call.ctx, server_done(server_done::lent, *this, key), call.signal.slot());
     } catch (...) {
       starting_dropped_ = false;
       on_call_done(key, std::current_exception());  // ignored when it had finished already

@@ -25,18 +25,37 @@ class server_done {
     // (out of the handler, which the server then answers with, or out of anything else).
     // Default: call_done with INTERNAL.
     virtual void call_dropped(std::uint64_t key, bool unwinding) noexcept;
+    // A reference that keeps this target alive: taken when a lent completion is moved. Only asked
+    // of a target that lends (the lent constructor); the default, for one that never does, has none.
+    virtual std::shared_ptr<target> keep_alive() noexcept { return nullptr; }
 
    protected:
     ~target() = default;
   };
 
+  // Tags the constructor whose target is lent (see below).
+  struct lent_t {
+    explicit lent_t() = default;
+  };
+  static constexpr lent_t lent{};
+
   server_done() noexcept = default;
-  server_done(std::shared_ptr<target> t, std::uint64_t key) noexcept : target_(std::move(t)), key_(key) {}
-  server_done(server_done&& other) noexcept : target_(std::move(other.target_)), key_(other.key_) {}
+  // Holds a reference to `t`.
+  server_done(std::shared_ptr<target> t, std::uint64_t key) noexcept
+      : target_(t.get()), keep_alive_(std::move(t)), key_(key) {}
+  // Lent: the server keeps `t` alive while the handler's start() runs, so a handler that answers
+  // before it returns costs no reference (two atomic operations a call); moving the completion
+  // (to answer later) takes one.
+  server_done(lent_t, target& t, std::uint64_t key) noexcept : target_(&t), key_(key) {}
+  server_done(server_done&& other) noexcept
+      : target_(std::exchange(other.target_, nullptr)),
+        keep_alive_(kept_alive(target_, other.keep_alive_)),
+        key_(other.key_) {}
   server_done& operator=(server_done&& other) noexcept {
     if (this != &other) {
-      drop();
-      target_ = std::move(other.target_);
+      if (target_ != nullptr) drop();
+      target_ = std::exchange(other.target_, nullptr);
+      keep_alive_ = kept_alive(target_, other.keep_alive_);
       key_ = other.key_;
     }
     return *this;
@@ -48,7 +67,7 @@ class server_done {
   // exception in flight on this thread; asked only here, not per call): out of the handler's start,
   // the server answers with that exception instead.
   ~server_done() {
-    if (target_) drop();  // the common case (invoked or moved from) costs no call
+    if (target_ != nullptr) drop();  // the common case (invoked or moved from) costs no call
   }
 
   // Finishes the call. Call once; the context, request and reply must not be touched afterwards.
@@ -59,13 +78,33 @@ class server_done {
   // True until invoked (or moved from).
   explicit operator bool() const noexcept { return target_ != nullptr; }
 
+  // This completion as a new one, still lent if it was: how the framework passes it on to the
+  // handler (a prvalue argument is not moved). Empty afterwards.
+  server_done pass_on() noexcept { return server_done(*this); }
+
  private:
+  explicit server_done(server_done& from) noexcept
+      : target_(std::exchange(from.target_, nullptr)),
+        keep_alive_(std::move(from.keep_alive_)),
+        key_(from.key_) {}
+  static std::shared_ptr<target> kept_alive(target* t, std::shared_ptr<target>& had) noexcept {
+    if (t == nullptr || had) return std::move(had);
+    return t->keep_alive();
+  }
   void finish(std::exception_ptr error) noexcept {
-    if (auto t = std::move(target_)) t->call_done(key_, std::move(error));
+    target* const t = std::exchange(target_, nullptr);
+    if (t == nullptr) return;
+    if (keep_alive_) {
+      const std::shared_ptr<target> alive = std::move(keep_alive_);  // until call_done returns
+      t->call_done(key_, std::move(error));
+    } else {
+      t->call_done(key_, std::move(error));
+    }
   }
   void drop() noexcept;
 
-  std::shared_ptr<target> target_;
+  target* target_ = nullptr;            // null: invoked, moved from, or empty
+  std::shared_ptr<target> keep_alive_;  // empty while lent
   std::uint64_t key_ = 0;
 };
 

@@ -1,0 +1,88 @@
+// server_done (rpc/server_done.hpp) without a server: a lent completion holds no reference on its
+// target until it is moved; moved (a handler answering later), it keeps the target alive until it
+// is invoked or dropped; pass_on keeps it lent; every way out reaches the target exactly once.
+#include "rpc/server_done.hpp"
+
+#include <catch2/catch.hpp>
+#include <exception>
+#include <memory>
+
+namespace {
+
+using rdmarpc::server_done;
+
+struct heard {
+  int done = 0;
+  int dropped = 0;
+  std::uint64_t key = 0;
+};
+
+struct lending_target final : server_done::target, std::enable_shared_from_this<lending_target> {
+  explicit lending_target(heard& h) : log(h) {}
+  heard& log;
+  void call_done(std::uint64_t key, std::exception_ptr /*error*/) noexcept override {
+    ++log.done;
+    log.key = key;
+  }
+  void call_dropped(std::uint64_t key, bool /*unwinding*/) noexcept override {
+    ++log.dropped;
+    log.key = key;
+  }
+  std::shared_ptr<server_done::target> keep_alive() noexcept override { return shared_from_this(); }
+};
+
+}  // namespace
+
+TEST_CASE(
+    "server_done: a lent completion holds no reference, pass_on keeps it lent, invoked it reaches the target",
+    "[server]") {
+  heard log;
+  auto target = std::make_shared<lending_target>(log);
+  {
+    server_done done(server_done::lent, *target, 7);
+    CHECK(target.use_count() == 1);
+    server_done passed = done.pass_on();
+    CHECK_FALSE(done);
+    CHECK(passed);
+    CHECK(target.use_count() == 1);
+    passed();
+    CHECK_FALSE(passed);
+  }
+  CHECK(log.done == 1);
+  CHECK(log.dropped == 0);
+  CHECK(log.key == 7);
+}
+
+TEST_CASE("server_done: moved out of a lent one, it keeps the target alive until it is invoked", "[server]") {
+  heard log;
+  auto target = std::make_shared<lending_target>(log);
+  const std::weak_ptr<lending_target> weak = target;
+  server_done lent(server_done::lent, *target, 9);
+  server_done later = std::move(lent);  // a handler keeping it to answer later
+  CHECK_FALSE(lent);
+  CHECK(target.use_count() == 2);
+  target.reset();  // the server lets go meanwhile
+  REQUIRE_FALSE(weak.expired());
+  later();
+  CHECK(log.done == 1);
+  CHECK(log.key == 9);
+  CHECK(weak.expired());  // its reference went with the answer
+}
+
+TEST_CASE("server_done: moved by assignment and dropped, the target hears call_dropped, then is let go",
+          "[server]") {
+  heard log;
+  auto target = std::make_shared<lending_target>(log);
+  const std::weak_ptr<lending_target> weak = target;
+  {
+    server_done lent(server_done::lent, *target, 3);
+    server_done kept;
+    kept = std::move(lent);
+    target.reset();
+    REQUIRE_FALSE(weak.expired());
+  }
+  CHECK(log.dropped == 1);
+  CHECK(log.done == 0);
+  CHECK(log.key == 3);
+  CHECK(weak.expired());
+}
