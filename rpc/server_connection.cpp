@@ -505,29 +505,29 @@ class connection_impl final : public server_connection,
     interception icpt;
     if (!admit_request(v, md, nullptr, m, icpt)) return;
     const std::size_t request_bytes = v.payload.size();
-    // A refusal from here on is an end the interceptors are told of.
-    const auto refuse_admitted = [&](status_code code, const std::string& why) {
-      refuse(id, code, why);
-      icpt.drop_initial();
-      end_interception(icpt.asked, icpt.started, m, md, false, code, why, request_bytes, 0);
-    };
-    if (client_gone_away_) return refuse_admitted(status_code::unavailable, "server shutting down");
-    if (at_in_flight_limit()) return refuse_admitted(status_code::resource_exhausted, in_flight_refusal);
+    // A refusal from here on is an end the interceptors are told of (refuse_admitted_request; not a
+    // lambda, whose captures would be stored for every call, refused or not).
+    if (client_gone_away_)
+      return refuse_admitted_request(v, icpt, m, status_code::unavailable, "server shutting down");
+    if (at_in_flight_limit())
+      return refuse_admitted_request(v, icpt, m, status_code::resource_exhausted, in_flight_refusal);
     if (m == nullptr)
-      return refuse_admitted(status_code::unimplemented,
-                             "unknown method id " + std::to_string(v.header.method_id));
+      return refuse_admitted_request(v, icpt, m, status_code::unimplemented,
+                                     "unknown method id " + std::to_string(v.header.method_id));
     if (request_bytes > m->max_request_bytes) [[unlikely]] {
       const std::string why = too_large(*m, request_bytes);
       log_limit_once(request_size_limit, why);
-      return refuse_admitted(status_code::resource_exhausted, why);
+      return refuse_admitted_request(v, icpt, m, status_code::resource_exhausted, why);
     }
     auto typed = take_call(*m);
-    if (!typed) return refuse_admitted(status_code::unimplemented, "method index out of range");
+    if (!typed)
+      return refuse_admitted_request(v, icpt, m, status_code::unimplemented, "method index out of range");
     // Parsed straight from the receive buffer, which goes back to the transport at once.
     const bool parsed = typed->parse_request(v.payload);
     message.release();
     if (!parsed) {
-      refuse_admitted(status_code::invalid_argument, "cannot parse " + typed->request_type());
+      refuse_admitted_request(v, icpt, m, status_code::invalid_argument,
+                              "cannot parse " + typed->request_type());
       return keep_call(*m, std::move(typed));
     }
     const auto deadline = v.header.has_timeout()
@@ -583,6 +583,15 @@ class connection_impl final : public server_connection,
     starting_key_ = outer_key;
     starting_dropped_ = outer_dropped;
     if (parked_) keep_call(*m, std::move(parked_));
+  }
+
+  // on_request's refusal of an admitted request (its interceptors are told).
+  [[gnu::cold]] [[gnu::noinline]] void refuse_admitted_request(const frame::view& v, interception& icpt,
+                                                               const method_entry* m, status_code code,
+                                                               const std::string& why) {
+    refuse(v.header.call_id, code, why);
+    icpt.drop_initial();
+    end_interception(icpt.asked, icpt.started, m, request_metadata_, false, code, why, v.payload.size(), 0);
   }
 
   // The starting call's record into the table, and its deadline under watch: where everything but

@@ -67,7 +67,7 @@ class message_buffers {
   buffer take(std::uint64_t token, std::size_t size) noexcept {
     buffer b(reinterpret_cast<message_block*>(token));
     b->size = headroom_ + size;
-    written(b->counted - size);  // clamped: after clear() nothing is counted any more
+    if (b->counted != size) written(b->counted - size);  // clamped: after clear() nothing is counted
     b->counted = 0;
     return b;
   }

@@ -89,8 +89,9 @@ class tcp_connection final : public connection, public received_message::owner {
   [[gnu::always_inline]] inline void on_read(boost::system::error_code ec, std::size_t n,
                                              std::shared_ptr<tcp_connection>&& self);
   void on_read_ended(boost::system::error_code ec, std::shared_ptr<tcp_connection>&& self);  // error, end
-  // A readiness wait ended: read at once.
-  void on_readable(boost::system::error_code ec, std::shared_ptr<tcp_connection>&& self);
+  // A readiness wait ended: read at once. (Inline into the wait's handler.)
+  [[gnu::always_inline]] inline void on_readable(boost::system::error_code ec,
+                                                 std::shared_ptr<tcp_connection>&& self);
   // The framer's space for a read that starts now (reading_).
   std::span<std::byte> begin_read() {
     reading_ = false;  // read_space() may allocate: were it to throw, a later start_read still reads
