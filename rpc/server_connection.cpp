@@ -135,10 +135,11 @@ class connection_impl final : public server_connection,
         heartbeats_(opts_.heartbeat_interval, opts_.heartbeat_timeout),
         policer_(opts_.min_ping_interval_allowed, opts_.max_ping_strikes) {}
 
-  // A handler's server_done was invoked (any thread): finish the call on our executor, at once
-  // when we are on it (a callback handler answering before it returns: no hop at all).
+  // A lent server_done was moved (a handler keeps it to answer later).
   std::shared_ptr<server_done::target> keep_alive() noexcept override { return shared_from_this(); }
 
+  // A handler's server_done was invoked (any thread): finish the call on our executor, at once
+  // when we are on it (a callback handler answering before it returns: no hop at all).
   void call_done(std::uint64_t key, std::exception_ptr error) noexcept override {
     if (io_ex_ != nullptr && io_ex_->running_in_this_thread()) return on_call_done(key, std::move(error));
     boost::asio::post(ex_, [self = shared_from_this(), key, error = std::move(error)]() mutable {

@@ -6,12 +6,16 @@
 // Threading: may be invoked from any thread; the server finishes the call on its connection's
 // executor (at once when invoked there).
 
+#include <cassert>
 #include <cstdint>
 #include <exception>
 #include <memory>
 #include <utility>
 
 namespace rdmarpc {
+
+template <typename Owner, typename Request, typename Reply>
+class callback_server_call;
 
 class server_done {
  public:
@@ -78,18 +82,23 @@ class server_done {
   // True until invoked (or moved from).
   explicit operator bool() const noexcept { return target_ != nullptr; }
 
+  // (Not for handlers: storage initialized from it would hold no reference.)
+  template <typename Owner, typename Request, typename Reply>
+  friend class callback_server_call;
+
+ private:
   // This completion as a new one, still lent if it was: how the framework passes it on to the
   // handler (a prvalue argument is not moved). Empty afterwards.
   server_done pass_on() noexcept { return server_done(*this); }
-
- private:
   explicit server_done(server_done& from) noexcept
       : target_(std::exchange(from.target_, nullptr)),
         keep_alive_(std::move(from.keep_alive_)),
         key_(from.key_) {}
   static std::shared_ptr<target> kept_alive(target* t, std::shared_ptr<target>& had) noexcept {
     if (t == nullptr || had) return std::move(had);
-    return t->keep_alive();
+    std::shared_ptr<target> kept = t->keep_alive();
+    assert(kept != nullptr && "a target that lends a server_done must override keep_alive");
+    return kept;
   }
   void finish(std::exception_ptr error) noexcept {
     target* const t = std::exchange(target_, nullptr);

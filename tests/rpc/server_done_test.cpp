@@ -1,11 +1,18 @@
 // server_done (rpc/server_done.hpp) without a server: a lent completion holds no reference on its
 // target until it is moved; moved (a handler answering later), it keeps the target alive until it
-// is invoked or dropped; pass_on keeps it lent; every way out reaches the target exactly once.
+// is invoked or dropped; a callback handler is handed it still lent; every way out reaches the
+// target exactly once.
 #include "rpc/server_done.hpp"
 
+#include <google/protobuf/empty.pb.h>
+
+#include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
 #include <exception>
 #include <memory>
+
+#include "rpc/server_call.hpp"
+#include "rpc/server_context.hpp"
 
 namespace {
 
@@ -33,24 +40,47 @@ struct lending_target final : server_done::target, std::enable_shared_from_this<
 
 }  // namespace
 
-TEST_CASE(
-    "server_done: a lent completion holds no reference, pass_on keeps it lent, invoked it reaches the target",
-    "[server]") {
+// A callback handler that answers at once, or keeps its completion to answer later.
+struct echo_owner {
+  const std::shared_ptr<lending_target>* target = nullptr;
+  long references_inside = 0;
+  bool keep = false;
+  server_done kept;
+  void handle(rdmarpc::server_context&, const google::protobuf::Empty&, google::protobuf::Empty&,
+              server_done done) {
+    references_inside = target->use_count();
+    if (keep) {
+      kept = std::move(done);
+    } else {
+      done();
+    }
+  }
+};
+
+TEST_CASE("server_done: lent to a callback handler it holds no reference - kept, it holds one until invoked",
+          "[server]") {
   heard log;
   auto target = std::make_shared<lending_target>(log);
-  {
-    server_done done(server_done::lent, *target, 7);
-    CHECK(target.use_count() == 1);
-    server_done passed = done.pass_on();
-    CHECK_FALSE(done);
-    CHECK(passed);
-    CHECK(target.use_count() == 1);
-    passed();
-    CHECK_FALSE(passed);
-  }
+  boost::asio::io_context io;
+  rdmarpc::server_context context(io.get_executor(), "/test/Method", "test-peer",
+                                  rdmarpc::server_context::clock::time_point::max(), {});
+  echo_owner owner;
+  owner.target = &target;
+  rdmarpc::callback_server_call<echo_owner, google::protobuf::Empty, google::protobuf::Empty> call(
+      owner, &echo_owner::handle);
+  call.start(context, server_done(server_done::lent, *target, 7), {});
+  CHECK(owner.references_inside == 1);  // handed on to the handler still lent
   CHECK(log.done == 1);
-  CHECK(log.dropped == 0);
   CHECK(log.key == 7);
+
+  owner.keep = true;
+  call.start(context, server_done(server_done::lent, *target, 8), {});
+  CHECK(log.done == 1);
+  CHECK(target.use_count() == 2);  // the handler's move took one
+  owner.kept();
+  CHECK(log.done == 2);
+  CHECK(log.key == 8);
+  CHECK(target.use_count() == 1);
 }
 
 TEST_CASE("server_done: moved out of a lent one, it keeps the target alive until it is invoked", "[server]") {
