@@ -5,9 +5,8 @@
 namespace rdmarpc {
 
 void server_done::drop() noexcept {
-  target* const t = std::exchange(target_, nullptr);
-  const std::shared_ptr<target> alive = std::move(keep_alive_);  // (empty if lent)
-  t->call_dropped(key_, std::uncaught_exceptions() > 0);
+  const bool unwinding = std::uncaught_exceptions() > 0;
+  target_.let_go([&](target& t) { t.call_dropped(key_, unwinding); });
 }
 
 void server_done::target::call_dropped(std::uint64_t key, bool unwinding) noexcept {

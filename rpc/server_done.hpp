@@ -6,11 +6,12 @@
 // Threading: may be invoked from any thread; the server finishes the call on its connection's
 // executor (at once when invoked there).
 
-#include <cassert>
 #include <cstdint>
 #include <exception>
 #include <memory>
 #include <utility>
+
+#include "transport/lent_pointer.hpp"
 
 namespace rdmarpc {
 
@@ -45,21 +46,16 @@ class server_done {
 
   server_done() noexcept = default;
   // Holds a reference to `t`.
-  server_done(std::shared_ptr<target> t, std::uint64_t key) noexcept
-      : target_(t.get()), keep_alive_(std::move(t)), key_(key) {}
+  server_done(std::shared_ptr<target> t, std::uint64_t key) noexcept : target_(std::move(t)), key_(key) {}
   // Lent: the server keeps `t` alive while the handler's start() runs, so a handler that answers
   // before it returns costs no reference (two atomic operations a call); moving the completion
   // (to answer later) takes one.
-  server_done(lent_t, target& t, std::uint64_t key) noexcept : target_(&t), key_(key) {}
-  server_done(server_done&& other) noexcept
-      : target_(std::exchange(other.target_, nullptr)),
-        keep_alive_(kept_alive(target_, other.keep_alive_)),
-        key_(other.key_) {}
+  server_done(lent_t, target& t, std::uint64_t key) noexcept : target_(t), key_(key) {}
+  server_done(server_done&& other) noexcept : target_(std::move(other.target_)), key_(other.key_) {}
   server_done& operator=(server_done&& other) noexcept {
     if (this != &other) {
-      if (target_ != nullptr) drop();
-      target_ = std::exchange(other.target_, nullptr);
-      keep_alive_ = kept_alive(target_, other.keep_alive_);
+      if (target_) drop();
+      target_ = std::move(other.target_);
       key_ = other.key_;
     }
     return *this;
@@ -71,7 +67,7 @@ class server_done {
   // exception in flight on this thread; asked only here, not per call): out of the handler's start,
   // the server answers with that exception instead.
   ~server_done() {
-    if (target_ != nullptr) drop();  // the common case (invoked or moved from) costs no call
+    if (target_) drop();  // the common case (invoked or moved from) costs no call
   }
 
   // Finishes the call. Call once; the context, request and reply must not be touched afterwards.
@@ -80,7 +76,7 @@ class server_done {
   void operator()(std::exception_ptr error) noexcept { finish(std::move(error)); }
 
   // True until invoked (or moved from).
-  explicit operator bool() const noexcept { return target_ != nullptr; }
+  explicit operator bool() const noexcept { return static_cast<bool>(target_); }
 
   // (Not for handlers: storage initialized from it would hold no reference.)
   template <typename Owner, typename Request, typename Reply>
@@ -89,31 +85,15 @@ class server_done {
  private:
   // This completion as a new one, still lent if it was: how the framework passes it on to the
   // handler (a prvalue argument is not moved). Empty afterwards.
-  server_done pass_on() noexcept { return server_done(*this); }
-  explicit server_done(server_done& from) noexcept
-      : target_(std::exchange(from.target_, nullptr)),
-        keep_alive_(std::move(from.keep_alive_)),
-        key_(from.key_) {}
-  static std::shared_ptr<target> kept_alive(target* t, std::shared_ptr<target>& had) noexcept {
-    if (t == nullptr || had) return std::move(had);
-    std::shared_ptr<target> kept = t->keep_alive();
-    assert(kept != nullptr && "a target that lends a server_done must override keep_alive");
-    return kept;
-  }
+  server_done pass_on() noexcept { return server_done(*this, handing_on{}); }
+  struct handing_on {};
+  server_done(server_done& from, handing_on) noexcept : target_(from.target_.handed_on()), key_(from.key_) {}
   void finish(std::exception_ptr error) noexcept {
-    target* const t = std::exchange(target_, nullptr);
-    if (t == nullptr) return;
-    if (keep_alive_) {
-      const std::shared_ptr<target> alive = std::move(keep_alive_);  // until call_done returns
-      t->call_done(key_, std::move(error));
-    } else {
-      t->call_done(key_, std::move(error));
-    }
+    if (target_) target_.let_go([&](target& t) { t.call_done(key_, std::move(error)); });
   }
   void drop() noexcept;
 
-  target* target_ = nullptr;            // null: invoked, moved from, or empty
-  std::shared_ptr<target> keep_alive_;  // empty while lent
+  transport::lent_pointer<target> target_;  // empty: invoked, moved from, or empty; lent inside start()
   std::uint64_t key_ = 0;
 };
 

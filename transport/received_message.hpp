@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "transport/lent_pointer.hpp"
+
 namespace rdmarpc::transport {
 
 class received_message {
@@ -31,7 +33,7 @@ class received_message {
   // reference meanwhile: two atomic operations a message saved. Moving the message takes one, so
   // a handler may keep it past on_message.
   received_message(std::span<const std::byte> bytes, owner& lender, std::uint64_t token) noexcept
-      : bytes_(bytes), owner_(&lender), token_(token) {}
+      : bytes_(bytes), owner_(lender), token_(token) {}
   // Bytes owned by the message itself (reassembled rdma fragments).
   explicit received_message(std::vector<std::byte> storage) noexcept
       : bytes_(storage.data(), storage.size()), storage_(std::move(storage)) {}
@@ -40,16 +42,14 @@ class received_message {
   // buffer, so a span into it stays valid after the move.
   received_message(received_message&& other) noexcept
       : bytes_(std::exchange(other.bytes_, {})),
-        owner_(std::exchange(other.owner_, nullptr)),
-        keep_alive_(kept_alive(owner_, other.keep_alive_)),
+        owner_(std::move(other.owner_)),
         token_(other.token_),
         storage_(std::move(other.storage_)) {}
   received_message& operator=(received_message&& other) noexcept {
     if (this != &other) {
       release();
       bytes_ = std::exchange(other.bytes_, {});
-      owner_ = std::exchange(other.owner_, nullptr);
-      keep_alive_ = kept_alive(owner_, other.keep_alive_);
+      owner_ = std::move(other.owner_);
       token_ = other.token_;
       storage_ = std::move(other.storage_);
     }
@@ -67,30 +67,14 @@ class received_message {
   // every message as soon as it is parsed, and the destructor then finds nothing to do.)
   [[gnu::always_inline]] void release() noexcept {
     bytes_ = {};
-    if (owner_ != nullptr) give_back();
+    if (owner_) owner_.let_go([token = token_](owner& o) { o.release_message(token); });
     if (storage_.capacity() != 0) [[unlikely]]
       storage_ = std::vector<std::byte>();
   }
 
  private:
-  // A moved message's reference on its owner: the one it had, or a new one if it was lent.
-  void give_back() noexcept {
-    owner* const o = std::exchange(owner_, nullptr);
-    if (keep_alive_) {
-      const std::shared_ptr<owner> alive = std::move(keep_alive_);  // until release_message returns
-      o->release_message(token_);
-    } else {
-      o->release_message(token_);
-    }
-  }
-  static std::shared_ptr<owner> kept_alive(owner* o, std::shared_ptr<owner>& had) noexcept {
-    if (o == nullptr || had) return std::move(had);
-    return o->keep_alive();
-  }
-
   std::span<const std::byte> bytes_;
-  owner* owner_ = nullptr;             // null: nothing to give back (empty, or storage_)
-  std::shared_ptr<owner> keep_alive_;  // empty while lent (inside on_message)
+  lent_pointer<owner> owner_;  // empty: nothing to give back (empty, or storage_); lent inside on_message
   std::uint64_t token_ = 0;
   std::vector<std::byte> storage_;
 };
