@@ -36,7 +36,8 @@ class lent_pointer {
   template <typename F>
   void let_go(F&& f) noexcept {
     T* const t = std::exchange(ptr_, nullptr);
-    const std::shared_ptr<T> alive = std::move(alive_);  // (empty while lent: no atomic operation)
+    if (!alive_) return f(*t);  // lent: no reference to let go of
+    const std::shared_ptr<T> alive = std::move(alive_);
     f(*t);
   }
 
