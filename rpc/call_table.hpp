@@ -65,6 +65,10 @@ class call_table {
   void keep(std::unique_ptr<Record> r) {
     if (r && spare_records_.size() < spares_) spare_records_.push_back(std::move(r));
   }
+  // How many records keep() holds. new_record() hands them back last kept first, so a record kept
+  // while fewer than n were held is the next one out until then (an owner's bound on what kept
+  // records may hold).
+  std::size_t kept() const noexcept { return spare_records_.size(); }
 
   // Makes room for one more call now, so that the next insert() allocates nothing (cannot throw).
   void prepare_insert() {

@@ -49,9 +49,13 @@ struct active_call {
   std::optional<server_context> ctx;
   boost::asio::cancellation_signal signal;  // terminal cancellation into the handler coroutine
   // The typed request (parsed from the receive buffer, which was released before the handler
-  // started: holding it would pin an rdma receive slot, a peer credit) and the handler's reply.
+  // started: holding it would pin an rdma receive slot, a peer credit) and the handler's reply,
+  // and the method it is for. A kept record keeps both (emptied) for a next call of that method.
   std::unique_ptr<server_call> call;
   const method_entry* method = nullptr;
+  // While its handler's start() is on the stack: where forget() parks the record (not reused
+  // before start() returns, as start() may still touch the call object and the context).
+  std::unique_ptr<active_call>* park_slot = nullptr;
   std::uint32_t serial = 0;  // tells this call from an earlier one with the same id (server_done keys)
   bool done = false;         // the handler finished; the reply waits for send room
   // While the reply waits for room: cancels that wait (shared with the waiting handler, which
@@ -520,29 +524,30 @@ class connection_impl final : public server_connection,
       log_limit_once(request_size_limit, why);
       return refuse_admitted_request(v, icpt, m, status_code::resource_exhausted, why);
     }
-    auto typed = take_call(*m);
-    if (!typed)
-      return refuse_admitted_request(v, icpt, m, status_code::unimplemented, "method index out of range");
+    auto c = calls_.new_record();
+    if (c->method != m || !c->call) [[unlikely]] {  // (a kept record usually holds this method's call)
+      if (!equip(*c, *m)) {
+        recycle(std::move(c));
+        return refuse_admitted_request(v, icpt, m, status_code::unimplemented, "method index out of range");
+      }
+    }
     // Parsed straight from the receive buffer, which goes back to the transport at once.
-    const bool parsed = typed->parse_request(v.payload);
+    const bool parsed = c->call->parse_request(v.payload);
     message.release();
     if (!parsed) {
       refuse_admitted_request(v, icpt, m, status_code::invalid_argument,
-                              "cannot parse " + typed->request_type());
-      return keep_call(*m, std::move(typed));
+                              "cannot parse " + c->call->request_type());
+      return recycle(std::move(c));
     }
     const auto deadline = v.header.has_timeout()
                               ? clock::now() + std::chrono::microseconds(v.header.timeout_us)
                               : clock::time_point::max();
-    auto c = calls_.new_record();
     if (c->ctx) {
       detail::server_context_reuse::reuse(*c->ctx, m->full_name, deadline, md);
     } else {
       c->ctx.emplace(ex_, m->full_name, peer_, deadline, std::move(md));
     }
     icpt.add_initial_to(*c->ctx);
-    c->call = std::move(typed);
-    c->method = m;
     c->intercepted = icpt.asked;
     c->started = icpt.started;
     c->request_bytes = request_bytes;
@@ -557,9 +562,22 @@ class connection_impl final : public server_connection,
     // completions from other threads all wait for start() to return. (Unless the handler runs the
     // io_context inside start(), which it should not: then whatever arrives first, a frame, the
     // connection's end or a reply's send room, tables the record.)
-    // The handler may finish before start() returns; its call object then stays parked until
-    // start() has returned (see forget). A call started inside another's start() (a handler that
-    // runs the io_context) hands the outer one's back when it returns.
+    // The handler may finish before start() returns; its record (call object and context) then
+    // stays parked here until start() has returned (see forget), also inside another call's
+    // start() (a handler that runs the io_context).
+    std::unique_ptr<active_call> parked;
+    struct park_while_starting {
+      active_call* c;
+      [[gnu::always_inline]] park_while_starting(active_call& call, std::unique_ptr<active_call>& slot)
+          : c(&call) {
+        c->park_slot = &slot;
+      }
+      // Before `parked` goes, when an exception leaves: `c` is alive then, parked or not.
+      [[gnu::always_inline]] ~park_while_starting() {
+        if (c != nullptr) c->park_slot = nullptr;
+      }
+      [[gnu::always_inline]] void done() { std::exchange(c, nullptr)->park_slot = nullptr; }
+    } parking{call, parked};
     const auto outer_call = starting_call_;
     const auto outer_key = starting_key_;
     const bool outer_dropped = starting_dropped_;
@@ -583,7 +601,9 @@ class connection_impl final : public server_connection,
     starting_call_ = outer_call;
     starting_key_ = outer_key;
     starting_dropped_ = outer_dropped;
-    if (parked_) keep_call(*m, std::move(parked_));
+    parking.done();
+    if (parked) [[likely]]
+      recycle(std::move(parked));
   }
 
   // on_request's refusal of an admitted request (its interceptors are told).
@@ -776,37 +796,56 @@ class connection_impl final : public server_connection,
       if (it == calls_.end()) return;
       c = calls_.extract(it);
     }
-    if (c->call.get() == starting_call_) {
-      parked_ = std::move(c->call);  // its start() is still on the stack
-    } else {
-      keep_call(*c->method, std::move(c->call));
-    }
-    if (c->ctx) detail::server_context_reuse::finish(*c->ctx);  // emptied; the next call reuses it
-    c->method = nullptr;
     c->done = false;
     c->reply_wait.reset();
     c->intercepted = 0;
-    calls_.keep(std::move(c));
+    if (c->park_slot != nullptr) {
+      auto* slot = c->park_slot;  // its start() is still on the stack: on_request recycles it
+      *slot = std::move(c);
+    } else {
+      recycle(std::move(c));
+    }
     if (client_gone_away_) close_if_drained();
   }
 
   static constexpr std::size_t kSpareActiveCalls = 64;  // call records kept for reuse
 
   // Call objects of finished calls serve the next calls of the same method (their messages keep
-  // their memory): no allocation for them in steady state. A few are kept per method.
+  // their memory): no allocation for them in steady state. The first kSpareCallsInRecords kept
+  // records keep theirs (a call of the same method then takes none from anywhere); beyond them,
+  // kSpareCallsPerMethod are kept per method.
+  static constexpr std::size_t kSpareCallsInRecords = 4;
   static constexpr std::size_t kSpareCallsPerMethod = 4;
 
-  std::unique_ptr<server_call> take_call(const method_entry& m) {
-    if (m.slot < spare_calls_.size() && !spare_calls_[m.slot].empty()) {
-      auto call = std::move(spare_calls_[m.slot].back());
-      spare_calls_[m.slot].pop_back();
-      return call;
+  // A finished call's record (reset but for its context, call object and method), kept for the
+  // next call.
+  void recycle(std::unique_ptr<active_call> c) {
+    if (c->ctx) detail::server_context_reuse::finish(*c->ctx);  // emptied; the next call reuses it
+    if (c->call) {
+      if (calls_.kept() < kSpareCallsInRecords) [[likely]] {
+        c->call->clear();
+      } else {
+        keep_call(*c->method, std::move(c->call));
+      }
     }
-    return m.svc->new_call(m.index);
+    calls_.keep(std::move(c));
+  }
+
+  // Gives record `c` a call object for method `m` (its own one goes to its method's spares).
+  // False when the service has none for it.
+  bool equip(active_call& c, const method_entry& m) {
+    if (c.call) keep_call(*c.method, std::move(c.call));
+    if (m.slot < spare_calls_.size() && !spare_calls_[m.slot].empty()) {
+      c.call = std::move(spare_calls_[m.slot].back());
+      spare_calls_[m.slot].pop_back();
+    } else {
+      c.call = m.svc->new_call(m.index);
+    }
+    c.method = &m;
+    return c.call != nullptr;
   }
 
   void keep_call(const method_entry& m, std::unique_ptr<server_call> call) {
-    if (!call) return;
     if (spare_calls_.size() <= m.slot) spare_calls_.resize(server_->methods().size());
     if (m.slot >= spare_calls_.size() || spare_calls_[m.slot].size() >= kSpareCallsPerMethod) return;
     call->clear();
@@ -1012,8 +1051,7 @@ class connection_impl final : public server_connection,
   std::unique_ptr<active_call> starting_record_;  // its record, until the table takes it (on_request)
   bool starting_dropped_ = false;
   std::uint8_t limits_logged_ = 0;  // the limits (enum limit) already logged
-  std::unique_ptr<server_call> parked_;
-  metadata request_metadata_;  // on_request's, empty outside it
+  metadata request_metadata_;       // on_request's, empty outside it
   // What interceptors add to a call's response metadata, moved into its context (kept: its
   // capacity serves the next call).
   metadata initial_metadata_;

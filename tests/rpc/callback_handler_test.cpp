@@ -42,6 +42,7 @@ class callback_service final : public service {
   static constexpr method_descriptor release = method("/cb.Test/Release");
   static constexpr method_descriptor catch_drop = method("/cb.Test/CatchDrop");
   static constexpr method_descriptor nested = method("/cb.Test/Nested");
+  static constexpr method_descriptor answer_then_nest = method("/cb.Test/AnswerThenNest");
 
   ~callback_service() override {
     for (auto& t : threads_) t.join();
@@ -51,17 +52,28 @@ class callback_service final : public service {
   std::span<const method_descriptor> methods() const noexcept override { return methods_; }
   std::unique_ptr<server_call> new_call(std::size_t index) override {
     using call = callback_server_call<callback_service, EchoRequest, EchoReply>;
-    static constexpr std::array handlers{
-        &callback_service::do_now,   &callback_service::do_status,       &callback_service::do_later,
-        &callback_service::do_drop,  &callback_service::do_throw_before, &callback_service::do_throw_after,
-        &callback_service::do_hold,  &callback_service::do_release,      &callback_service::do_catch_drop,
-        &callback_service::do_nested};
+    static constexpr std::array handlers{&callback_service::do_now,
+                                         &callback_service::do_status,
+                                         &callback_service::do_later,
+                                         &callback_service::do_drop,
+                                         &callback_service::do_throw_before,
+                                         &callback_service::do_throw_after,
+                                         &callback_service::do_hold,
+                                         &callback_service::do_release,
+                                         &callback_service::do_catch_drop,
+                                         &callback_service::do_nested,
+                                         &callback_service::do_answer_then_nest};
     return index < handlers.size() ? std::make_unique<call>(*this, handlers[index]) : nullptr;
   }
 
   // Nested's: the io_context it runs inside its handler until `nested_until` says stop.
   boost::asio::io_context* io = nullptr;
   std::function<bool()> nested_until;
+  // AnswerThenNest's: the request that runs the io_context (others just answer), and its request
+  // and context as its handler reads them after running the io_context.
+  std::string nest_for;
+  std::string request_after_nesting;
+  std::string method_after_nesting;
 
   // Hold's call, kept until the test lets it finish.
   server_context* held_context = nullptr;
@@ -126,8 +138,22 @@ class callback_service final : public service {
     done();
   }
 
-  static constexpr std::array methods_{now,         status, later,   drop,       throw_before,
-                                       throw_after, hold,   release, catch_drop, nested};
+  // Answers, then runs the io_context (calls served meanwhile), then reads its request and context
+  // again: nothing of its call may have been reused while its handler ran.
+  void do_answer_then_nest(server_context& ctx, const EchoRequest& req, EchoReply& reply, server_done done) {
+    reply.set_data("answered " + req.data());
+    done();
+    if (req.data() != nest_for) return;
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);  // bounded
+    while (!nested_until() && std::chrono::steady_clock::now() < give_up &&
+           io->run_one_for(std::chrono::seconds(30)) > 0) {
+    }
+    request_after_nesting = req.data();
+    method_after_nesting = std::string(ctx.method());
+  }
+
+  static constexpr std::array methods_{now,  status,  later,      drop,   throw_before,    throw_after,
+                                       hold, release, catch_drop, nested, answer_then_nest};
   std::mutex mutex_;
   std::vector<std::thread> threads_;
 };
@@ -358,5 +384,39 @@ TEST_CASE(
   // Nothing of either call stayed behind: both methods serve their next calls.
   f.svc.nested_until = [] { return true; };
   CHECK(f.call(callback_service::nested, "again").data == "nested again");
+  CHECK(f.call(callback_service::now, "next").data == "next");
+}
+
+TEST_CASE(
+    "a callback handler that answers, then runs the io_context: the calls served meanwhile, of its own "
+    "method and another, reuse nothing of its call before it returns") {
+  fixture f;
+  f.svc.io = &f.io;
+  std::optional<result> outer, same_method, other_method;
+  const auto start = [&](const method_descriptor& m, const std::string& data, std::optional<result>& out) {
+    EchoRequest req;
+    req.set_data(data);
+    async_unary_call<EchoReply>(*f.ch, m, nullptr, req,
+                                [&out](boost::system::error_code ec, EchoReply reply) {
+                                  out = result{ec, reply.data(), {}};
+                                });
+  };
+  // The outer handler answers at once, then serves the other two calls inside its own start().
+  f.svc.nest_for = "outer";
+  f.svc.nested_until = [&] { return same_method.has_value() && other_method.has_value(); };
+  start(callback_service::answer_then_nest, "outer", outer);
+  start(callback_service::answer_then_nest, "same", same_method);
+  start(callback_service::now, "other", other_method);
+  REQUIRE(test::run_until(
+      f.io, [&] { return outer.has_value() && same_method.has_value() && other_method.has_value(); },
+      std::chrono::seconds(30)));
+  CHECK(outer->data == "answered outer");
+  CHECK(same_method->data == "answered same");
+  CHECK(other_method->data == "other");
+  // Read after the calls inside it finished: the outer call's request and context are its own.
+  REQUIRE(test::run_until(f.io, [&] { return !f.svc.request_after_nesting.empty(); }));
+  CHECK(f.svc.request_after_nesting == "outer");
+  CHECK(f.svc.method_after_nesting == "/cb.Test/AnswerThenNest");
+  CHECK(f.call(callback_service::answer_then_nest, "again").data == "answered again");
   CHECK(f.call(callback_service::now, "next").data == "next");
 }
