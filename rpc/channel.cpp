@@ -374,9 +374,9 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     status_code code = v.header.status;
     if (code == status_code::ok) {
       spare_reply_message* spare = nullptr;
-      if (v.payload.size() <= kLentReplyMaxBytes && io_ex_ != nullptr && c.op->takes_lent_reply() &&
-          c.op->runs_on(*io_ex_)) {
-        spare = spare_reply(c.op->reply_type());  // complete() lends it: the call completes in place
+      if (v.payload.size() <= kLentReplyMaxBytes && io_ex_ != nullptr) {
+        if (const auto* type = c.op->lendable_reply_type(*io_ex_))
+          spare = spare_reply(*type);  // complete() lends it: the call completes in place
       }
       google::protobuf::MessageLite& into = spare != nullptr ? *spare->message : c.op->response();
       if (v.payload.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
@@ -1238,8 +1238,10 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
     (code == status_code::ok ? calls_ok_ : calls_failed_).fetch_add(1, std::memory_order_relaxed);
     auto op = std::move(c->op);
     auto io_work = std::move(c->io_work);  // released after the completion is posted
-    boost::asio::any_io_executor work;     // (moving an empty one costs a type-erased call)
-    if (!io_work) work = std::move(c->work);
+    // (Optional: an empty any_io_executor costs a type-erased call to make and another to destroy.)
+    std::optional<boost::asio::any_io_executor> work;
+    if (!io_work) [[unlikely]]
+      work.emplace(std::move(c->work));
     keep_call(std::move(c));
     const boost::system::error_code ec =
         code == status_code::ok ? boost::system::error_code{} : make_error_code(code);

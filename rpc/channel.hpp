@@ -116,7 +116,7 @@ class channel {
   // on the op's handler's executor; the handler's associated cancellation slot cancels the call
   // (CANCELLED, and the server is told to stop). The reply is parsed into op->response() (which
   // may be the caller's own message) on the channel's executor, before the completion; or, for a
-  // call completed in place that takes it (unary_op::takes_lent_reply), into a message the
+  // call completed in place that takes it (unary_op::lendable_reply_type), into a message the
   // channel keeps and lends to the handler (unary_op::complete_lent).
   virtual void start_unary_call(const method_descriptor& method, client_context* context,
                                 const google::protobuf::MessageLite& request, unary_op_ptr op) = 0;

@@ -22,16 +22,17 @@ class unary_op : public completion_op {
  public:
   // The message the channel parses the reply into.
   virtual google::protobuf::MessageLite& response() noexcept = 0;
-  // A message of response()'s type (its default instance, or the caller's own reply): what the
-  // channel needs to lend a reply of that type, without making the op build its own.
-  virtual const google::protobuf::MessageLite& reply_type() const noexcept = 0;
-  // Whether the handler may be given a reply the channel keeps (complete_lent): true when the op
-  // would hand the handler a message of its own, false when the reply is the caller's.
-  virtual bool takes_lent_reply() const noexcept = 0;
+  // When the handler may be given a reply the channel keeps (complete_lent) and runs on `io`
+  // (runs_on): a message of response()'s type (its default instance), what the channel needs to
+  // lend a reply of that type without making the op build its own. Null otherwise: the reply is
+  // the caller's own message, or the handler runs elsewhere. (One virtual call where the channel
+  // receives every reply.)
+  virtual const google::protobuf::MessageLite* lendable_reply_type(const io_executor& io) const noexcept = 0;
   // complete(ec) for a call that succeeded, with the reply parsed into `lent`, a message of
   // response()'s type that the caller keeps for later replies: the handler gets `lent` itself, so
   // what it leaves there (its strings' memory, unless it moves the reply out) carries the next one.
-  // Only asked of an op whose takes_lent_reply() is true; the default copies `lent` into response().
+  // Only asked of an op whose lendable_reply_type() was not null; the default copies `lent` into
+  // response().
   virtual void complete_lent(boost::system::error_code ec, google::protobuf::MessageLite& lent) {
     response().Clear();
     response().CheckTypeAndMergeFrom(lent);
@@ -61,12 +62,14 @@ class typed_unary_op final : public handler_op<unary_op, Handler> {
     if (!reply_) reply_.emplace();
     return *reply_;
   }
-  const google::protobuf::MessageLite& reply_type() const noexcept override {
+  const google::protobuf::MessageLite* lendable_reply_type(
+      const completion_op::io_executor& io) const noexcept override {
+    if (!this->runs_on(io)) return nullptr;
     if constexpr (requires { Reply::default_instance(); }) {
-      return Reply::default_instance();  // generated messages
+      return &Reply::default_instance();  // generated messages
     } else {
       static const Reply prototype;  // a hand-written MessageLite: an immutable instance of its type
-      return prototype;
+      return &prototype;
     }
   }
   void complete(boost::system::error_code ec) override {
@@ -79,7 +82,6 @@ class typed_unary_op final : public handler_op<unary_op, Handler> {
       std::move(this->handler_)(ec, std::move(*reply_));
     }
   }
-  bool takes_lent_reply() const noexcept override { return true; }
   void complete_lent(boost::system::error_code ec, google::protobuf::MessageLite& lent) override {
     const destroy_on_exit guard{this};
     std::move(this->handler_)(ec, std::move(static_cast<Reply&>(lent)));
@@ -101,7 +103,11 @@ class caller_reply_op final : public handler_op<unary_op, Handler> {
       : handler_op<unary_op, Handler>(std::move(handler)), reply_(&reply) {}
 
   google::protobuf::MessageLite& response() noexcept override { return *reply_; }
-  const google::protobuf::MessageLite& reply_type() const noexcept override { return *reply_; }
+  // The reply is the caller's: never lent one.
+  const google::protobuf::MessageLite* lendable_reply_type(
+      const completion_op::io_executor&) const noexcept override {
+    return nullptr;
+  }
   void complete(boost::system::error_code ec) override {
     std::optional<Handler> handler;
     {
@@ -111,7 +117,6 @@ class caller_reply_op final : public handler_op<unary_op, Handler> {
     }  // destroyed before the handler runs: the next call it starts reuses this memory
     (*std::move(handler))(ec);
   }
-  bool takes_lent_reply() const noexcept override { return false; }
   void destroy() noexcept override { recycled_destroy(this); }
 
  private:
