@@ -57,7 +57,7 @@ class received_message {
   }
   received_message(const received_message&) = delete;
   received_message& operator=(const received_message&) = delete;
-  ~received_message() { release(); }
+  [[gnu::always_inline]] ~received_message() { release(); }
 
   std::span<const std::byte> bytes() const noexcept { return bytes_; }
   std::size_t size() const noexcept { return bytes_.size(); }
