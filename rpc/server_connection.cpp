@@ -5,6 +5,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <cassert>
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -146,6 +147,16 @@ class connection_impl final : public server_connection,
   // when we are on it (a callback handler answering before it returns: no hop at all).
   void call_done(std::uint64_t key, std::exception_ptr error) noexcept override {
     if (io_ex_ != nullptr && io_ex_->running_in_this_thread()) return on_call_done(key, std::move(error));
+    post_call_done(key, std::move(error));
+  }
+  // Invoked lent: inside the handler's start(), which on_request calls on our executor's thread.
+  void call_done_lent(std::uint64_t key, std::exception_ptr error) noexcept override {
+    if (io_ex_ == nullptr) [[unlikely]]
+      return post_call_done(key, std::move(error));  // (an executor whose thread we cannot tell)
+    assert(io_ex_->running_in_this_thread() && "a lent server_done is invoked on its handler's thread");
+    on_call_done(key, std::move(error));
+  }
+  [[gnu::cold]] void post_call_done(std::uint64_t key, std::exception_ptr error) noexcept {
     boost::asio::post(ex_, [self = shared_from_this(), key, error = std::move(error)]() mutable {
       self->on_call_done(key, std::move(error));
     });
@@ -638,7 +649,8 @@ class connection_impl final : public server_connection,
     server_done::target::call_dropped(key, unwinding);
   }
 
-  void on_call_done(std::uint64_t key, std::exception_ptr e) {
+  void on_call_done(std::uint64_t key,
+                    std::exception_ptr&& e) {  // (&&: one exception_ptr less to make and destroy)
     const auto id = static_cast<std::uint32_t>(key);
     if (!streams_.empty()) {  // a hash of the id only when streams run
       if (auto st = streams_.find(id); st != streams_.end() && st->second->serial == key >> 32) {

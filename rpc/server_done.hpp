@@ -3,8 +3,10 @@
 // the reply is sent (or the status set with server_context::set_status). Callback handlers
 // (generated CallbackService) get it as a parameter and may invoke it before returning (no
 // coroutine, no allocation, no scheduler hop) or later. Layer: rpc.
-// Threading: may be invoked from any thread; the server finishes the call on its connection's
-// executor (at once when invoked there).
+// Threading: a completion moved out of the handler's parameter may be invoked from any thread;
+// the server finishes the call on its connection's executor (at once when invoked there). One not
+// moved (the parameter itself, lent) is invoked by the handler on its own thread before it
+// returns: to answer from elsewhere, move it there.
 
 #include <cstdint>
 #include <exception>
@@ -26,6 +28,11 @@ class server_done {
     // Call `key` finished. `error`: an exception that escaped the handler (status_error carries
     // its status; anything else answers INTERNAL). Any thread. A key already finished is ignored.
     virtual void call_done(std::uint64_t key, std::exception_ptr error) noexcept = 0;
+    // call_done from a lent completion: on the thread running the handler's start(), inside it.
+    // Default: call_done.
+    virtual void call_done_lent(std::uint64_t key, std::exception_ptr error) noexcept {
+      call_done(key, std::move(error));
+    }
     // The completion was dropped without being invoked; `unwinding`: while an exception unwound
     // (out of the handler, which the server then answers with, or out of anything else).
     // Default: call_done with INTERNAL.
@@ -49,7 +56,7 @@ class server_done {
   server_done(std::shared_ptr<target> t, std::uint64_t key) noexcept : target_(std::move(t)), key_(key) {}
   // Lent: the server keeps `t` alive while the handler's start() runs, so a handler that answers
   // before it returns costs no reference (two atomic operations a call); moving the completion
-  // (to answer later) takes one.
+  // (to answer later, or from another thread) takes one. Invoked lent, it calls call_done_lent.
   server_done(lent_t, target& t, std::uint64_t key) noexcept : target_(t), key_(key) {}
   server_done(server_done&& other) noexcept : target_(std::move(other.target_)), key_(other.key_) {}
   server_done& operator=(server_done&& other) noexcept {
@@ -89,7 +96,9 @@ class server_done {
   struct handing_on {};
   server_done(server_done& from, handing_on) noexcept : target_(from.target_.handed_on()), key_(from.key_) {}
   void finish(std::exception_ptr error) noexcept {
-    if (target_) target_.let_go([&](target& t) { t.call_done(key_, std::move(error)); });
+    if (!target_) return;
+    if (target_.lent()) return target_.let_go([&](target& t) { t.call_done_lent(key_, std::move(error)); });
+    target_.let_go([&](target& t) { t.call_done(key_, std::move(error)); });
   }
   void drop() noexcept;
 

@@ -31,6 +31,8 @@ class lent_pointer {
   lent_pointer& operator=(const lent_pointer&) = delete;
 
   explicit operator bool() const noexcept { return ptr_ != nullptr; }
+  // Points at an object that is lent (no reference held).
+  bool lent() const noexcept { return ptr_ != nullptr && !alive_; }
 
   // Empties this and calls `f(object)` while the reference, if any, is still held.
   template <typename F>

@@ -20,6 +20,7 @@ using rdmarpc::server_done;
 
 struct heard {
   int done = 0;
+  int done_lent = 0;  // of `done`: through call_done_lent
   int dropped = 0;
   std::uint64_t key = 0;
 };
@@ -34,6 +35,10 @@ struct lending_target final : server_done::target, std::enable_shared_from_this<
   void call_dropped(std::uint64_t key, bool /*unwinding*/) noexcept override {
     ++log.dropped;
     log.key = key;
+  }
+  void call_done_lent(std::uint64_t key, std::exception_ptr error) noexcept override {
+    ++log.done_lent;
+    call_done(key, std::move(error));
   }
   std::shared_ptr<server_done::target> keep_alive() noexcept override { return shared_from_this(); }
 };
@@ -71,6 +76,7 @@ TEST_CASE("server_done: lent to a callback handler it holds no reference - kept,
   call.start(context, server_done(server_done::lent, *target, 7), {});
   CHECK(owner.references_inside == 1);  // handed on to the handler still lent
   CHECK(log.done == 1);
+  CHECK(log.done_lent == 1);  // invoked lent: the target knows it runs inside start()
   CHECK(log.key == 7);
 
   owner.keep = true;
@@ -79,6 +85,7 @@ TEST_CASE("server_done: lent to a callback handler it holds no reference - kept,
   CHECK(target.use_count() == 2);  // the handler's move took one
   owner.kept();
   CHECK(log.done == 2);
+  CHECK(log.done_lent == 1);  // a kept one may be invoked anywhere: plain call_done
   CHECK(log.key == 8);
   CHECK(target.use_count() == 1);
 }
@@ -95,6 +102,7 @@ TEST_CASE("server_done: moved out of a lent one, it keeps the target alive until
   REQUIRE_FALSE(weak.expired());
   later();
   CHECK(log.done == 1);
+  CHECK(log.done_lent == 0);
   CHECK(log.key == 9);
   CHECK(weak.expired());  // its reference went with the answer
 }
