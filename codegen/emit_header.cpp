@@ -312,11 +312,11 @@ void print_callback_service(code_writer& p, const service_model& s) {
       p, s,
       "\n"
       "  // The server side without coroutines, for handlers that usually answer at once: each handler\n"
-      "  // fills `reply` and invokes `done` (before returning: no coroutine, no allocation, no\n"
-      "  // scheduler hop; or later, from any thread). Errors: context.set_status() then done(); an\n"
-      "  // exception escaping the handler answers INTERNAL (status_error: its status); dropping\n"
-      "  // `done` without invoking it answers INTERNAL. After done(), context, request and reply\n"
-      "  // must not be touched. Cancellation: context.is_cancelled(). Streaming handlers are\n"
+      "  // fills `reply` and invokes `done` (before returning, on its thread: no coroutine, no\n"
+      "  // allocation, no scheduler hop; or moved, later, from any thread). Errors: context.set_status()\n"
+      "  // then done(); an exception escaping the handler answers INTERNAL (status_error: its status);\n"
+      "  // dropping `done` without invoking it answers INTERNAL. After done(), context, request and\n"
+      "  // reply must not be touched. Cancellation: context.is_cancelled(). Streaming handlers are\n"
       "  // coroutines as in Service (a stream outlives one callback anyway).\n"
       "  class CallbackService : public ::rdmarpc::service {\n"
       "   public:\n",

@@ -61,13 +61,14 @@ class call_table {
     spare_records_.pop_back();
     return r;
   }
-  // Keeps a finished call's record for new_record() (the owner resets it first).
-  void keep(std::unique_ptr<Record> r) {
-    if (r && spare_records_.size() < spares_) spare_records_.push_back(std::move(r));
+  // Keeps a finished call's record for new_record() (the owner resets it first). False when it
+  // was freed instead (`spares` are kept already).
+  bool keep(std::unique_ptr<Record> r) {
+    if (!r || spare_records_.size() >= spares_) return false;
+    spare_records_.push_back(std::move(r));
+    return true;
   }
-  // How many records keep() holds. new_record() hands them back last kept first, so a record kept
-  // while fewer than n were held is the next one out until then (an owner's bound on what kept
-  // records may hold).
+  // How many records keep() holds.
   std::size_t kept() const noexcept { return spare_records_.size(); }
 
   // Makes room for one more call now, so that the next insert() allocates nothing (cannot throw).

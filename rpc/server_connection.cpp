@@ -536,6 +536,7 @@ class connection_impl final : public server_connection,
       return refuse_admitted_request(v, icpt, m, status_code::resource_exhausted, why);
     }
     auto c = calls_.new_record();
+    spare_calls_in_records_ -= c->call != nullptr;
     if (c->method != m || !c->call) [[unlikely]] {  // (a kept record usually holds this method's call)
       if (!equip(*c, *m)) {
         recycle(std::move(c));
@@ -808,6 +809,7 @@ class connection_impl final : public server_connection,
       if (it == calls_.end()) return;
       c = calls_.extract(it);
     }
+    if (c->ctx) detail::server_context_reuse::finish(*c->ctx);  // emptied (and no longer written)
     c->done = false;
     c->reply_wait.reset();
     c->intercepted = 0;
@@ -823,24 +825,25 @@ class connection_impl final : public server_connection,
   static constexpr std::size_t kSpareActiveCalls = 64;  // call records kept for reuse
 
   // Call objects of finished calls serve the next calls of the same method (their messages keep
-  // their memory): no allocation for them in steady state. The first kSpareCallsInRecords kept
-  // records keep theirs (a call of the same method then takes none from anywhere); beyond them,
-  // kSpareCallsPerMethod are kept per method.
+  // their memory): no allocation for them in steady state. Up to kSpareCallsInRecords kept records
+  // keep theirs (a call of the same method then takes none from anywhere; the last kept record is
+  // the next one out); beyond them, kSpareCallsPerMethod are kept per method.
   static constexpr std::size_t kSpareCallsInRecords = 4;
   static constexpr std::size_t kSpareCallsPerMethod = 4;
 
-  // A finished call's record (reset but for its context, call object and method), kept for the
-  // next call.
+  // A finished call's record (its context finished; reset but for its call object and method),
+  // kept for the next call. Also a record that never started a call (its context as it was).
   void recycle(std::unique_ptr<active_call> c) {
-    if (c->ctx) detail::server_context_reuse::finish(*c->ctx);  // emptied; the next call reuses it
+    bool holds_call = false;
     if (c->call) {
-      if (calls_.kept() < kSpareCallsInRecords) [[likely]] {
+      if (spare_calls_in_records_ < kSpareCallsInRecords) [[likely]] {
         c->call->clear();
+        holds_call = true;
       } else {
         keep_call(*c->method, std::move(c->call));
       }
     }
-    calls_.keep(std::move(c));
+    if (calls_.keep(std::move(c))) spare_calls_in_records_ += holds_call;
   }
 
   // Gives record `c` a call object for method `m` (its own one goes to its method's spares).
@@ -1070,6 +1073,7 @@ class connection_impl final : public server_connection,
   // Running calls, and finished ones whose reply waits for send room; records are reused.
   call_table<active_call> calls_{kSpareActiveCalls};
   std::vector<std::vector<std::unique_ptr<server_call>>> spare_calls_;  // by method_entry::slot
+  std::size_t spare_calls_in_records_ = 0;  // kept records holding a call object (recycle)
   std::unordered_map<std::uint32_t, std::unique_ptr<active_stream>> streams_;
   const method_entry* last_method_ = nullptr;  // find_method's cache: the entry of last_method_id_
   std::uint32_t last_method_id_ = 0;

@@ -49,16 +49,16 @@ TEST_CASE("call table: no more than `spares` records are kept") {
   auto b = table.new_record();
   const record* kept = a.get();
   CHECK(table.kept() == 0);
-  table.keep(std::move(a));
+  CHECK(table.keep(std::move(a)));
   CHECK(table.kept() == 1);
-  table.keep(std::move(b));  // beyond the limit: freed
+  CHECK_FALSE(table.keep(std::move(b)));  // beyond the limit: freed
   CHECK(table.kept() == 1);
   auto first = table.new_record();
   CHECK(table.kept() == 0);
   auto second = table.new_record();
   CHECK(first.get() == kept);
   CHECK(second.get() != kept);
-  table.keep(nullptr);  // harmless
+  CHECK_FALSE(table.keep(nullptr));  // harmless
   CHECK(table.kept() == 0);
 }
 
