@@ -310,8 +310,8 @@ if part liveness; then
 fi
 # The rxe targets are ratios of two figures measured seconds apart in a VM whose speed drifts by
 # tens of percent within one boot. So the 64 B points behind them are measured ROUNDS more times,
-# each round a baseline then rdmarpc, and bench/make_report.py judges the median of the per-round
-# ratios (the first round being the points above).
+# each baseline right next to its rdmarpc point (in alternating order), and bench/make_report.py
+# judges the median of the per-round ratios (the first round being the points above).
 if part rounds; then
   busy_callback() {
     CLIENT_TIMEOUT=60 echo_pair round$r-rdma-busy "$BIN/rdmarpc_echo_bench" server --busy-poll --listen rdma://$IP:7483 -- \
@@ -329,14 +329,25 @@ if part rounds; then
     d=$OUT/rounds/$r
     mkdir -p "$d/perftest"
     step "round $r of $ROUNDS: the 64 B points of the rxe targets again"
-    PERFTEST_OUT=$d/perftest latency_pair 64
-    PERFTEST_OUT=$d/perftest perftest_pair ib_send_bw-64 ib_send_bw -R -d rxe0 -s 64 -n $(bw_iters 64)
-    PERFTEST_OUT=$d/perftest wire_latency
     round_common=(--payload 64 --duration "$DURATION" --warmup "$WARMUP" --json "$d/echo.jsonl")
-    CLIENT_TIMEOUT=60 echo_pair round$r-rdma "$BIN/rdmarpc_echo_bench" server --listen rdma://$IP:7482 -- \
-      "$BIN/rdmarpc_echo_bench" client --target rdma://$IP:7482 --concurrency 1 "${round_common[@]}"
-    # Alternating which goes first: a drift within a round must not bias their difference one way.
-    if [ $((r % 2)) -eq 1 ]; then busy_callback; busy_coroutine; else busy_coroutine; busy_callback; fi
+    event_pt() { PERFTEST_OUT=$d/perftest perftest_pair ib_send_lat_e-64 ib_send_lat -R -e -d rxe0 -s 64 -n $(lat_iters 64); }
+    event_rdmarpc() {
+      CLIENT_TIMEOUT=60 echo_pair round$r-rdma "$BIN/rdmarpc_echo_bench" server --listen rdma://$IP:7482 -- \
+        "$BIN/rdmarpc_echo_bench" client --target rdma://$IP:7482 --concurrency 1 "${round_common[@]}"
+    }
+    busy_pt() { PERFTEST_OUT=$d/perftest perftest_pair ib_send_lat-64 ib_send_lat -R -d rxe0 -s 64 -n $(lat_iters 64); }
+    # Each target's baseline right next to its rdmarpc point, the order alternating by round: the
+    # VM's drift (tens of percent within a minute) then neither sits between them nor biases
+    # their ratio one way. The coroutine point (the per-instruction estimate) alternates with the
+    # callback one the same way; the frame-size latency (76 B) goes right after the 64 B one.
+    if [ $((r % 2)) -eq 1 ]; then
+      event_pt; event_rdmarpc
+      PERFTEST_OUT=$d/perftest wire_latency; busy_pt; busy_callback; busy_coroutine
+    else
+      event_rdmarpc; event_pt
+      busy_coroutine; busy_callback; busy_pt; PERFTEST_OUT=$d/perftest wire_latency
+    fi
+    PERFTEST_OUT=$d/perftest perftest_pair ib_send_bw-64 ib_send_bw -R -d rxe0 -s 64 -n $(bw_iters 64)
     CLIENT_TIMEOUT=60 echo_pair round$r-rdma-adaptive "$BIN/rdmarpc_echo_bench" server --adaptive --listen rdma://$IP:7484 -- \
       "$BIN/rdmarpc_echo_bench" client --adaptive --target rdma://$IP:7484 --concurrency 1,64 "${round_common[@]}"
   done
