@@ -867,7 +867,9 @@ def rounds_section(res, w):
     w("first one then the other, in alternating order by round. Round 1 is the")
     w("main run's points (the tables below), whose baseline and rdmarpc figures are one to two minutes")
     w("apart. The targets are judged on the median ratio: under TCG one round's ratio moves by tens of")
-    w("percent, and whole rounds can run slower than others.")
+    w("percent, and whole rounds can run slower than others. perftest's 64 B latency runs sample about")
+    w("as long as rdmarpc's points (30,000 polling round trips, 5,000 with `-e`), so a slow spell of the")
+    w("VM weighs on both sides of a ratio alike.")
     w("")
     heads = {"event": ("event p50 µs", "`ib_send_lat -R -e` RTT"), "busy_poll": ("busy-poll p50 µs", "`ib_send_lat -R` RTT"),
              "adaptive": ("adaptive p50 µs", "busy-poll p50"),

@@ -33,7 +33,7 @@ PERFTEST_DELAY=${BENCH_PERFTEST_DELAY:-2}
 STREAM_CONC=${BENCH_STREAM_CONCURRENCY:-1,8}
 LIVENESS_RUNS=${BENCH_LIVENESS_RUNS:-3}
 HEARTBEAT_SECONDS=${BENCH_HEARTBEAT_SECONDS:-3}
-ROUNDS=${BENCH_ROUNDS:-4}
+ROUNDS=${BENCH_ROUNDS:-6}
 CG_CALLS=${BENCH_CG_CALLS:-200 1200}
 PARTS=" ${BENCH_PARTS:-perftest ucx rdma busy adaptive tcp grpc capnp stream idle liveness rounds callgrind} "  # a subset, for debugging one part
 part() { [[ $PARTS == *" $1 "* ]]; }
@@ -49,7 +49,17 @@ WIRE=$("$BIN/rdmarpc_echo_bench" frame-size --payload 64 2>/dev/null | awk '{pri
 [[ $WIRE =~ ^[0-9]+$ && $WIRE != 64 ]] || WIRE=""
 [[ -n $WIRE ]] && echo "$WIRE" > $OUT/frame_bytes
 # perftest iterations per message size: enough samples, bounded time under TCG (~60 MB/s).
-lat_iters() { case $1 in 64|"$WIRE") echo 2000;; 4096) echo 1000;; 65536) echo 200;; *) echo 30;; esac; }
+# lat_iters SIZE [busy|event]: at the targets' sizes (64 B and the wire size) perftest samples
+# about as long as rdmarpc's points (DURATION): ~25-50 us a polling round trip, ~250-400 us with
+# -e. With 2,000 polling round trips (50 ms) one of the VM's slow spells could fill a whole run.
+LAT_ITERS_BUSY=${BENCH_LAT_ITERS_BUSY:-30000}
+LAT_ITERS_EVENT=${BENCH_LAT_ITERS_EVENT:-5000}
+lat_iters() {
+  case $1 in
+    64|"$WIRE") if [ "${2:-event}" = busy ]; then echo "$LAT_ITERS_BUSY"; else echo "$LAT_ITERS_EVENT"; fi;;
+    4096) echo 1000;; 65536) echo 200;; *) echo 30;;
+  esac
+}
 bw_iters() { case $1 in 64) echo 10000;; 4096) echo 5000;; 65536) echo 500;; *) echo 50;; esac; }
 
 # perftest_pair NAME TOOL ARGS...: server on vCPU 0, client on vCPU 1 after PERFTEST_DELAY s; the
@@ -154,8 +164,8 @@ fi
 part perftest && step "perftest baselines on rxe0 (sizes: $SIZES)"
 # latency_pair SIZE: ib_send_lat, polling and with -e, at SIZE bytes (into PERFTEST_OUT).
 latency_pair() {
-  perftest_pair "ib_send_lat-$1" ib_send_lat -R -d rxe0 -s $1 -n $(lat_iters $1)
-  perftest_pair "ib_send_lat_e-$1" ib_send_lat -R -e -d rxe0 -s $1 -n $(lat_iters $1)
+  perftest_pair "ib_send_lat-$1" ib_send_lat -R -d rxe0 -s $1 -n $(lat_iters $1 busy)
+  perftest_pair "ib_send_lat_e-$1" ib_send_lat -R -e -d rxe0 -s $1 -n $(lat_iters $1 event)
 }
 # wire_latency: latency_pair at the 64 B echo's wire size (WIRE), if known.
 wire_latency() { [[ -z $WIRE ]] || latency_pair $WIRE; }
@@ -330,12 +340,12 @@ if part rounds; then
     mkdir -p "$d/perftest"
     step "round $r of $ROUNDS: the 64 B points of the rxe targets again"
     round_common=(--payload 64 --duration "$DURATION" --warmup "$WARMUP" --json "$d/echo.jsonl")
-    event_pt() { PERFTEST_OUT=$d/perftest perftest_pair ib_send_lat_e-64 ib_send_lat -R -e -d rxe0 -s 64 -n $(lat_iters 64); }
+    event_pt() { PERFTEST_OUT=$d/perftest perftest_pair ib_send_lat_e-64 ib_send_lat -R -e -d rxe0 -s 64 -n $(lat_iters 64 event); }
     event_rdmarpc() {
       CLIENT_TIMEOUT=60 echo_pair round$r-rdma "$BIN/rdmarpc_echo_bench" server --listen rdma://$IP:7482 -- \
         "$BIN/rdmarpc_echo_bench" client --target rdma://$IP:7482 --concurrency 1 "${round_common[@]}"
     }
-    busy_pt() { PERFTEST_OUT=$d/perftest perftest_pair ib_send_lat-64 ib_send_lat -R -d rxe0 -s 64 -n $(lat_iters 64); }
+    busy_pt() { PERFTEST_OUT=$d/perftest perftest_pair ib_send_lat-64 ib_send_lat -R -d rxe0 -s 64 -n $(lat_iters 64 busy); }
     # Each target's baseline right next to its rdmarpc point, the order alternating by round: the
     # VM's drift (tens of percent within a minute) then neither sits between them nor biases
     # their ratio one way. The coroutine point (the per-instruction estimate) alternates with the
