@@ -164,7 +164,7 @@ void rdma_connection::after_completions() {
   check_drained();
 }
 
-void rdma_connection::handle_completion(const ibv_wc& wc) {
+inline void rdma_connection::handle_completion(const ibv_wc& wc) {
   const bool is_send = (wc.wr_id & kSendBit) != 0;
   if (is_send) {
     // RC completes in order: this WR done means every earlier one is too (signaled or not).
@@ -188,7 +188,7 @@ void rdma_connection::handle_completion(const ibv_wc& wc) {
   if (!is_send) handle_receive(wc);
 }
 
-void rdma_connection::handle_receive(const ibv_wc& wc) {
+inline void rdma_connection::handle_receive(const ibv_wc& wc) {
   const auto slot = static_cast<std::uint32_t>(wc.wr_id);
   if (life_.has_ended()) return;  // the slot is not reposted: the QP is going away
   if ((wc.wc_flags & IBV_WC_WITH_IMM) == 0 || wc.opcode != IBV_WC_RECV) {
@@ -237,7 +237,7 @@ void rdma_connection::handle_receive(const ibv_wc& wc) {
 }
 
 // Both run from the completion drain loop, never inside a user call into the transport.
-void rdma_connection::deliver(std::span<const std::byte> bytes, std::uint64_t slot) {
+inline void rdma_connection::deliver(std::span<const std::byte> bytes, std::uint64_t slot) {
   ++stats_.messages_received;
   stats_.bytes_received += bytes.size();
   if (handler_) {
@@ -419,7 +419,7 @@ void rdma_connection::post_committed() {
   flush_sends();  // on failure the connection has ended; callers check life_
 }
 
-bool rdma_connection::post_next_fragment(committed_message& m) {
+inline bool rdma_connection::post_next_fragment(committed_message& m) {
   if (!sq_has_room()) {
     flush_sends();
     return false;
@@ -449,8 +449,8 @@ bool rdma_connection::post_credit_only(std::uint32_t imm) {
   return flush_sends();
 }
 
-void rdma_connection::prepare_send(const std::byte* data, std::uint32_t lkey, std::uint32_t length,
-                                   std::uint32_t imm, bool credit_only, bool must_signal) {
+inline void rdma_connection::prepare_send(const std::byte* data, std::uint32_t lkey, std::uint32_t length,
+                                          std::uint32_t imm, bool credit_only, bool must_signal) {
   const std::uint64_t seq = posted_seq_;
   const bool fills_sq = seq + 1 - completed_seq_ >= resources_->send_buffers();
   // Signal every k-th send; the one that fills the send queue, so its room can always be
