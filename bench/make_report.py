@@ -863,13 +863,19 @@ def rounds_section(res, w):
     w("## rxe targets, round by round (64 B)")
     w("")
     w("guest_bench.sh measures the points behind each rxe target again in more rounds, after the rest of")
-    w("the VM part; in each round every target's raw-verbs baseline runs right next to its rdmarpc point,")
-    w("first one then the other, in alternating order by round. Round 1 is the")
+    w("the VM part; in each round the event and busy-poll baselines run right next to their rdmarpc points,")
+    w("first one then the other, in alternating order by round, and `ib_send_bw` right before the adaptive")
+    w("point; a baseline that follows an rdmarpc point waits 10 s first (within seconds of an rdmarpc run's end,")
+    w("perftest reads up to 1.5× slower). Round 1 is the")
     w("main run's points (the tables below), whose baseline and rdmarpc figures are one to two minutes")
     w("apart. The targets are judged on the median ratio: under TCG one round's ratio moves by tens of")
-    w("percent, and whole rounds can run slower than others. perftest's 64 B latency runs sample about")
-    w("as long as rdmarpc's points (30,000 polling round trips, 5,000 with `-e`), so a slow spell of the")
-    w("VM weighs on both sides of a ratio alike.")
+    w("percent, and whole rounds can run slower than others.")
+    iters = {t: sorted({int(r.perftest[(t, 64)]["iterations"]) for r in res.rounds if (t, 64) in r.perftest})
+             for t in ("ib_send_lat", "ib_send_lat_e")}
+    if iters["ib_send_lat"] and iters["ib_send_lat_e"]:
+        counts = lambda t: "/".join(fmt_count(n) for n in iters[t])
+        w(f"perftest's latency runs at 64 B and at the wire size took {counts('ib_send_lat')} polling round trips")
+        w(f"and {counts('ib_send_lat_e')} with `-e` (up to 2026-12-06 they took 2,000 each, ~50 ms of polling).")
     w("")
     heads = {"event": ("event p50 µs", "`ib_send_lat -R -e` RTT"), "busy_poll": ("busy-poll p50 µs", "`ib_send_lat -R` RTT"),
              "adaptive": ("adaptive p50 µs", "busy-poll p50"),

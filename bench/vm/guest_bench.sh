@@ -16,7 +16,7 @@
 #                                     call counts (BENCH_CG_CALLS), when bench/compare brought valgrind
 #   /out/rounds/<r>/perftest/*.txt, /out/rounds/<r>/echo.jsonl, echo-coroutine.jsonl
 #                                     the 64 B points the rxe targets compare, measured again in
-#                                     ROUNDS more rounds (raw verbs, then rdmarpc, in each round)
+#                                     ROUNDS more rounds (each baseline next to its rdmarpc point)
 #   /out/log/*.log                    server logs, for post-mortems
 # Servers run on vCPU 0, clients on vCPU 1: rxe peers sharing a vCPU wait for a timer tick.
 set -uo pipefail
@@ -33,7 +33,9 @@ PERFTEST_DELAY=${BENCH_PERFTEST_DELAY:-2}
 STREAM_CONC=${BENCH_STREAM_CONCURRENCY:-1,8}
 LIVENESS_RUNS=${BENCH_LIVENESS_RUNS:-3}
 HEARTBEAT_SECONDS=${BENCH_HEARTBEAT_SECONDS:-3}
-ROUNDS=${BENCH_ROUNDS:-6}
+ROUNDS=${BENCH_ROUNDS:-4}
+# Seconds a baseline waits after an rdmarpc point in the rounds (see there).
+SETTLE=${BENCH_SETTLE:-10}
 CG_CALLS=${BENCH_CG_CALLS:-200 1200}
 PARTS=" ${BENCH_PARTS:-perftest ucx rdma busy adaptive tcp grpc capnp stream idle liveness rounds callgrind} "  # a subset, for debugging one part
 part() { [[ $PARTS == *" $1 "* ]]; }
@@ -350,12 +352,17 @@ if part rounds; then
     # VM's drift (tens of percent within a minute) then neither sits between them nor biases
     # their ratio one way. The coroutine point (the per-instruction estimate) alternates with the
     # callback one the same way; the frame-size latency (76 B) goes right after the 64 B one.
+    # A perftest run that starts within seconds of an rdmarpc run's end reads slower (in A/B runs
+    # 2 s after it: 30-45 us where perftest after perftest read 24-25; 10 s after it: 25). So
+    # every baseline that follows an rdmarpc point waits SETTLE seconds first; rdmarpc after
+    # perftest showed no such effect.
     if [ $((r % 2)) -eq 1 ]; then
-      event_pt; event_rdmarpc
-      PERFTEST_OUT=$d/perftest wire_latency; busy_pt; busy_callback; busy_coroutine
+      sleep "$SETTLE"; event_pt; event_rdmarpc
+      sleep "$SETTLE"; PERFTEST_OUT=$d/perftest wire_latency; busy_pt; busy_callback; busy_coroutine
+      sleep "$SETTLE"
     else
-      event_rdmarpc; event_pt
-      busy_coroutine; busy_callback; busy_pt; PERFTEST_OUT=$d/perftest wire_latency
+      event_rdmarpc; sleep "$SETTLE"; event_pt
+      busy_coroutine; busy_callback; sleep "$SETTLE"; busy_pt; PERFTEST_OUT=$d/perftest wire_latency
     fi
     PERFTEST_OUT=$d/perftest perftest_pair ib_send_bw-64 ib_send_bw -R -d rxe0 -s 64 -n $(bw_iters 64)
     CLIENT_TIMEOUT=60 echo_pair round$r-rdma-adaptive "$BIN/rdmarpc_echo_bench" server --adaptive --listen rdma://$IP:7484 -- \

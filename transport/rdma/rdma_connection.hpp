@@ -105,8 +105,8 @@ class rdma_connection final : public connection,
   // Completions (cq_reactor::handler) and rdma_cm events (cm_event_pump::handler).
   std::size_t poll_completions() override;  // returns the number of completions handled
   // The completion path, inlined into poll_completions' loop (a call less per layer and message).
-  [[gnu::always_inline]] void handle_completion(const ibv_wc& wc);
-  [[gnu::always_inline]] void handle_receive(const ibv_wc& wc);
+  [[gnu::always_inline]] inline void handle_completion(const ibv_wc& wc);
+  [[gnu::always_inline]] inline void handle_receive(const ibv_wc& wc);
   void after_completions();
   void on_cm_event(verbs::cm_event event) override;
   bool on_cm_error(const boost::system::error_code& ec) override;
@@ -130,10 +130,10 @@ class rdma_connection final : public connection,
   void post_committed();                       // posts what credits and SQ room allow
   // Prepares m's next fragment into the batch (posting the batch once full). False when it cannot
   // go now (no SQ room or no credit: the batch so far is posted) or a post failed.
-  [[gnu::always_inline]] bool post_next_fragment(committed_message& m);
+  [[gnu::always_inline]] inline bool post_next_fragment(committed_message& m);
   // Sends are prepared into a batch and posted as one chained ibv_post_send: one doorbell (for rxe,
   // one syscall) for all the fragments of a message instead of one each.
-  [[gnu::always_inline]] void prepare_send(const std::byte* data, std::uint32_t lkey, std::uint32_t length,
+  [[gnu::always_inline]] inline void prepare_send(const std::byte* data, std::uint32_t lkey, std::uint32_t length,
                                            std::uint32_t imm, bool credit_only, bool must_signal);
   bool flush_sends();
   bool post_credit_only(std::uint32_t imm);  // prepare + flush
@@ -143,7 +143,7 @@ class rdma_connection final : public connection,
 
   // Receive path.
   // The reactor's reference keeps us alive while a lent message is delivered.
-  [[gnu::always_inline]] void deliver(std::span<const std::byte> bytes,
+  [[gnu::always_inline]] inline void deliver(std::span<const std::byte> bytes,
                                       std::uint64_t slot);  // lent from the ring
   void deliver(std::vector<std::byte> whole);               // reassembled
   void flush_reposts();
