@@ -133,8 +133,9 @@ class rdma_connection final : public connection,
   [[gnu::always_inline]] inline bool post_next_fragment(committed_message& m);
   // Sends are prepared into a batch and posted as one chained ibv_post_send: one doorbell (for rxe,
   // one syscall) for all the fragments of a message instead of one each.
-  [[gnu::always_inline]] inline void prepare_send(const std::byte* data, std::uint32_t lkey, std::uint32_t length,
-                                           std::uint32_t imm, bool credit_only, bool must_signal);
+  [[gnu::always_inline]] inline void prepare_send(const std::byte* data, std::uint32_t lkey,
+                                                  std::uint32_t length, std::uint32_t imm, bool credit_only,
+                                                  bool must_signal);
   bool flush_sends();
   bool post_credit_only(std::uint32_t imm);  // prepare + flush
   void reclaim_sent();                       // frees the space of messages whose sends completed
@@ -144,8 +145,8 @@ class rdma_connection final : public connection,
   // Receive path.
   // The reactor's reference keeps us alive while a lent message is delivered.
   [[gnu::always_inline]] inline void deliver(std::span<const std::byte> bytes,
-                                      std::uint64_t slot);  // lent from the ring
-  void deliver(std::vector<std::byte> whole);               // reassembled
+                                             std::uint64_t slot);  // lent from the ring
+  void deliver(std::vector<std::byte> whole);                      // reassembled
   void flush_reposts();
 
   // Ending.
