@@ -53,7 +53,8 @@ WIRE=$("$BIN/rdmarpc_echo_bench" frame-size --payload 64 2>/dev/null | awk '{pri
 # perftest iterations per message size: enough samples, bounded time under TCG (~60 MB/s).
 # lat_iters SIZE [busy|event]: at the targets' sizes (64 B and the wire size) perftest samples
 # about as long as rdmarpc's points (DURATION): ~25-50 us a polling round trip, ~250-400 us with
-# -e. With 2,000 polling round trips (50 ms) one of the VM's slow spells could fill a whole run.
+# -e. (A/B in one boot showed no bias from the length itself: 2,000 and 30,000 read alike when run
+# in the same place; the longer run only leaves a slow spell less chance to decide it.)
 LAT_ITERS_BUSY=${BENCH_LAT_ITERS_BUSY:-30000}
 LAT_ITERS_EVENT=${BENCH_LAT_ITERS_EVENT:-5000}
 lat_iters() {
