@@ -1237,6 +1237,10 @@ def markdown(res, meta, tgts, cost, same=None):
     # --- idle
     w("## Idle cost (connected client + server in one process, no calls)")
     w("")
+    w("rdmarpc's probes start once the pair had its first heartbeat exchange (the steady state, as in")
+    w("Liveness' heartbeat CPU), and the first one waits BENCH_SETTLE s (10; --quick 3) after the parts")
+    w("before it (the VM's after-effects of a heavy run; see bench/vm/guest_bench.sh).")
+    w("")
     w("| system | transport | mode | wall s | CPU ms | CPU % of one core |")
     w("|---|---|---|---:|---:|---:|")
     for r in res.idle:
