@@ -439,7 +439,7 @@ class results(vm_round):
 
     def idle_of(self, system, transport, mode="event"):
         """The pair's median idle probe by CPU (the lower middle one of an even count), or None: one
-        probe moves by 2x between runs, the first after boot being the highest."""
+        probe moves by 2x between runs."""
         runs = sorted(self.idle_runs(system, transport, mode), key=lambda r: r["cpu_percent"])
         return runs[(len(runs) - 1) // 2] if runs else None
 
@@ -868,7 +868,7 @@ def rounds_section(res, w):
     w("point; a baseline that follows an rdmarpc point waits 10 s first (within seconds of an rdmarpc run's end,")
     w("perftest reads up to 1.5× slower). Round 1 is the")
     w("main run's points (the tables below), whose baseline and rdmarpc figures are one to two minutes")
-    w("apart. The targets are judged on the median ratio: under TCG one round's ratio moves by tens of")
+    w("apart (its busy-poll and adaptive points wait 10 s after the heavy event matrix). The targets are judged on the median ratio: under TCG one round's ratio moves by tens of")
     w("percent, and whole rounds can run slower than others.")
     iters = {t: sorted({int(r.perftest[(t, 64)]["iterations"]) for r in res.rounds if (t, 64) in r.perftest})
              for t in ("ib_send_lat", "ib_send_lat_e")}

@@ -197,9 +197,10 @@ fi
 common=(--payload "$payloads" --concurrency "$CONC" --duration "$DURATION" --warmup "$WARMUP" --json $OUT/echo.jsonl)
 part rdma && echo_pair rdmarpc-rdma "$BIN/rdmarpc_echo_bench" server --listen rdma://$IP:7471 -- \
   "$BIN/rdmarpc_echo_bench" client --target rdma://$IP:7471 "${common[@]}"
-# The busy-poll and adaptive 64 B points are targets against perftest, which ran on a quiet VM
-# first: like the rounds' points, each waits SETTLE seconds after the heavy run before it (the
-# 64 KiB x 64 points; in 2026-12-06-1513 the busy point read 48.8 us there, 30-37 in the rounds).
+# The busy-poll and adaptive 64 B points are round 1 of targets against perftest, whose main
+# points ran first on a quiet VM: like the rounds' baselines, each waits SETTLE seconds after the
+# heavy run before it (the 64 KiB x 64 points; in 2026-12-06-1513 the busy point read 48.8 us
+# there, 30-37 in the rounds). The event point follows UCX unpaused, which can only cost it.
 part busy && sleep "$SETTLE"
 part busy && CLIENT_TIMEOUT=60 echo_pair rdmarpc-rdma-busy "$BIN/rdmarpc_echo_bench" server --busy-poll --listen rdma://$IP:7473 -- \
   "$BIN/rdmarpc_echo_bench" client --busy-poll --target rdma://$IP:7473 --payload 64 --concurrency 1,64 \
@@ -252,7 +253,7 @@ fi
 if part idle; then
   step "idle cost: a connected client+server doing nothing for ${IDLE_SECONDS}s"
   # The targeted pair, $IDLE_RUNS times each, interleaved so both modes see the same VM; the report
-  # takes the median. One probe moves by 2x between runs (the first after boot is the highest).
+  # takes the median. One probe moves by 2x between runs.
   # Right after the parts before (streams), the first pairs read up to twice what they read later
   # or with the idle part alone (0.5 %): the VM's after-effects of a heavy run, as the rounds'
   # perftest shows them. So it waits SETTLE seconds first, as the rounds' baselines do. (Streams then
