@@ -44,6 +44,12 @@ import sys
 PAYLOADS_DEFAULT = [64, 4096, 65536, 1048576]
 
 
+def fmt_per_call(x):
+    """A per-call count differenced from two runs: it can come out a hair below zero (the longer run
+    allocated a few blocks fewer), which reads as "-0.00"; within rounding it is 0."""
+    return f"{0.0 if abs(x) < 0.005 else x:.2f}"
+
+
 def size_label(n):
     if n >= 1 << 20 and n % (1 << 20) == 0:
         return f"{n >> 20} MiB"
@@ -655,8 +661,9 @@ def targets(res):
     v = None if r is None or "new_per_call" not in r else r["new_per_call"] - r["new_protobuf_per_call"]
     add("heap allocations per 64 B echo call (operator new, client + server, loopback, callback handler), "
         "not counting protobuf's inside the messages ≤ 2", v, 2, True,
-        "n/a" if v is None else f"{v:.2f}", "2",
-        "" if v is None else f"; {r['new_per_call']:.2f} in all, {r['new_protobuf_per_call']:.2f} by protobuf")
+        "n/a" if v is None else fmt_per_call(v), "2",
+        "" if v is None else f"; {fmt_per_call(r['new_per_call'])} in all, "
+        f"{fmt_per_call(r['new_protobuf_per_call'])} by protobuf")
     idle = res.idle_of("rdmarpc", "rdma")
     v = None if idle is None else idle["cpu_percent"]
     add("idle connected client+server over rdma (event mode): CPU near zero (≤ 1 % of one core)", v, 1.0, True,
@@ -1193,7 +1200,7 @@ def markdown(res, meta, tgts, cost, same=None):
     cp = res.ipc("capnp", "tcp")
     for r in sorted(res.callgrind, key=lambda r: r["system"] != "rdmarpc"):  # rdmarpc's rows together
         ipc = r["instructions_per_call"]
-        al = lambda k: "n/a" if r.get(k) is None else f"{r[k]:.2f}"
+        al = lambda k: "n/a" if r.get(k) is None else fmt_per_call(r[k])
         rpc = r["system"] != "tcp_floor"  # tcp_floor has no rpc: no ratio to an rpc system
         w(f"| {r['system']} | {r['transport']} | {r.get('handler') or '–'} | {fmt_count(ipc)} | "
           f"{fmt_ratio(ratio(ipc, g)) if rpc else '–'} | {fmt_ratio(ratio(ipc, cp)) if rpc else '–'} | {al('new_per_call')} | "
@@ -1458,7 +1465,7 @@ def stream_section(res, w):
         for r in res.callgrind_stream:
             ipc = r["instructions_per_call"]
             w(f"| {r['system']} | {r['transport']} | {fmt_count(ipc)} | {fmt_ratio(ratio(ipc, gi))} | "
-              f"{r['new_per_call']:.2f} | {r['malloc_per_call']:.2f} |")
+              f"{fmt_per_call(r['new_per_call'])} | {fmt_per_call(r['malloc_per_call'])} |")
         w("")
     w("| system | transport | mode | streams | messages | errors | msg/s | MB/s | read wait p50 µs | p99 µs |")
     w("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
