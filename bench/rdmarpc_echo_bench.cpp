@@ -267,6 +267,17 @@ int run_frame_size(const settings& s) {
   return 0;
 }
 
+// Runs `io` in 50 ms slices until done() or `limit` has passed; returns done().
+template <typename Done>
+bool run_until(asio::io_context& io, Done&& done, std::chrono::seconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (!done() && std::chrono::steady_clock::now() < until) {
+    io.restart();
+    io.run_for(std::chrono::milliseconds(50));
+  }
+  return done();
+}
+
 int run_idle(const settings& s) {
   inproc_pair pair(s);
   echo_client client(pair.client_io(), pair.channel(), transport_of(s.uri), s.mode_label());
@@ -279,16 +290,12 @@ int run_idle(const settings& s) {
   // happens once per process (the timers' first arming, first-time paths; under TCG their
   // translation), which in a 5 s window read as a tenth of a percent and more.
   if (s.heartbeats) {
-    const auto settle_until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     const auto exchanged = [&] {
       const auto st = pair.channel()->stats();
       return st.pongs_received + st.pings_received > 0;
     };
-    while (!exchanged() && std::chrono::steady_clock::now() < settle_until) {
-      pair.client_io().restart();
-      pair.client_io().run_for(std::chrono::milliseconds(50));
-    }
-    if (!exchanged()) std::cerr << "rdmarpc_echo_bench: no heartbeat exchange within 5 s; measuring anyway\n";
+    if (!run_until(pair.client_io(), exchanged, std::chrono::seconds(5)))
+      std::cerr << "rdmarpc_echo_bench: no heartbeat exchange within 5 s; measuring anyway\n";
   }
   // --no-heartbeats: the polling mode's own idle cost, without the default heartbeats' exchanges.
   const auto label = s.mode_label() + (s.heartbeats ? "" : "-no_heartbeats");
@@ -348,7 +355,6 @@ int run_heartbeats(const settings& s) {
   // first exchange (peer_liveness), within an interval or so of connecting: measure the steady
   // state after that, not the set-up.
   if (s.heartbeats) {
-    const auto settle_until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     const auto settled = [&] {
       for (const auto& ch : channels) {
         const auto st = ch->stats();
@@ -356,10 +362,7 @@ int run_heartbeats(const settings& s) {
       }
       return true;
     };
-    while (!settled() && std::chrono::steady_clock::now() < settle_until) {
-      client_io.restart();
-      client_io.run_for(std::chrono::milliseconds(50));
-    }
+    run_until(client_io, settled, std::chrono::seconds(10));
   }
   const auto before = totals();
   // Each side's own thread CPU too: a client host with these connections pays the one, the
