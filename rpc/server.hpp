@@ -62,8 +62,8 @@ struct server_options {
   // below kInitialStreamWindow, which clients may use before they learn it.
   stream_window_size stream_window = kDefaultStreamWindow;
   std::size_t max_connections_per_peer = 1000;
-  // RDMA-registered (pinned) memory of this server's connections (their rings: 2 MiB each with the
-  // default transport options, so 4096 connections). A connection beyond it is rejected during the
+  // RDMA-registered (pinned) memory of this server's connections (their rings: 2 MiB + 32 KiB each
+  // with the default transport options, so 4,032 connections). A connection beyond it is rejected during the
   // handshake, before anything is allocated (the client sees UNAVAILABLE, registered_memory_exhausted) and
   // logged like the connection limits. Used when transport.registered_memory is not set (set that
   // to share one budget with other servers and channels: one bound per process); 0: no bound.

@@ -56,6 +56,8 @@ struct connection_options {
   // rdma only -----------------------------------------------------------------------------
   std::uint32_t recv_ring_depth = 128;  // slots pre-posted on the receive queue (= peer's credits)
   std::uint32_t slot_size = 8192;       // bytes per receive slot; larger messages are fragmented
+  // (Each slot larger than 256 B also has a 256 B receive head, where a message's first bytes land
+  // packed next to the other slots' heads: qp_resources::kRecvHeadBytes. 32 KiB by default.)
   // The registered send ring holds send_buffers * slot_size bytes; it is also the send queue's
   // depth in work requests (one per fragment).
   std::uint32_t send_buffers = 128;
@@ -88,13 +90,13 @@ struct connection_options {
   // a channel retries with backoff); one pending longer than handshake_timeout is dropped and its
   // QP, memory and cm_id freed. An honest client completes in one round trip, so a client that
   // stalls (or many of them) holds at most max_pending_handshakes * the rings' registered memory
-  // (2 MiB each by default), for at most handshake_timeout. The default admits a burst of 128
+  // (2 MiB + 32 KiB each by default), for at most handshake_timeout. The default admits a burst of 128
   // clients connecting at once (a fleet reconnecting after a restart); more retry with backoff.
   // Registered (pinned) memory: each connection's receive ring and send ring (recv_ring_depth and
-  // send_buffers times slot_size, 2 MiB by default) are leased from this budget before anything is
-  // allocated; a connection that would take it past its limit is not made (a listener rejects it:
-  // its client's connect fails registered_memory_exhausted, as a connect here does). Null: no
-  // bound here. A server fills it in from server_options::max_registered_memory; share one budget
+  // send_buffers times slot_size, plus the receive heads: 2 MiB + 32 KiB by default) are leased from this
+  // budget before anything is allocated; a connection that would take it past its limit is not made (a
+  // listener rejects it: its client's connect fails registered_memory_exhausted, as a connect here does).
+  // Null: no bound here. A server fills it in from server_options::max_registered_memory; share one budget
   // among every server and channel for one bound per process. Large-message send buffers are not
   // leased: send_queue_bytes bounds them per connection.
   std::shared_ptr<memory_budget> registered_memory;

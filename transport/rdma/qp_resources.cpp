@@ -35,12 +35,13 @@ qp_resources::qp_resources(verbs::event_channel channel, verbs::cm_id id, const 
     : ring_depth_(options.recv_ring_depth),
       slot_size_(options.slot_size),
       send_buffers_(options.send_buffers),
+      head_bytes_(head_bytes(options.slot_size)),
       channel_(std::move(channel)),
       id_(std::move(id)) {
   check_options(options);
   ibv_context* ctx = id_->verbs;
   if (ctx == nullptr) throw std::invalid_argument("rdma: cm_id is not bound to a device");
-  const std::size_t ring_bytes = std::size_t{ring_depth_} * slot_size_;
+  const std::size_t ring_bytes = std::size_t{ring_depth_} * (slot_size_ + head_bytes_);
   const std::size_t send_bytes = std::size_t{send_buffers_} * slot_size_;
   if (options.registered_memory) {
     auto granted = options.registered_memory->try_acquire(registered_bytes(options));
@@ -57,6 +58,7 @@ qp_resources::qp_resources(verbs::event_channel channel, verbs::cm_id id, const 
   ring_memory_ = verbs::mapped_pages(ring_bytes);
   // Local write only: the peer can send into our ring but never read or write it remotely.
   ring_mr_ = verbs::register_memory(pd_.get(), ring_memory_.get(), ring_bytes, IBV_ACCESS_LOCAL_WRITE);
+  heads_ = ring_memory_.get() + std::size_t{ring_depth_} * slot_size_;
   send_memory_ = verbs::mapped_pages(send_bytes);
   send_mr_ = verbs::register_memory(pd_.get(), send_memory_.get(), send_bytes, 0);
   comp_channel_ = verbs::make_completion_channel(ctx);
@@ -71,7 +73,7 @@ qp_resources::qp_resources(verbs::event_channel channel, verbs::cm_id id, const 
   attr.cap.max_send_wr = send_buffers_;
   attr.cap.max_recv_wr = ring_depth_;
   attr.cap.max_send_sge = 1;
-  attr.cap.max_recv_sge = 1;
+  attr.cap.max_recv_sge = head_bytes_ > 0 ? 2 : 1;
   for (std::size_t i = 0; i < kWantedInline.size(); ++i) {
     attr.cap.max_inline_data = kWantedInline[i];
     try {
@@ -97,15 +99,25 @@ void qp_resources::migrate_to_own_channel() {
 
 boost::system::error_code qp_resources::post_receives(std::span<const std::uint32_t> slots) noexcept {
   std::array<ibv_recv_wr, kRecvBatch> wrs;
-  std::array<ibv_sge, kRecvBatch> sges;
+  std::array<std::array<ibv_sge, 2>, kRecvBatch> sges;
+  const int num_sge = head_bytes_ > 0 ? 2 : 1;
   while (!slots.empty()) {
     const std::size_t n = std::min<std::size_t>(slots.size(), kRecvBatch);
     for (std::size_t i = 0; i < n; ++i) {
-      sges[i] = ibv_sge{reinterpret_cast<std::uintptr_t>(slot(slots[i])), slot_size_, ring_mr_->lkey};
+      const auto slot_start = reinterpret_cast<std::uintptr_t>(slot(slots[i]));
+      if (head_bytes_ > 0) {
+        // Head first, then the slot's remainder behind its own first head_bytes_ (kept free for
+        // received() to copy the head into).
+        sges[i][0] = ibv_sge{reinterpret_cast<std::uintptr_t>(heads_ + std::size_t{slots[i]} * head_bytes_),
+                             head_bytes_, ring_mr_->lkey};
+        sges[i][1] = ibv_sge{slot_start + head_bytes_, slot_size_ - head_bytes_, ring_mr_->lkey};
+      } else {
+        sges[i][0] = ibv_sge{slot_start, slot_size_, ring_mr_->lkey};
+      }
       wrs[i] = ibv_recv_wr{};
       wrs[i].wr_id = slots[i];
-      wrs[i].sg_list = &sges[i];
-      wrs[i].num_sge = 1;
+      wrs[i].sg_list = sges[i].data();
+      wrs[i].num_sge = num_sge;
       wrs[i].next = i + 1 < n ? &wrs[i + 1] : nullptr;
     }
     ibv_recv_wr* bad = nullptr;

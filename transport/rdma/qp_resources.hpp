@@ -8,6 +8,7 @@
 #include <boost/system/error_code.hpp>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 
 #include "transport/connection.hpp"
@@ -26,7 +27,20 @@ class qp_resources {
   // The registered memory the rings of a connection with `options` take (leased from
   // options.registered_memory).
   static std::size_t registered_bytes(const connection_options& options) noexcept {
-    return (std::size_t{options.recv_ring_depth} + options.send_buffers) * options.slot_size;
+    return std::size_t{options.recv_ring_depth} * (options.slot_size + head_bytes(options.slot_size)) +
+           std::size_t{options.send_buffers} * options.slot_size;
+  }
+
+  // Every receive lands its first kRecvHeadBytes in a small head of its own, packed with the other
+  // slots' heads in one compact region; only what goes beyond continues in the slot (a second
+  // SGE). Most RPC messages fit in the head, so consecutive messages land next to each other
+  // instead of a whole slot apart: a few pages for the ring's small traffic instead of one page
+  // per message, which costs TLB and cache misses (under the VM's TCG, ~1.5 us a round trip).
+  // A longer message is made whole by copying its head into the slot's first bytes, which no
+  // receive ever writes. Slots no larger than a head take one SGE, as before.
+  static constexpr std::uint32_t kRecvHeadBytes = 256;
+  static constexpr std::uint32_t head_bytes(std::uint32_t slot_size) noexcept {
+    return slot_size > kRecvHeadBytes ? kRecvHeadBytes : 0;
   }
   qp_resources(const qp_resources&) = delete;
   qp_resources& operator=(const qp_resources&) = delete;
@@ -47,6 +61,16 @@ class qp_resources {
 
   std::byte* slot(std::uint32_t index) const noexcept {
     return ring_memory_.get() + std::size_t{index} * slot_size_;
+  }
+  // The bytes of a receive of `length` bytes into slot `index`, whole: from its head when they fit
+  // there, else from the slot, its head copied in front of the rest first.
+  std::span<const std::byte> received(std::uint32_t index, std::uint32_t length) const noexcept {
+    std::byte* const s = slot(index);
+    if (head_bytes_ == 0) return {s, length};
+    const std::byte* const head = heads_ + std::size_t{index} * head_bytes_;
+    if (length <= head_bytes_) return {head, length};
+    std::memcpy(s, head, head_bytes_);
+    return {s, length};
   }
   // The registered send region: send_buffers() * slot_size() bytes, carved up by the connection.
   std::byte* send_memory() const noexcept { return send_memory_.get(); }
@@ -75,7 +99,9 @@ class qp_resources {
   std::uint32_t ring_depth_;
   std::uint32_t slot_size_;
   std::uint32_t send_buffers_;
+  std::uint32_t head_bytes_;  // head_bytes(slot_size_)
   std::uint32_t max_inline_ = 0;
+  std::byte* heads_ = nullptr;  // ring_depth_ heads, behind the slots in ring_memory_
   unsigned unacked_cq_events_ = 0;
 
   verbs::event_channel channel_;

@@ -215,7 +215,7 @@ inline void rdma_connection::handle_receive(const ibv_wc& wc) {
     receives_.release(slot);
     return;
   }
-  const std::span<const std::byte> bytes(resources_->slot(slot), wc.byte_len);
+  const std::span<const std::byte> bytes = resources_->received(slot, wc.byte_len);
   switch (reassembler_.feed(imm->kind, bytes)) {
     case wire::reassembler::outcome::whole:
       if (bytes.size() > options_.max_message_size) break;
