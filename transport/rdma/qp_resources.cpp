@@ -41,10 +41,10 @@ qp_resources::qp_resources(verbs::event_channel channel, verbs::cm_id id, const 
   check_options(options);
   ibv_context* ctx = id_->verbs;
   if (ctx == nullptr) throw std::invalid_argument("rdma: cm_id is not bound to a device");
-  const std::size_t ring_bytes = std::size_t{ring_depth_} * (slot_size_ + head_bytes_);
-  const std::size_t send_bytes = std::size_t{send_buffers_} * slot_size_;
+  const std::size_t ring_bytes = receive_ring_bytes(options);
+  const std::size_t send_bytes = send_ring_bytes(options);
   if (options.registered_memory) {
-    auto granted = options.registered_memory->try_acquire(registered_bytes(options));
+    auto granted = options.registered_memory->try_acquire(ring_bytes + send_bytes);
     if (!granted) {
       throw boost::system::system_error(
           make_error_code(errc::registered_memory_exhausted),

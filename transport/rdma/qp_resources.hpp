@@ -27,15 +27,21 @@ class qp_resources {
   // The registered memory the rings of a connection with `options` take (leased from
   // options.registered_memory).
   static std::size_t registered_bytes(const connection_options& options) noexcept {
-    return std::size_t{options.recv_ring_depth} * (options.slot_size + head_bytes(options.slot_size)) +
-           std::size_t{options.send_buffers} * options.slot_size;
+    return receive_ring_bytes(options) + send_ring_bytes(options);
+  }
+  // Its two parts: the receive ring (slots, then their heads) and the send ring.
+  static std::size_t receive_ring_bytes(const connection_options& options) noexcept {
+    return std::size_t{options.recv_ring_depth} * (options.slot_size + head_bytes(options.slot_size));
+  }
+  static std::size_t send_ring_bytes(const connection_options& options) noexcept {
+    return std::size_t{options.send_buffers} * options.slot_size;
   }
 
   // Every receive lands its first kRecvHeadBytes in a small head of its own, packed with the other
   // slots' heads in one compact region; only what goes beyond continues in the slot (a second
   // SGE). Most RPC messages fit in the head, so consecutive messages land next to each other
   // instead of a whole slot apart: a few pages for the ring's small traffic instead of one page
-  // per message, which costs TLB and cache misses (under the VM's TCG, ~1.5 us a round trip).
+  // per message, which costs TLB and cache misses (under the VM's TCG, ~1 us a round trip).
   // A longer message is made whole by copying its head into the slot's first bytes, which no
   // receive ever writes. Slots no larger than a head take one SGE, as before.
   static constexpr std::uint32_t kRecvHeadBytes = 256;
