@@ -158,10 +158,13 @@ void rdma_connection::after_completions() {
   // one chained post, and only then do the released slots go back: replies are not behind the
   // reposts.
   if (life_.is_sending() && !committed_.empty()) post_committed();
-  flush_reposts();
-  pump();
-  try_finish_close();
-  check_drained();
+  // The rest is called only when it has work: in the steady state (nothing left committed, no
+  // credit update due, not closing) each would return at its first line, and those calls came to
+  // ~250 instructions a call (callgrind over rdma, client + server).
+  if (receives_.has_pending()) flush_reposts();
+  if (life_.is_sending() && (!committed_.empty() || credits_.wants_credit_update())) pump();
+  if (life_.is_closing()) try_finish_close();
+  if (life_.current() == connection_lifecycle::state::draining) check_drained();
 }
 
 inline void rdma_connection::handle_completion(const ibv_wc& wc) {
