@@ -153,7 +153,7 @@ std::size_t rdma_connection::poll_completions() {
 
 void rdma_connection::after_completions() {
   if (life_.is_shut_down()) return;
-  reclaim_sent();
+  if (sent_completed()) reclaim_sent();
   // What the batch's handlers committed and still waits (deferred while in_poll_) leaves first, in
   // one chained post, and only then do the released slots go back: replies are not behind the
   // reposts.
@@ -161,7 +161,7 @@ void rdma_connection::after_completions() {
   // The rest is called only when it has work: in the steady state (nothing left committed, no
   // credit update due, not closing) each would return at its first line, and those calls came to
   // ~250 instructions a call (callgrind over rdma, client + server).
-  if (receives_.has_pending()) flush_reposts();
+  if (reposts_waiting()) flush_reposts();
   if (life_.is_sending() && (!committed_.empty() || credits_.wants_credit_update())) pump();
   if (life_.is_closing()) try_finish_close();
   if (life_.current() == connection_lifecycle::state::draining) check_drained();
@@ -507,7 +507,7 @@ bool rdma_connection::flush_sends() {
 
 void rdma_connection::reclaim_sent() {
   bool freed = false;
-  while (!posted_.empty() && posted_.front().last_seq < completed_seq_) {
+  while (sent_completed()) {
     drop_entry(posted_.front().id);
     posted_.pop_front();
     freed = true;

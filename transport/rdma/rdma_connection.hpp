@@ -139,6 +139,9 @@ class rdma_connection final : public connection,
   bool flush_sends();
   bool post_credit_only(std::uint32_t imm);  // prepare + flush
   void reclaim_sent();                       // frees the space of messages whose sends completed
+  bool sent_completed() const noexcept {     // reclaim_sent has work: the oldest posted one is done
+    return !posted_.empty() && posted_.front().last_seq < completed_seq_;
+  }
   void pump();
   void maybe_send_credit_update();
 
@@ -148,6 +151,9 @@ class rdma_connection final : public connection,
                                              std::uint64_t slot);  // lent from the ring
   void deliver(std::vector<std::byte> whole);                      // reassembled
   void flush_reposts();
+  bool reposts_waiting() const noexcept {  // flush_reposts has work: reposts due, or to drop
+    return receives_.has_pending() && (receives_.repost_due() || life_.has_ended());
+  }
 
   // Ending.
   void fail(boost::system::error_code reason);
