@@ -151,7 +151,7 @@ std::size_t rdma_connection::poll_completions() {
   return handled;
 }
 
-void rdma_connection::after_completions() {
+inline void rdma_connection::after_completions() {
   if (life_.is_shut_down()) return;
   if (sent_completed()) reclaim_sent();
   // What the batch's handlers committed and still waits (deferred while in_poll_) leaves first, in

@@ -107,7 +107,7 @@ class rdma_connection final : public connection,
   // The completion path, inlined into poll_completions' loop (a call less per layer and message).
   [[gnu::always_inline]] inline void handle_completion(const ibv_wc& wc);
   [[gnu::always_inline]] inline void handle_receive(const ibv_wc& wc);
-  void after_completions();
+  [[gnu::always_inline]] inline void after_completions();  // once per batch (poll_completions only)
   void on_cm_event(verbs::cm_event event) override;
   bool on_cm_error(const boost::system::error_code& ec) override;
   void watch_device_events();  // subscribes to options_.device_events, if any
