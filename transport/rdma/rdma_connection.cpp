@@ -160,7 +160,7 @@ inline void rdma_connection::after_completions() {
   if (life_.is_sending() && !committed_.empty()) post_committed();
   // The rest is called only when it has work: in the steady state (nothing left committed, no
   // credit update due, not closing) each would return at its first line, and those calls came to
-  // ~250 instructions a call (callgrind over rdma, client + server).
+  // ~180 instructions a call (callgrind over rdma, client + server, two runs each: 8e5213d).
   if (reposts_waiting()) flush_reposts();
   if (life_.is_sending() && (!committed_.empty() || credits_.wants_credit_update())) pump();
   if (life_.is_closing()) try_finish_close();
