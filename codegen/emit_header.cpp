@@ -28,6 +28,8 @@ vars method_vars(const service_model& s, const method_model& m) {
       {"proto_name", m.proto_name},
       {"full_name", cpp_string_literal(m.full_name)},
       {"kind", kind_name(m.kind)},
+      {"request_may_lack_required", m.request_may_lack_required ? "true" : "false"},
+      {"reply_may_lack_required", m.reply_may_lack_required ? "true" : "false"},
       {"handler", m.names.handler},
       {"async", m.names.async_name},
       {"stream", m.names.stream_name},
@@ -51,7 +53,8 @@ void print_descriptors(code_writer& p, const service_model& s) {
   for (const method_model& m : s.methods) {
     p.print(method_vars(s, m),
             "  static constexpr ::rdmarpc::method_descriptor $descriptor${$full_name$, "
-            "::rdmarpc::method_id($full_name$), ::rdmarpc::rpc_kind::$kind$};\n");
+            "::rdmarpc::method_id($full_name$), ::rdmarpc::rpc_kind::$kind$, "
+            "$request_may_lack_required$, $reply_may_lack_required$};\n");
   }
   std::string list;
   for (const method_model& m : s.methods) {

@@ -22,6 +22,28 @@ std::string relative_name(const pb::FileDescriptor& file, const std::string& ful
   return file.package().empty() ? full_name : full_name.substr(file.package().size() + 1);
 }
 
+// Whether `message` can be uninitialized (IsInitialized() false): a required field of its own, a
+// message field (map values included) whose type can, or extension ranges (a message extension can
+// carry required fields). `seen` breaks recursion cycles: a type met again adds nothing new.
+bool may_lack_required(const pb::Descriptor& message, std::set<const pb::Descriptor*>& seen) {
+  if (!seen.insert(&message).second) return false;
+  if (message.extension_range_count() > 0) return true;
+  for (int i = 0; i < message.field_count(); ++i) {
+    const pb::FieldDescriptor& field = *message.field(i);
+    if (field.is_required()) return true;
+    if (field.cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE &&
+        may_lack_required(*field.message_type(), seen)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool may_lack_required(const pb::Descriptor& message) {
+  std::set<const pb::Descriptor*> seen;
+  return may_lack_required(message, seen);
+}
+
 void collect_enum_names(const pb::FileDescriptor& file, const pb::EnumDescriptor& e,
                         std::set<std::string>& names) {
   const std::string type = protobuf_class_name(relative_name(file, e.full_name()));
@@ -120,6 +142,8 @@ void build_service(const pb::ServiceDescriptor& service, const std::string& pack
     m.request_type = qualified_class_name(*method.input_type());
     m.response_type = qualified_class_name(*method.output_type());
     m.request_proto_name = method.input_type()->full_name();
+    m.request_may_lack_required = may_lack_required(*method.input_type());
+    m.reply_may_lack_required = may_lack_required(*method.output_type());
     scopes.take(m);
     out.methods.push_back(std::move(m));
   }

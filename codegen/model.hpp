@@ -26,6 +26,9 @@ struct method_model {
   std::string request_type;   // "::kv::GetRequest" (fully qualified C++ class)
   std::string response_type;  // "::kv::GetReply"
   std::string request_proto_name;  // "kv.GetRequest", for error messages
+  // The types can lack a proto2 required field (rdmarpc::method_descriptor's flags of that name).
+  bool request_may_lack_required = true;
+  bool reply_may_lack_required = true;
 
   bool streaming() const noexcept { return kind != method_kind::unary; }
   // The Interface's public function: async_get (unary) or watch (streaming).

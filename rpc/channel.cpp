@@ -380,7 +380,8 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
       }
       google::protobuf::MessageLite& into = spare != nullptr ? *spare->message : c.op->response();
       if (v.payload.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
-          !into.ParseFromArray(v.payload.data(), static_cast<int>(v.payload.size()))) {
+          !into.ParsePartialFromArray(v.payload.data(), static_cast<int>(v.payload.size())) ||
+          (c.method.reply_may_lack_required && !into.IsInitialized())) {
         code = status_code::internal;
         status_message = "cannot parse the response of " + std::string(c.method.full_name);
       } else {
@@ -959,7 +960,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
       return complete(std::move(c), status_code::resource_exhausted, "too many calls waiting on the channel");
     if (calls_.contains(id))
       return complete(std::move(c), status_code::resource_exhausted, "call id space exhausted");
-    if (request != nullptr && !request->IsInitialized()) {
+    if (request != nullptr && c->method.request_may_lack_required && !request->IsInitialized()) {
       return complete(std::move(c), status_code::invalid_argument,
                       "cannot serialize request (missing required fields?)");
     }

@@ -28,6 +28,13 @@ struct method_descriptor {
   std::string_view full_name;  // "/kv.Store/Get"
   std::uint32_t id;            // method_id(full_name)
   rpc_kind kind = rpc_kind::unary;
+  // Whether the request (reply) type can lack a proto2 required field: its own, a nested message's
+  // or an extension's. Only then does a unary call check IsInitialized() before it sends a message
+  // and after it parses one (a missing field fails the call: INVALID_ARGUMENT for a request, INTERNAL
+  // for a reply); streams always check. The generator sets false for types that cannot (every proto3
+  // type), which saves those virtual calls; a hand-written descriptor keeps true, the safe answer.
+  bool request_may_lack_required = true;
+  bool reply_may_lack_required = true;
 };
 
 }  // namespace rdmarpc

@@ -23,7 +23,10 @@ void method_table::add(service& s) {
     };
     if (auto it = methods_.find(m.id); it != methods_.end()) throw clash(it->second);
     if (auto it = added.find(m.id); it != added.end()) throw clash(it->second);
-    added.emplace(m.id, method_entry{&s, i, m.full_name, methods_.size() + added.size()});
+    method_entry entry{&s, i, m.full_name, methods_.size() + added.size()};
+    entry.request_may_lack_required = m.request_may_lack_required;
+    entry.reply_may_lack_required = m.reply_may_lack_required;
+    added.emplace(m.id, entry);
   }
   names_.resize(methods_.size() + added.size());
   for (const auto& [id, entry] : added) names_[entry.slot] = entry.full_name;

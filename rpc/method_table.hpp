@@ -21,6 +21,10 @@ struct method_entry {
   std::size_t slot = 0;  // 0..size()-1, in registration order: where connections keep spare call objects
   // The largest request, or client stream message, it accepts (server_options::max_request_bytes_by_method).
   std::size_t max_request_bytes = SIZE_MAX;
+  // The descriptor's flags: whether a unary call checks IsInitialized() on the parsed request and
+  // on the reply before it goes.
+  bool request_may_lack_required = true;
+  bool reply_may_lack_required = true;
 };
 
 class method_table {

@@ -28,8 +28,9 @@ class server_call {
  public:
   virtual ~server_call() = default;
 
-  // Parses the request. False when it does not parse or misses a proto2 required field.
-  virtual bool parse_request(std::span<const std::byte> bytes) = 0;
+  // Parses the request. False when it does not parse or, with `check_required`, misses a proto2
+  // required field (method_descriptor::request_may_lack_required says whether it can).
+  virtual bool parse_request(std::span<const std::byte> bytes, bool check_required) = 0;
   // Starts the user's handler; `done` is invoked once it finished (possibly before start returns).
   // A handler reports an error with ctx.set_status() or (coroutines) by throwing
   // rdmarpc::status_error; any other exception becomes INTERNAL. `cancel` gets terminal
@@ -48,12 +49,12 @@ class server_call {
 template <typename Request, typename Reply>
 class typed_server_call : public server_call {
  public:
-  bool parse_request(std::span<const std::byte> bytes) override {
+  bool parse_request(std::span<const std::byte> bytes, bool check_required) override {
     // Partial parse + IsInitialized: the same check as ParseFromArray, minus libprotobuf's own
     // error log for a missing required field (a bad request is the caller's problem).
     return bytes.size() <= static_cast<std::size_t>(INT_MAX) &&
            request_.ParsePartialFromArray(bytes.data(), static_cast<int>(bytes.size())) &&
-           request_.IsInitialized();
+           (!check_required || request_.IsInitialized());
   }
   const google::protobuf::MessageLite& reply() const noexcept override { return reply_; }
   std::string request_type() const override { return request_.GetTypeName(); }

@@ -544,7 +544,7 @@ class connection_impl final : public server_connection,
       }
     }
     // Parsed straight from the receive buffer, which goes back to the transport at once.
-    const bool parsed = c->call->parse_request(v.payload);
+    const bool parsed = c->call->parse_request(v.payload, m->request_may_lack_required);
     message.release();
     if (!parsed) {
       refuse_admitted_request(v, icpt, m, status_code::invalid_argument,
@@ -756,7 +756,7 @@ class connection_impl final : public server_connection,
       return false;
     }
     const google::protobuf::MessageLite& reply = c.call->reply();
-    if (!reply.IsInitialized()) return false;
+    if (c.method->reply_may_lack_required && !reply.IsInitialized()) return false;
     const std::size_t size = reply.ByteSizeLong();
     if (size > std::numeric_limits<std::uint32_t>::max()) return false;
     frame::header h;
@@ -788,7 +788,7 @@ class connection_impl final : public server_connection,
     const google::protobuf::MessageLite& reply = c.call->reply();
     auto f = ctx.status() != status_code::ok
                  ? response_frame(id, ctx.status(), ctx.status_message(), nullptr, &ctx)
-             : !reply.IsInitialized()
+             : c.method->reply_may_lack_required && !reply.IsInitialized()
                  ? response_frame(id, status_code::internal,
                                   "cannot serialize the reply of " + std::string(c.method->full_name),
                                   nullptr, &ctx)

@@ -12,7 +12,10 @@
 #include "custom_options.rdmarpc.pb.h"
 #include "grpc_like/health/v1/health.rdmarpc.pb.h"
 #include "grpc_like/reflection/v1/reflection.rdmarpc.pb.h"
+#include "legacy.rdmarpc.pb.h"
 #include "many_methods.rdmarpc.pb.h"
+#include "multi.rdmarpc.pb.h"
+#include "required_reach.rdmarpc.pb.h"
 #include "same_name/a/common.rdmarpc.pb.h"
 #include "same_name/b/common.rdmarpc.pb.h"
 
@@ -175,4 +178,31 @@ TEST_CASE("custom options survive in the descriptors next to the generated servi
   CHECK(auth->method(1)->options().GetExtension(opts::idempotent));
   static_assert(opts::Auth::refresh_method.kind == rpc_kind::bidi_streaming);
   CHECK(opts::Auth::method_descriptors[0].full_name == "/opts.Auth/SignIn");
+}
+
+// Unary calls check IsInitialized() only where a type can fail it: every proto3 type cannot; a proto2
+// type can through its own required fields, a message field's, a map value's or an extension's.
+static_assert(!multi::Adder::add_method.request_may_lack_required);
+static_assert(!multi::Adder::add_method.reply_may_lack_required);
+static_assert(legacy_api::v1::Search::find_method.request_may_lack_required);
+static_assert(!legacy_api::v1::Search::find_method.reply_may_lack_required);
+static_assert(reach::Reach::wrapped_method.request_may_lack_required);
+static_assert(!reach::Reach::wrapped_method.reply_may_lack_required);
+static_assert(reach::Reach::mapped_method.request_may_lack_required);
+static_assert(!reach::Reach::mapped_method.reply_may_lack_required);  // a cycle, nothing required
+static_assert(reach::Reach::extended_method.request_may_lack_required);
+static_assert(reach::Reach::extended_method.reply_may_lack_required);
+
+TEST_CASE("a required field one message down still makes IsInitialized() false") {
+  // What the flags stand for, checked on the messages themselves.
+  reach::Wrapper wrapper;
+  CHECK(wrapper.IsInitialized());
+  wrapper.mutable_leaf();
+  CHECK_FALSE(wrapper.IsInitialized());
+  reach::MapHolder holder;
+  (*holder.mutable_leaves())["a"];
+  CHECK_FALSE(holder.IsInitialized());
+  reach::Cycle cycle;
+  cycle.mutable_next()->mutable_next()->set_v(1);
+  CHECK(cycle.IsInitialized());
 }

@@ -36,8 +36,8 @@ struct done_target final : rdmarpc::server_done::target {
 };
 
 // What the server does with a call object: parse (INVALID_ARGUMENT), run, serialize the reply.
-outcome run_call(rdmarpc::server_call& call, const std::string& request) {
-  if (!call.parse_request(std::as_bytes(std::span(request)))) {
+outcome run_call(rdmarpc::server_call& call, const std::string& request, bool check_required) {
+  if (!call.parse_request(std::as_bytes(std::span(request)), check_required)) {
     return {status_code::invalid_argument, "cannot parse " + call.request_type(), {}};
   }
   asio::io_context io;
@@ -58,7 +58,7 @@ outcome run_call(rdmarpc::server_call& call, const std::string& request) {
 outcome run_dispatch(rdmarpc::service& service, std::size_t index, const std::string& request) {
   auto call = service.new_call(index);
   if (!call) return {status_code::unimplemented, "method index out of range", {}};
-  return run_call(*call, request);
+  return run_call(*call, request, service.methods()[index].request_may_lack_required);
 }
 
 template <typename Message>
@@ -91,7 +91,7 @@ TEST_CASE("a call object serves the next call after clear()") {
   for (int i = 0; i < 3; ++i) {
     multi::Number n;
     n.set_value(i * 10);
-    const outcome out = run_call(*call, bytes_of(n));
+    const outcome out = run_call(*call, bytes_of(n), false);
     CHECK(out.status == status_code::ok);
     CHECK(parse<multi::Number>(out.response).value() == i * 10 + 1);
     call->clear();
