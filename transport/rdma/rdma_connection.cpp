@@ -492,17 +492,20 @@ inline void rdma_connection::prepare_send(const std::byte* data, std::uint32_t l
   if (credit_only) ++stats_.credit_only_messages;
 }
 
-bool rdma_connection::flush_sends() {
+inline bool rdma_connection::flush_sends() {
   if (batch_size_ == 0) return !life_.has_ended();
   ibv_send_wr* bad = nullptr;
   const int rc = ibv_post_send(resources_->qp(), batch_wrs_.data(), &bad);
   batch_size_ = 0;
-  if (rc != 0) {
-    rdmarpc::logger()->warn("rdma {}: ibv_post_send: {}", remote_address_, std::strerror(rc));
-    fail(make_error_code(errc::connection_lost));
-    return false;
-  }
+  if (rc != 0) [[unlikely]]
+    return post_failed(rc);
   return true;
+}
+
+bool rdma_connection::post_failed(int rc) {
+  rdmarpc::logger()->warn("rdma {}: ibv_post_send: {}", remote_address_, std::strerror(rc));
+  fail(make_error_code(errc::connection_lost));
+  return false;
 }
 
 void rdma_connection::reclaim_sent() {

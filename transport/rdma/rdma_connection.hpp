@@ -136,7 +136,10 @@ class rdma_connection final : public connection,
   [[gnu::always_inline]] inline void prepare_send(const std::byte* data, std::uint32_t lkey,
                                                   std::uint32_t length, std::uint32_t imm, bool credit_only,
                                                   bool must_signal);
-  bool flush_sends();
+  // Posts the batch. Inline (as is send_ring::allocate): once per message sent, and every call on
+  // that path shows under emulation (TCG). False when the post failed (post_failed: the end).
+  [[gnu::always_inline]] inline bool flush_sends();
+  bool post_failed(int rc);
   bool post_credit_only(std::uint32_t imm);  // prepare + flush
   void reclaim_sent();                       // frees the space of messages whose sends completed
   bool sent_completed() const noexcept {     // reclaim_sent has work: the oldest posted one is done

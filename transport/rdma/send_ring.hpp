@@ -31,7 +31,7 @@ class send_ring {
 
   // Room for `bytes` contiguous bytes now, or nothing (try again after a release). Zero bytes
   // take no space but still make an entry.
-  std::optional<allocation> allocate(std::size_t bytes) noexcept;
+  [[gnu::always_inline]] std::optional<allocation> allocate(std::size_t bytes) noexcept;
   // Entry `id` is no longer needed. Its space (and that of every released entry behind it) is
   // free once all older entries are released.
   void release(std::uint64_t id) noexcept;
