@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <span>
 #include <utility>
 #include <vector>
@@ -27,7 +28,7 @@ class received_message {
     ~owner() = default;
   };
 
-  received_message() noexcept = default;
+  received_message() noexcept {}
   // Bytes lent by `lender`, given back with `token` on release. The transport keeps `lender` alive
   // while it delivers the message (connection_handler::on_message), so the message holds no
   // reference meanwhile: two atomic operations a message saved. Moving the message takes one, so
@@ -36,22 +37,25 @@ class received_message {
       : bytes_(bytes), owner_(lender), token_(token) {}
   // Bytes owned by the message itself (reassembled rdma fragments).
   explicit received_message(std::vector<std::byte> storage) noexcept
-      : bytes_(storage.data(), storage.size()), storage_(std::move(storage)) {}
+      : bytes_(storage.data(), storage.size()), owns_storage_(true) {
+    new (&storage_) std::vector<std::byte>(std::move(storage));
+  }
 
   // Inline, as they run for every message on every transport. A moved vector keeps its heap
   // buffer, so a span into it stays valid after the move.
   received_message(received_message&& other) noexcept
-      : bytes_(std::exchange(other.bytes_, {})),
-        owner_(std::move(other.owner_)),
-        token_(other.token_),
-        storage_(std::move(other.storage_)) {}
+      : bytes_(std::exchange(other.bytes_, {})), owner_(std::move(other.owner_)), token_(other.token_) {
+    if (other.owns_storage_) [[unlikely]]
+      take_storage(other);
+  }
   received_message& operator=(received_message&& other) noexcept {
     if (this != &other) {
       release();
       bytes_ = std::exchange(other.bytes_, {});
       owner_ = std::move(other.owner_);
       token_ = other.token_;
-      storage_ = std::move(other.storage_);
+      if (other.owns_storage_) [[unlikely]]
+        take_storage(other);
     }
     return *this;
   }
@@ -68,15 +72,30 @@ class received_message {
   [[gnu::always_inline]] void release() noexcept {
     bytes_ = {};
     if (owner_) owner_.let_go([token = token_](owner& o) { o.release_message(token); });
-    if (storage_.capacity() != 0) [[unlikely]]
-      storage_ = std::vector<std::byte>();
+    if (owns_storage_) [[unlikely]]
+      drop_storage();
   }
 
  private:
+  void take_storage(received_message& other) noexcept {
+    new (&storage_) std::vector<std::byte>(std::move(other.storage_));
+    owns_storage_ = true;
+    other.drop_storage();
+  }
+  void drop_storage() noexcept {
+    storage_.~vector();
+    owns_storage_ = false;
+  }
+
   std::span<const std::byte> bytes_;
   lent_pointer<owner> owner_;  // empty: nothing to give back (empty, or storage_); lent inside on_message
   std::uint64_t token_ = 0;
-  std::vector<std::byte> storage_;
+  // Owned bytes live in a vector that exists only then (owns_storage_): a vector member would cost
+  // every lent message (nearly all) an out-of-line destructor call for an empty vector.
+  union {
+    std::vector<std::byte> storage_;
+  };
+  bool owns_storage_ = false;
 };
 
 }  // namespace rdmarpc::transport
