@@ -40,17 +40,25 @@ int run(const std::string& command) {
   return std::system(command.c_str());
 }
 
-// A dummy netdev with an rxe device on it, up. Left in place at the end (the VM is thrown away):
-// deleting an rxe device waits for every process that opened it, which librdmacm may still hold.
+// A new dummy netdev with a new rxe device on it, up. Left in place at the end: deleting an rxe
+// device waits for every process that opened it, which librdmacm may still hold. One left by an
+// earlier run in this VM is replaced: once its port went down under live connections, rxe (Debian
+// 12's kernel) connects nothing on it any more, not even rping.
 void bring_up_second_device() {
   const std::string ip = tool("ip"), rdma = tool("rdma");
-  if (run(ip + " link show " + kNetdev + " >/dev/null 2>&1") != 0) {
-    REQUIRE(run(ip + " link add " + kNetdev + " type dummy") == 0);
-    REQUIRE(run(ip + " addr add " + kAddress + "/24 dev " + kNetdev) == 0);
+  if (run(ip + " link show " + kNetdev + " >/dev/null 2>&1") == 0) {
+    REQUIRE(run(ip + " link del " + kNetdev) == 0);  // its rxe device goes with it (asynchronously)
+    bool gone = false;
+    for (int i = 0; i < 100 && !gone; ++i) {
+      gone = run(rdma + " link show " + kDevice + "/1 >/dev/null 2>&1") != 0;
+      if (!gone) ::usleep(100'000);
+    }
+    REQUIRE(gone);
   }
+  REQUIRE(run(ip + " link add " + kNetdev + " type dummy") == 0);
+  REQUIRE(run(ip + " addr add " + kAddress + "/24 dev " + kNetdev) == 0);
   REQUIRE(run(ip + " link set " + kNetdev + " up") == 0);
-  if (run(rdma + " link show " + kDevice + "/1 >/dev/null 2>&1") != 0)
-    REQUIRE(run(rdma + " link add " + kDevice + " type rxe netdev " + kNetdev) == 0);
+  REQUIRE(run(rdma + " link add " + kDevice + " type rxe netdev " + kNetdev) == 0);
 }
 
 }  // namespace
