@@ -32,7 +32,8 @@ struct method_descriptor {
   // or an extension's. Only then does a unary call check IsInitialized() before it sends a message
   // and after it parses one (a missing field fails the call: INVALID_ARGUMENT for a request, INTERNAL
   // for a reply); streams always check. The generator sets false for types that cannot (every proto3
-  // type), which saves those virtual calls; a hand-written descriptor keeps true, the safe answer.
+  // type that reaches no proto2 type with required fields), which saves those virtual calls; a
+  // hand-written descriptor keeps true, the safe answer.
   bool request_may_lack_required = true;
   bool reply_may_lack_required = true;
 };

@@ -192,6 +192,9 @@ static_assert(reach::Reach::mapped_method.request_may_lack_required);
 static_assert(!reach::Reach::mapped_method.reply_may_lack_required);  // a cycle, nothing required
 static_assert(reach::Reach::extended_method.request_may_lack_required);
 static_assert(reach::Reach::extended_method.reply_may_lack_required);
+static_assert(reach::Reach::cyclic_method.request_may_lack_required);  // found past the cycle
+static_assert(reach::Reach::cyclic_method.reply_may_lack_required);    // behind a oneof
+static_assert(reach::Reach::grouped_method.request_may_lack_required);
 
 TEST_CASE("a required field one message down still makes IsInitialized() false") {
   // What the flags stand for, checked on the messages themselves.
@@ -205,4 +208,13 @@ TEST_CASE("a required field one message down still makes IsInitialized() false")
   reach::Cycle cycle;
   cycle.mutable_next()->mutable_next()->set_v(1);
   CHECK(cycle.IsInitialized());
+  reach::CycleA cyclic;
+  cyclic.mutable_b()->mutable_a()->mutable_b()->mutable_leaf();
+  CHECK_FALSE(cyclic.IsInitialized());
+  reach::OneOf one_of;
+  one_of.mutable_leaf();
+  CHECK_FALSE(one_of.IsInitialized());
+  reach::WithGroup grouped;
+  grouped.mutable_part();
+  CHECK_FALSE(grouped.IsInitialized());
 }

@@ -48,17 +48,20 @@ void bring_up_second_device() {
   const std::string ip = tool("ip"), rdma = tool("rdma");
   if (run(ip + " link show " + kNetdev + " >/dev/null 2>&1") == 0) {
     REQUIRE(run(ip + " link del " + kNetdev) == 0);  // its rxe device goes with it (asynchronously)
-    bool gone = false;
-    for (int i = 0; i < 100 && !gone; ++i) {
-      gone = run(rdma + " link show " + kDevice + "/1 >/dev/null 2>&1") != 0;
-      if (!gone) ::usleep(100'000);
-    }
-    REQUIRE(gone);
   }
   REQUIRE(run(ip + " link add " + kNetdev + " type dummy") == 0);
   REQUIRE(run(ip + " addr add " + kAddress + "/24 dev " + kNetdev) == 0);
   REQUIRE(run(ip + " link set " + kNetdev + " up") == 0);
-  REQUIRE(run(rdma + " link add " + kDevice + " type rxe netdev " + kNetdev) == 0);
+  // The old device's name is free once every process that opened it let go (librdmacm opens every
+  // device, so another rdma test running now may hold it a while): up to 10 s.
+  const std::string sysfs = std::string("/sys/class/infiniband/") + kDevice;
+  bool added = false;
+  for (int i = 0; i < 100 && !added; ++i) {
+    added = ::access(sysfs.c_str(), F_OK) != 0 &&
+            run(rdma + " link add " + kDevice + " type rxe netdev " + kNetdev + " 2>/dev/null") == 0;
+    if (!added) ::usleep(100'000);
+  }
+  REQUIRE(added);
 }
 
 }  // namespace
