@@ -38,11 +38,13 @@ bench_result echo_client::run_point(std::uint64_t payload, std::uint64_t concurr
   out.begin(point_label(result), start);
   std::string first_error;
 
-  // Issues the next call of `s`; its completion records it and issues the following one. The
-  // handler captures references and a pointer, nothing that allocates; it reads the reply before
-  // it starts the next call (which, with caller_reply, parses into the same message).
-  auto issue = [&](auto& self, slot& s) -> void {
-    s.started = clock::now();
+  // Issues the next call of `s`, started at `started`; its completion records it and issues the
+  // following one, started at the completion's own time stamp: one clock read a call, as perftest
+  // takes one time stamp an iteration. The handler captures references and a pointer, nothing that
+  // allocates; it reads the reply before it starts the next call (which, with caller_reply, parses
+  // into the same message).
+  auto issue = [&](auto& self, slot& s, clock::time_point started) -> void {
+    s.started = started;
     loop.on_start();
     const auto completed = [&, &self = self](slot& done, boost::system::error_code ec,
                                              const EchoReply& reply) {
@@ -50,8 +52,8 @@ bench_result echo_client::run_point(std::uint64_t payload, std::uint64_t concurr
       const bool ok = !ec && reply.payload().size() == payload;
       if (!ok && first_error.empty()) first_error = ec ? ec.message() : "short reply";
       loop.on_complete(done.started, now, ok);
-      out.tick(loop, now);
-      if (loop.may_start()) self(self, done);
+      if (loop.may_start()) self(self, done, now);
+      out.tick(loop, now);  // after the next call is on its way: a progress redraw is no part of it
       if (loop.finished()) io_.stop();
     };
     const auto into_slot = [completed, sp = &s](boost::system::error_code ec) {
@@ -78,7 +80,7 @@ bench_result echo_client::run_point(std::uint64_t payload, std::uint64_t concurr
   io_.restart();
   for (auto& s : slots) {
     if (!loop.may_start()) break;
-    issue(issue, s);
+    issue(issue, s, clock::now());
   }
   if (!run_io(loop, out)) {
     // Outstanding handlers reference this frame: the process must not continue past this point
@@ -165,9 +167,10 @@ bench_result echo_client::run_stream_point(std::uint64_t payload, std::uint64_t 
       if (--open == 0) io_.stop();
     });
   };
-  // Reads the next message of `s`; its completion records it and reads the following one.
-  auto read = [&](auto& self, stream_slot& s) -> void {
-    s.started = clock::now();
+  // Reads the next message of `s`; its completion records it and reads the following one, from
+  // the completion's own time stamp (as issue() in run_point).
+  auto read = [&](auto& self, stream_slot& s, clock::time_point started) -> void {
+    s.started = started;
     loop.on_start();
     s.stream.async_read(s.message, [&, &self = self, sp = &s](boost::system::error_code ec) {
       const auto now = clock::now();
@@ -177,9 +180,12 @@ bench_result echo_client::run_stream_point(std::uint64_t payload, std::uint64_t 
             ec ? (rdmarpc::is_end_of_stream(ec) ? "stream ended early" : ec.message()) : "short message";
       }
       loop.on_complete(sp->started, now, ok);
+      if (ok && loop.may_start()) {
+        self(self, *sp, now);
+      } else {
+        close(*sp);
+      }
       out.tick(loop, now);
-      if (ok && loop.may_start()) return self(self, *sp);
-      close(*sp);
     });
   };
 
@@ -187,7 +193,7 @@ bench_result echo_client::run_stream_point(std::uint64_t payload, std::uint64_t 
   for (auto& s : slots) {
     s.stream = stub_.stream(s.context, request);
     ++open;
-    read(read, s);
+    read(read, s, clock::now());
   }
   if (!run_io(loop, out)) {
     throw std::runtime_error("rdmarpc stream point made no progress" +

@@ -49,11 +49,10 @@ bool echo_client::wait_connected(std::chrono::seconds timeout) {
   }
 }
 
-kj::Promise<void> echo_client::slot_loop(point& p) {
+kj::Promise<void> echo_client::slot_loop(point& p, clock::time_point started) {
   if (!p.loop.may_start()) return kj::READY_NOW;
   auto request = echo_.echoRequest(p.size_hint);
   request.setPayload(kj::arrayPtr(p.payload.data(), p.payload.size()));
-  const auto started = clock::now();
   p.loop.on_start();
   // Returning the next call's chain from the continuation: KJ collapses such chains, so a slot's
   // loop does not grow with the number of calls.
@@ -61,8 +60,9 @@ kj::Promise<void> echo_client::slot_loop(point& p) {
       [this, &p, started](capnp::Response<EchoBench::EchoResults>&& reply) {
         const auto now = clock::now();
         p.loop.on_complete(started, now, reply.getPayload().size() == p.payload.size());
+        auto next = slot_loop(p, now);
         p.out.tick(p.loop, now);
-        return slot_loop(p);
+        return next;
       },
       [this, &p, started](kj::Exception&& e) {
         if (!p.noted_error && p.loop.errors() == 0) {
@@ -70,8 +70,9 @@ kj::Promise<void> echo_client::slot_loop(point& p) {
           p.noted_error = true;
         }
         if (e.getType() == kj::Exception::Type::DISCONNECTED) kj::throwFatalException(kj::mv(e));
-        p.loop.on_complete(started, clock::now(), false);
-        return slot_loop(p);
+        const auto now = clock::now();
+        p.loop.on_complete(started, now, false);
+        return slot_loop(p, now);
       });
 }
 
@@ -93,7 +94,7 @@ bench_result echo_client::run_point(std::uint64_t payload, std::uint64_t concurr
           capnp::MessageSize{payload / sizeof(capnp::word) + 8, 0}};
   out.begin(point_label(result), start);
   auto slots = kj::heapArrayBuilder<kj::Promise<void>>(concurrency);
-  for (std::uint64_t i = 0; i < concurrency; ++i) slots.add(slot_loop(p));
+  for (std::uint64_t i = 0; i < concurrency; ++i) slots.add(slot_loop(p, clock::now()));
   try {
     kj::joinPromises(slots.finish()).exclusiveJoin(watchdog(p)).wait(client_.getWaitScope());
   } catch (const kj::Exception& e) {

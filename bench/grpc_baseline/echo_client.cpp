@@ -51,17 +51,19 @@ bench_result echo_client::run_point(std::uint64_t payload, std::uint64_t concurr
   closed_loop loop(load, start);
   out.begin(point_label(result), start);
 
-  auto issue = [&](slot& s) {
+  // A call starts at `started`: the first ones at now, every later one at the completion that
+  // frees its slot (one clock read a call, as perftest takes one time stamp an iteration).
+  auto issue = [&](slot& s, clock::time_point started) {
     s.context.reset();
     s.context.emplace();
-    s.started = clock::now();
+    s.started = started;
     s.reader = stub_->AsyncEcho(&*s.context, request, &cq_);
     s.reader->Finish(&s.reply, &s.status, &s);
     loop.on_start();
   };
   for (auto& s : slots) {
     if (!loop.may_start()) break;
-    issue(s);
+    issue(s, clock::now());
   }
   while (!loop.finished()) {
     void* tag = nullptr;
@@ -80,8 +82,8 @@ bench_result echo_client::run_point(std::uint64_t payload, std::uint64_t concurr
       out.note("grpc call failed: " + (ok ? s.status.error_message() : std::string("completion not ok")));
     }
     loop.on_complete(s.started, now, good);
+    if (loop.may_start()) issue(s, now);
     out.tick(loop, now);
-    if (loop.may_start()) issue(s);
   }
   fill_from(result, loop, clock::now());
   out.end(result);
@@ -120,8 +122,8 @@ bench_result echo_client::run_stream_point(std::uint64_t payload, std::uint64_t 
   closed_loop loop(load, start);
   out.begin(point_label(result), start);
 
-  auto read = [&](stream_slot& s) {
-    s.started = clock::now();
+  auto read = [&](stream_slot& s, clock::time_point started) {
+    s.started = started;
     loop.on_start();
     s.reader->Read(&s.message, &s.read_tag);
   };
@@ -155,18 +157,18 @@ bench_result echo_client::run_stream_point(std::uint64_t payload, std::uint64_t 
         close(s);
         continue;
       }
-      read(s);
+      read(s, now);
       continue;
     }
     const bool good = ok && s.message.payload().size() == payload;
     if (!good && loop.errors() == 0) out.note(ok ? "grpc stream: short message" : "grpc stream ended early");
     loop.on_complete(s.started, now, good);
-    out.tick(loop, now);
     if (good && loop.may_start()) {
-      read(s);
+      read(s, now);
     } else {
       close(s);
     }
+    out.tick(loop, now);
   }
   fill_from(result, loop, clock::now());
   out.end(result);
