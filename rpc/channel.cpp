@@ -36,6 +36,7 @@
 #include "rpc/extras.hpp"
 #include "rpc/frame.hpp"
 #include "rpc/interceptor_chain.hpp"
+#include "rpc/parse_message.hpp"
 #include "rpc/server_context.hpp"
 #include "rpc/stream_core.hpp"
 #include "transport/connect.hpp"
@@ -379,9 +380,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
           spare = spare_reply(*type);  // complete() lends it: the call completes in place
       }
       google::protobuf::MessageLite& into = spare != nullptr ? *spare->message : c.op->response();
-      if (v.payload.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
-          !into.ParsePartialFromArray(v.payload.data(), static_cast<int>(v.payload.size())) ||
-          (c.method.reply_may_lack_required && !into.IsInitialized())) {
+      if (!detail::parse_message(into, v.payload, c.method.reply_may_lack_required)) {
         code = status_code::internal;
         status_message = "cannot parse the response of " + std::string(c.method.full_name);
       } else {

@@ -12,13 +12,13 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/cancellation_signal.hpp>
-#include <climits>
 #include <cstddef>
 #include <span>
 #include <string>
 #include <utility>
 
 #include "rpc/handler_launch.hpp"
+#include "rpc/parse_message.hpp"
 #include "rpc/server_context.hpp"
 #include "rpc/server_done.hpp"
 
@@ -50,11 +50,7 @@ template <typename Request, typename Reply>
 class typed_server_call : public server_call {
  public:
   bool parse_request(std::span<const std::byte> bytes, bool check_required) override {
-    // Partial parse + IsInitialized: the same check as ParseFromArray, minus libprotobuf's own
-    // error log for a missing required field (a bad request is the caller's problem).
-    return bytes.size() <= static_cast<std::size_t>(INT_MAX) &&
-           request_.ParsePartialFromArray(bytes.data(), static_cast<int>(bytes.size())) &&
-           (!check_required || request_.IsInitialized());
+    return detail::parse_message(request_, bytes, check_required);
   }
   const google::protobuf::MessageLite& reply() const noexcept override { return reply_; }
   std::string request_type() const override { return request_.GetTypeName(); }

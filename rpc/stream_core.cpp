@@ -5,12 +5,12 @@
 #include <boost/asio/execution/outstanding_work.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/prefer.hpp>
-#include <climits>
 #include <cstring>
 #include <utility>
 
 #include "log/log.hpp"
 #include "rpc/extras.hpp"
+#include "rpc/parse_message.hpp"
 
 namespace rdmarpc {
 namespace {
@@ -258,9 +258,8 @@ bool stream_core::take_server_metadata(std::span<const std::byte> ex, std::strin
 }
 
 void stream_core::deliver(google::protobuf::MessageLite& out, std::span<const std::byte> bytes) {
-  const bool parsed = bytes.size() <= static_cast<std::size_t>(INT_MAX) &&
-                      out.ParsePartialFromArray(bytes.data(), static_cast<int>(bytes.size())) &&
-                      out.IsInitialized();
+  // Always checked: a stream keeps no method descriptor to ask whether its types may skip it.
+  const bool parsed = detail::parse_message(out, bytes, true);
   read_into_ = nullptr;
   if (!parsed) {
     complete(read_h_, make_error_code(status_code::internal));

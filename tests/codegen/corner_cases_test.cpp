@@ -1,11 +1,13 @@
 // The corner cases of tests/codegen/protos, checked where the generated API shows them: the names
 // clashes.proto resolves (member pointer types pin every handler and client function), services
 // and files sharing names across packages, 150 methods, custom options, and the gRPC-shaped
-// health and reflection services.
+// health and reflection services; and the one helper every received message is parsed with.
 
 #include <boost/asio/awaitable.hpp>
 #include <catch2/catch.hpp>
 #include <set>
+#include <span>
+#include <string>
 #include <type_traits>
 
 #include "clashes.rdmarpc.pb.h"
@@ -16,6 +18,7 @@
 #include "many_methods.rdmarpc.pb.h"
 #include "multi.rdmarpc.pb.h"
 #include "required_reach.rdmarpc.pb.h"
+#include "rpc/parse_message.hpp"
 #include "same_name/a/common.rdmarpc.pb.h"
 #include "same_name/b/common.rdmarpc.pb.h"
 
@@ -217,4 +220,37 @@ TEST_CASE("a required field one message down still makes IsInitialized() false")
   reach::WithGroup grouped;
   grouped.mutable_part();
   CHECK_FALSE(grouped.IsInitialized());
+}
+
+TEST_CASE("parse_message checks required fields only when asked, and rejects bad bytes") {
+  legacy_api::v1::Query full;
+  full.set_text("find me");
+  full.set_limit(3);
+  const std::string full_bytes = full.SerializeAsString();
+  legacy_api::v1::Query lacking;
+  lacking.set_limit(4);  // `text` is required and missing
+  const std::string lacking_bytes = lacking.SerializePartialAsString();
+  const auto span_of = [](const std::string& s) {
+    return std::span<const std::byte>(reinterpret_cast<const std::byte*>(s.data()), s.size());
+  };
+
+  legacy_api::v1::Query into;
+  into.set_text("left over");
+  REQUIRE(rdmarpc::detail::parse_message(into, span_of(full_bytes), true));
+  CHECK(into.text() == "find me");
+  CHECK(into.limit() == 3);
+
+  // The parse replaces what was there: the left-over text does not satisfy `required`.
+  CHECK_FALSE(rdmarpc::detail::parse_message(into, span_of(lacking_bytes), true));
+  REQUIRE(rdmarpc::detail::parse_message(into, span_of(lacking_bytes), false));
+  CHECK_FALSE(into.has_text());
+  CHECK(into.limit() == 4);
+
+  // Through the base class too (how the client's reply parse and streams call it).
+  google::protobuf::MessageLite& base = into;
+  CHECK_FALSE(rdmarpc::detail::parse_message(base, span_of(lacking_bytes), true));
+
+  // A field cut short is no message, whatever the flag: the text's length says 7, 2 bytes follow.
+  const std::string cut = full_bytes.substr(0, 4);
+  CHECK_FALSE(rdmarpc::detail::parse_message(into, span_of(cut), false));
 }

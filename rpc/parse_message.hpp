@@ -1,0 +1,25 @@
+#pragma once
+// parse_message: one received message body into a protobuf message, the single place the rpc layer
+// parses one (unary requests and replies, stream messages). Layer: rpc. Threading: none of its own.
+
+#include <google/protobuf/message_lite.h>
+
+#include <cstddef>
+#include <limits>
+#include <span>
+
+namespace rdmarpc::detail {
+
+// Clears `into` and parses `bytes` into it: ParseFromArray's check without libprotobuf's own error
+// log (a bad message is its sender's problem, reported as a status). `check_required` asks for
+// IsInitialized() after the partial parse; a type that cannot lack a proto2 required field, nor
+// reach one that can, passes false and skips it (method_descriptor::request_may_lack_required).
+// A template so a concrete (final) generated type's IsInitialized() is a direct call.
+template <typename Message>
+inline bool parse_message(Message& into, std::span<const std::byte> bytes, bool check_required) {
+  return bytes.size() <= static_cast<std::size_t>(std::numeric_limits<int>::max()) &&
+         into.ParsePartialFromArray(bytes.data(), static_cast<int>(bytes.size())) &&
+         (!check_required || into.IsInitialized());
+}
+
+}  // namespace rdmarpc::detail
