@@ -1,16 +1,15 @@
 #include "rpc/extras.hpp"
 
 #include <cstdint>
-#include <limits>
 
 #include "rdmarpc/wire.pb.h"
+#include "rpc/parse_message.hpp"
 
 namespace rdmarpc::extras {
 namespace {
 
 bool parse(google::protobuf::MessageLite& msg, std::span<const std::byte> bytes) {
-  if (bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max())) return false;
-  return msg.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+  return rdmarpc::detail::parse_message(msg, bytes, /*check_required=*/true);
 }
 
 // Reads a base-128 varint at p (advancing it); false when it runs past `end` or over 10 bytes.

@@ -1,6 +1,7 @@
 #pragma once
-// parse_message: one received message body into a protobuf message, the single place the rpc layer
-// parses one (unary requests and replies, stream messages). Layer: rpc. Threading: none of its own.
+// parse_message: one received protobuf into its message, the single place the rpc layer parses one
+// (unary requests and replies, stream messages, the wire metadata of extras.cpp). Layer: rpc.
+// Threading: none of its own.
 
 #include <google/protobuf/message_lite.h>
 
