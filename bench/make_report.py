@@ -192,8 +192,8 @@ def ucx_errors(path, limit=6):
 #                                                                    decode, method lookup, request parse,
 #                                                                    the handler, reply written
 #                                                                    and committed
-#   client receive   rdmarpc::(anon)::connection_events::on_message  rpc/channel.cpp: reply decode, call
-#                    minus client send                               lookup, reply parse, completion; the
+#   client receive   rdmarpc::channel_detail::connection_events::    rpc/channel.cpp: reply decode, call
+#                    on_message, minus client send                   lookup, reply parse, completion; the
 #                                                                    bench's completion handler starts the
 #                                                                    next call inside it (closed loop), so
 #                                                                    that call's send is taken out again
@@ -205,7 +205,7 @@ def ucx_errors(path, limit=6):
 STAGE_FUNCTIONS = {
     "client_send": r"^rdmarpc::bench::EchoBench::Stub::do_echo\(",
     "server_dispatch": r"^rdmarpc::\(anonymous namespace\)::connection_impl::on_message\(",
-    "client_receive_gross": r"^rdmarpc::\(anonymous namespace\)::connection_events::on_message\(",
+    "client_receive_gross": r"^rdmarpc::channel_detail::connection_events::on_message\(",
 }
 STAGES = [("client_send", "client send (stub call through commit)"),
           ("server_dispatch", "server dispatch (request decode + parse + handler + reply write)"),
