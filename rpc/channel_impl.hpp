@@ -2,9 +2,10 @@
 // channel_impl: what an rdmarpc::channel is behind the handle channel::create returns: its endpoints
 // and their connections, and the unary calls and streams they carry. Private to rpc/: channel.cpp
 // holds the call path, channel_endpoints.cpp the endpoints (resolving, connecting, reconnects,
-// heartbeats, closing), channel_streams.cpp the streams. Layer: rpc. Threading: everything owned by
-// the channel's executor (ex_) runs there; calls and streams start from any thread; counters and the
-// published state are read from any thread.
+// heartbeats, closing), channel_streams.cpp the streams. The members declared inline (the call
+// path) are defined in channel.cpp, the only file that may call them. Layer: rpc. Threading:
+// everything owned by the channel's executor (ex_) runs there; calls and streams start from any
+// thread; counters and the published state are read from any thread.
 
 #include <google/protobuf/message_lite.h>
 
@@ -153,8 +154,8 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
 
   boost::asio::any_io_executor get_executor() const noexcept { return ex_; }
 
-  void start_unary_call(const method_descriptor& method, client_context* context,
-                        const google::protobuf::MessageLite& request, unary_op_ptr op);
+  inline void start_unary_call(const method_descriptor& method, client_context* context,
+                               const google::protobuf::MessageLite& request, unary_op_ptr op);
 
   void close();
 
@@ -189,8 +190,8 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   // hold), then its status message and the server's metadata (into the call's context; a call
   // without one does not want it). False when the response was handled here (a violation, or a
   // call failed for metadata beyond the limits).
-  bool take_response_extras(std::size_t e, const frame::view& v, pending_call* c_ptr,
-                            transport::received_message& message, std::string& status_message);
+  inline bool take_response_extras(std::size_t e, const frame::view& v, pending_call* c_ptr,
+                                   transport::received_message& message, std::string& status_message);
 
   void on_close(std::size_t e, std::uint64_t generation, const boost::system::error_code& reason);
 
@@ -352,13 +353,13 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   }
 
   // The interceptors' on_call_start for call c (on the caller's thread); a refusal fails it early.
-  void intercept(pending_call& c);
+  inline void intercept(pending_call& c);
 
   // The interceptors' on_call_end for call c (on our executor), before its handler runs.
-  void end_interception(pending_call& c, status_code code, std::string_view message);
+  inline void end_interception(pending_call& c, status_code code, std::string_view message);
 
   // Extras (request metadata) and the serialized request into c.body, for a call that waits.
-  static void serialize_into_body(pending_call& c, const google::protobuf::MessageLite& request);
+  static inline void serialize_into_body(pending_call& c, const google::protobuf::MessageLite& request);
 
   // `request`: the caller's message, valid during this call only (null: c.body holds it).
   [[gnu::always_inline]] inline void submit(std::unique_ptr<pending_call> c,
@@ -366,11 +367,11 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
 
   // The most a queued call's frame takes: its header has a timeout if the call has a deadline
   // (make_request_header may still leave it out, never put one in).
-  static std::size_t queued_frame_size(const pending_call& c) noexcept;
+  static inline std::size_t queued_frame_size(const pending_call& c) noexcept;
 
   // The request frame header for `c` (with its remaining time); false if its deadline passed.
-  bool make_request_header(const pending_call& c, std::uint32_t extras_length, std::uint32_t payload_length,
-                           frame::header& h) const;
+  inline bool make_request_header(const pending_call& c, std::uint32_t extras_length,
+                                  std::uint32_t payload_length, frame::header& h) const;
 
   // Serializes `request` into a reservation on endpoint e and commits it. False (nothing sent, call
   // untouched) when there is no room now or the call needs the slow path.
@@ -381,10 +382,10 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   void pump();
 
   // Writes the queue's first call into `r` (endpoint e's, large enough for it) and commits it.
-  void send_queued(std::size_t e, transport::send_reservation r);
+  inline void send_queued(std::size_t e, transport::send_reservation r);
 
   // Endpoint e's connection has no room: wait for it (the connection's one back-pressure mechanism).
-  void wait_for_room(std::size_t e, std::size_t bytes);
+  inline void wait_for_room(std::size_t e, std::size_t bytes);
 
   // call_deadlines' owner side: the calls' deadlines share one timer.
   friend class call_deadlines<std::uint32_t>;
@@ -400,7 +401,7 @@ class channel_impl final : public std::enable_shared_from_this<channel_impl>, pu
   // Tells the server to stop working on call `id`: now, or once the connection has room (behind
   // what already waits for room; at most one per call that was sent). Dropped only when the
   // connection ends, which stops the server's handler anyway.
-  void send_cancel(std::size_t e, std::uint32_t id);
+  inline void send_cancel(std::size_t e, std::uint32_t id);
 
   // A header-only frame on endpoint e's connection: now, or once it has room, behind what waits for
   // room already. Dropped only when that connection ends (its calls are gone with it).
