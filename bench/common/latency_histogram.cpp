@@ -35,7 +35,7 @@ void latency_histogram::record(std::uint64_t nanoseconds) noexcept {
   ++count_;
   min_ = std::min(min_, nanoseconds);
   max_ = std::max(max_, nanoseconds);
-  sum_ += static_cast<long double>(nanoseconds);
+  sum_ += nanoseconds;
 }
 
 void latency_histogram::merge(const latency_histogram& other) noexcept {
@@ -51,7 +51,7 @@ void latency_histogram::reset() noexcept {
 }
 
 double latency_histogram::mean() const noexcept {
-  return count_ == 0 ? 0.0 : static_cast<double>(sum_ / static_cast<long double>(count_));
+  return count_ == 0 ? 0.0 : static_cast<double>(sum_) / static_cast<double>(count_);
 }
 
 std::uint64_t latency_histogram::percentile(double percent) const noexcept {
