@@ -188,8 +188,8 @@ def ucx_errors(path, limit=6):
 #   client send      rdmarpc::bench::EchoBench::Stub::do_echo        the generated stub call, the channel's
 #                                                                    call record, the request frame written
 #                                                                    into the reservation, commit
-#   server dispatch  rdmarpc::(anon)::connection_impl::on_message    rpc/server_connection.cpp: frame
-#                                                                    decode, method lookup, request parse,
+#   server dispatch  rdmarpc::server_connection_detail::             rpc/server_connection.cpp: frame
+#                    connection_impl::on_message                     decode, method lookup, request parse,
 #                                                                    the handler, reply written
 #                                                                    and committed
 #   client receive   rdmarpc::channel_detail::connection_events::    rpc/channel.cpp: reply decode, call
@@ -204,7 +204,7 @@ def ucx_errors(path, limit=6):
 # inside on_message, its frames' teardown after the reply's commit.
 STAGE_FUNCTIONS = {
     "client_send": r"^rdmarpc::bench::EchoBench::Stub::do_echo\(",
-    "server_dispatch": r"^rdmarpc::\(anonymous namespace\)::connection_impl::on_message\(",
+    "server_dispatch": r"^rdmarpc::server_connection_detail::connection_impl::on_message\(",
     "client_receive_gross": r"^rdmarpc::channel_detail::connection_events::on_message\(",
 }
 STAGES = [("client_send", "client send (stub call through commit)"),
