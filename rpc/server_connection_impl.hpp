@@ -1,9 +1,10 @@
 #pragma once
 // server_connection_impl: what a server_connection is behind server_connection::create: one
 // connection's calls and streams, its heartbeats, limits and going away. Private to rpc/:
-// server_connection.cpp holds the unary call path (a request in, its handler started, its reply
-// out), server_connection_streams.cpp the streams, server_connection_lifecycle.cpp starting,
-// closing, going away and heartbeats. The members declared inline (the call path) are defined in
+// server_connection.cpp holds the unary call path (frames in, a request parsed and its handler
+// started, its reply out; cancel frames, refusals, interceptors), server_connection_streams.cpp the
+// streams, server_connection_lifecycle.cpp starting, figures, going away, heartbeat ticks and pings,
+// protocol violations and closing. The members declared inline (the call path) are defined in
 // server_connection.cpp, the only file that may call them. Layer: rpc. Threading: everything runs
 // on the connection's executor, but for a handler's server_done invoked from another thread.
 
