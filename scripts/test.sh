@@ -39,6 +39,7 @@ cd "$ROOT"
 
 # ---------------------------------------------------------------- bookkeeping
 STAGE_NAMES=(); STAGE_RESULTS=(); STAGE_SECONDS=(); STAGE_TESTS=()
+JUNIT_STAGES=(); JUNIT_FILES=()  # every junit a stage wrote, for the failed-test digest
 TOTAL_PASSED=0; TOTAL_FAILED=0; FAILED_STAGES=0
 
 banner() { printf '\n==== [%4ds] %s\n' "$((SECONDS - T0))" "$*"; }
@@ -92,6 +93,7 @@ ctest_stage() {
   locked ctest --test-dir "$dir" -j "$(nproc)" --output-on-failure --output-junit "$junit" "$@"; rc=$?
   read -r n f s < <(junit_counts "$junit")
   p=$((n - f - s))
+  JUNIT_STAGES+=("$name"); JUNIT_FILES+=("$junit")
   TOTAL_PASSED=$((TOTAL_PASSED + p)); TOTAL_FAILED=$((TOTAL_FAILED + f))
   note "$name: $n tests ($p passed, $f failed, $s skipped)"
   if ((rc != 0 || n == 0 || f > 0)); then
@@ -154,6 +156,7 @@ vm_verdict() {
   local name=$1 junit=$2 rc=$3 kind=$4 where=$5 start=$6 n f s p
   read -r n f s < <(junit_counts "$junit")
   p=$((n - f - s))
+  JUNIT_STAGES+=("$name"); JUNIT_FILES+=("$junit")
   echo "$kind suite: $n tests ran $where ($p passed, $f failed, $s skipped) [$name]"
   TOTAL_PASSED=$((TOTAL_PASSED + p)); TOTAL_FAILED=$((TOTAL_FAILED + f + s))
   local why=()
@@ -206,8 +209,51 @@ fuzz_stage() {
   fi
 }
 
+# junit_failures FILE: each failed or skipped test of a ctest junit FILE, with an excerpt of its
+# output: from its first sanitizer report (ASan, UBSan, TSan, LSan) or else its last lines. Only
+# the first three failures get an excerpt, so the digest and the summary stay at the end of a log
+# whose tail is all a CI page may show.
+junit_failures() {
+  awk -v max_excerpts=3 -v lines=30 '
+    function unescape(t) {
+      gsub(/&lt;/, "<", t); gsub(/&gt;/, ">", t); gsub(/&quot;/, "\"", t); gsub(/&apos;/, "\047", t)
+      gsub(/&amp;/, "\\&", t); return t
+    }
+    function flush(   i, from, n) {
+      if (name == "" || status == "run") return
+      print "  " (status == "fail" ? "FAILED " : "SKIPPED") "  " name
+      if (status != "fail" || ++shown > max_excerpts) return
+      from = (report > 0) ? report : (nout > lines ? nout - lines + 1 : 1)
+      n = 0
+      for (i = from; i <= nout && n < lines; i++) { print "    | " out[i]; n++ }
+      if (i <= nout) print "    | ... (" (nout - i + 1) " more lines)"
+    }
+    /<testcase / {
+      flush(); name = $0; sub(/.*<testcase name="/, "", name); sub(/".*/, "", name); name = unescape(name)
+      status = $0; sub(/.*status="/, "", status); sub(/".*/, "", status)
+      nout = 0; report = 0; inout = 0
+    }
+    /<system-out>/ { inout = 1; sub(/.*<system-out>/, "") }
+    inout {
+      done = sub(/<\/system-out>.*/, "")
+      if (!(done && $0 == "")) {
+        out[++nout] = unescape($0)
+        if (report == 0 && out[nout] ~ /(ERROR: (Address|Leak)Sanitizer|WARNING: ThreadSanitizer|runtime error:)/) report = nout
+      }
+      if (done) inout = 0
+    }
+    END { flush() }
+  ' "$1"
+}
+
 summary() {
-  local i
+  local i listed=0
+  for i in "${!JUNIT_FILES[@]}"; do
+    [[ -s ${JUNIT_FILES[$i]} ]] && grep -qE 'status="(fail|notrun)"' "${JUNIT_FILES[$i]}" || continue
+    ((listed++)) || banner "failed or skipped tests"
+    echo "${JUNIT_STAGES[$i]}:"
+    junit_failures "${JUNIT_FILES[$i]}"
+  done
   banner "summary"
   printf '%-40s %-8s %7s  %s\n' "stage" "result" "time" "tests passed/failed/skipped"
   for i in "${!STAGE_NAMES[@]}"; do
