@@ -1,14 +1,14 @@
 # start_server.sh: sourced by the examples' run_*_example.sh scripts (copied next to them in the
 # build tree, which is all that travels into the Soft-RoCE VM).
 #
-# start_server NAME SERVER URI: starts `SERVER URI` in the background with its output in
-# $server_log, and waits (bounded: ~30 s, rxe under TCG is slow) until it prints
+# start_server NAME SERVER URI [FLAGS...]: starts `SERVER FLAGS... URI` in the background with its
+# output in $server_log, and waits (bounded: ~30 s, rxe under TCG is slow) until it prints
 # "NAME listening on <uri>". Sets server_pid and bound (the URI with the real port). On failure
 # prints the server's log, stops it and returns 1.
 start_server() {
   local name=$1 server=$2 uri=$3 _
   server_log=$(mktemp)
-  "$server" "$uri" >"$server_log" 2>&1 &
+  "$server" "${@:4}" "$uri" >"$server_log" 2>&1 &
   server_pid=$!
   bound=""
   for _ in $(seq 300); do

@@ -3,6 +3,7 @@
 //   kv_server rdma://10.0.0.1:7471
 //   kv_server --threads 2 tcp://0.0.0.0:7471 rdma://0.0.0.0:7471
 //   kv_server --metrics-address 127.0.0.1:9464 tcp://127.0.0.1:7471   (Prometheus at /metrics)
+//   kv_server --heartbeat-timeout 5 tcp://127.0.0.1:7471   (clients may be silent for longer)
 // Prints "kv_server listening on <uri>" on stdout for every URI (with the real port when 0 was
 // asked for), so scripts can wait for it.
 // Also serves grpc.health.v1 (kv.Store and the server: SERVING; NOT_SERVING once shutting down) and
@@ -13,9 +14,12 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <rdmarpc/admin_service.hpp>
 #include <rdmarpc/health_service.hpp>
 #include <rdmarpc/reflection_service.hpp>
@@ -29,10 +33,21 @@
 namespace {
 
 int usage() {
-  std::cerr << "usage: kv_server [--threads N] [--metrics-address HOST:PORT] URI [URI...]\n"
+  std::cerr << "usage: kv_server [--threads N] [--metrics-address HOST:PORT] [--heartbeat-timeout SECONDS]\n"
+               "                 URI [URI...]\n"
                "  URI: rdma://ADDRESS:PORT or tcp://ADDRESS:PORT (port 0 picks a free one)\n"
-               "  --metrics-address: serve Prometheus metrics at http://HOST:PORT/metrics\n";
+               "  --metrics-address: serve Prometheus metrics at http://HOST:PORT/metrics\n"
+               "  --heartbeat-timeout: how long a silent client may take to answer a heartbeat before its\n"
+               "    connection is closed (default 0.3; 0: no heartbeats)\n";
   return 2;
+}
+
+// "1.5" -> 1.5 s; nullopt for anything else than a finite number >= 0.
+std::optional<std::chrono::steady_clock::duration> parse_seconds(const char* text) {
+  char* end = nullptr;
+  const double s = std::strtod(text, &end);
+  if (end == text || *end != '\0' || !std::isfinite(s) || s < 0) return std::nullopt;
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
 }
 
 }  // namespace
@@ -47,6 +62,10 @@ int main(int argc, char* argv[]) {
       options.threads = static_cast<std::size_t>(std::strtoul(argv[++i], nullptr, 10));
     } else if (arg == "--metrics-address" && i + 1 < argc) {
       options.metrics_address = argv[++i];
+    } else if (arg == "--heartbeat-timeout" && i + 1 < argc) {
+      const auto timeout = parse_seconds(argv[++i]);
+      if (!timeout) return usage();
+      options.heartbeat_timeout = *timeout;
     } else if (arg == "-h" || arg == "--help" || arg.starts_with("-")) {
       return usage();
     } else {

@@ -34,6 +34,10 @@ options:
                         and bidi streaming: several messages on one stream)
   --metadata KEY=VALUE  request metadata (repeatable)
   --timeout SECONDS     deadline of each call (of a whole stream); default none
+  --heartbeat-timeout SECONDS
+                        how long a silent server may take to answer a heartbeat before the
+                        connection counts as lost (default 0.3; raise it for a server being
+                        debugged or a machine too loaded to answer within that; 0: no heartbeats)
   --emit-defaults       print fields that hold their default value too
   -v, --verbose         show the rdmarpc library's log (connections) on stderr
   -h, --help            this text
@@ -114,9 +118,9 @@ options parse_options(int argc, char** argv) {
         throw cli_error(kExitUsage, "--metadata wants KEY=VALUE, not '" + kv + "'");
       }
       o.metadata.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
-    } else if (arg == "--timeout") {
+    } else if (arg == "--timeout" || arg == "--heartbeat-timeout") {
       const double s = parse_seconds(arg, next());
-      o.timeout =
+      (arg == "--timeout" ? o.timeout : o.heartbeat_timeout) =
           std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
     } else if (arg == "--concurrency" || arg == "-c") {
       o.concurrency = parse_count(arg, next());

@@ -20,7 +20,9 @@ struct options {
   std::vector<std::string> import_dirs;  // -I
   std::vector<std::pair<std::string, std::string>> metadata;   // --metadata k=v
   std::optional<std::chrono::steady_clock::duration> timeout;  // --timeout: each call's deadline
-  std::optional<std::string> data;                             // -d: JSON text, @FILE or @- (stdin)
+  // --heartbeat-timeout: how long the server may take to answer a heartbeat (channel_options)
+  std::optional<std::chrono::steady_clock::duration> heartbeat_timeout;
+  std::optional<std::string> data;  // -d: JSON text, @FILE or @- (stdin)
   bool emit_defaults = false;
   bool verbose = false;
   bool help = false;

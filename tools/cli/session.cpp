@@ -6,7 +6,9 @@ namespace rdmarpc::cli {
 
 session::session(const options& o) : options_(o) {
   try {
-    channel_ = rdmarpc::channel::create(io_.get_executor(), o.uri);
+    channel_options channel;
+    if (o.heartbeat_timeout) channel.heartbeat_timeout = *o.heartbeat_timeout;
+    channel_ = rdmarpc::channel::create(io_.get_executor(), o.uri, channel);
   } catch (const boost::system::system_error& e) {
     throw cli_error(kExitUsage, "'" + o.uri + "' is not a server URI (" + e.code().message() +
                                     "): use tcp://HOST:PORT or rdma://HOST:PORT");

@@ -108,12 +108,16 @@ TEST_CASE("parse_options: flags anywhere, values checked, usage errors") {
   CHECK(o.arguments == std::vector<std::string>{"kv.Store/Get", "{}"});
   CHECK(o.metadata == std::vector<std::pair<std::string, std::string>>{{"a", "b"}});
   CHECK(o.timeout == std::chrono::milliseconds(1500));
+  CHECK_FALSE(o.heartbeat_timeout.has_value());  // the channel's default
+  CHECK(parse({"list", "u", "--heartbeat-timeout", "5"}).heartbeat_timeout == std::chrono::seconds(5));
+  CHECK(parse({"list", "u", "--heartbeat-timeout=0"}).heartbeat_timeout == std::chrono::seconds(0));
   CHECK(o.import_dirs == std::vector<std::string>{"proto"});
   CHECK(o.verbose);
   CHECK(status_of([] { parse({"call"}); }) == kExitUsage);
   CHECK(status_of([] { parse({}); }) == kExitUsage);
   CHECK(status_of([] { parse({"bench", "u", "--concurrency", "0"}); }) == kExitUsage);
   CHECK(status_of([] { parse({"call", "u", "--timeout", "soon"}); }) == kExitUsage);
+  CHECK(status_of([] { parse({"call", "u", "--heartbeat-timeout", "-1"}); }) == kExitUsage);
   CHECK(status_of([] { parse({"call", "u", "--metadata", "novalue"}); }) == kExitUsage);
   CHECK(message_of([] {
           parse({"list", "u", "--colour"});

@@ -27,7 +27,10 @@ declare -A code=([OK]=0 [CANCELLED]=1 [UNKNOWN]=2 [INVALID_ARGUMENT]=3 [DEADLINE
 problems=0
 problem() { echo "run_cli_kv: FAIL: $*"; problems=$((problems + 1)); }
 
-start_server kv_server "$server" "$uri" || exit 1
+# Heartbeats answered within 5 s, not the default 0.3: a process of this test stalled for longer
+# (a loaded machine, sanitizers) would otherwise end its connection, which is not what it tests.
+relaxed=(--heartbeat-timeout 5)
+start_server kv_server "$server" "$uri" "${relaxed[@]}" || exit 1
 echo "run_cli_kv: kv_server listens on $bound"
 timeout 120 "$client" "$bound" >"$work/client.out"
 client_rc=$?
@@ -51,9 +54,9 @@ shown() {  # kv_client's shown(): without the session prefix, long ones shortene
 rpc() {
   local method=$1 request=$2 rc
   if [[ $request == @* ]]; then
-    out=$("$cli" call "$bound" "kv.Store/$method" -d "$request" "${proto[@]}" --timeout 30 2>"$work/err")
+    out=$("$cli" call "$bound" "kv.Store/$method" -d "$request" "${proto[@]}" --timeout 30 "${relaxed[@]}" 2>"$work/err")
   else
-    out=$("$cli" call "$bound" "kv.Store/$method" "$request" "${proto[@]}" --timeout 30 2>"$work/err")
+    out=$("$cli" call "$bound" "kv.Store/$method" "$request" "${proto[@]}" --timeout 30 "${relaxed[@]}" 2>"$work/err")
   fi
   rc=$?
   st=OK msg=""
