@@ -306,20 +306,25 @@ TEST_CASE("heartbeat: idle connections between two processes share one ping per 
     for (const auto& ch : channels) n += exchanges(*ch);
     return n;
   };
-  std::vector<std::uint64_t> before;
-  for (const auto& ch : channels) before.push_back(exchanges(*ch));
+  std::vector<channel_stats> before;
+  for (const auto& ch : channels) before.push_back(ch->stats());
   const auto total_before = total();
   REQUIRE(run_until(f.io, [&] { return total() >= total_before + 20; }));
-  // Twenty exchanges later: all of them went through two connections (the first two to tick on
-  // either side, peer_liveness::kCarriers; the channels connected one after another), none
-  // through the other two.
-  std::size_t carrying = 0;
+  // Twenty exchanges later: each side's pings went through two of the four connections at most
+  // (the first two to tick, peer_liveness::kCarriers), never through all of them. Usually the
+  // client pings and the server, hearing it, sends none; but a side that runs late (a stalled
+  // process) is pinged by the other, whose carriers need not be the same two connections.
+  std::size_t pinged_through = 0, pinged_by_server_through = 0;
   for (std::size_t i = 0; i < channels.size(); ++i) {
-    carrying += exchanges(*channels[i]) > before[i] ? 1 : 0;
-    CHECK(channels[i]->stats().heartbeat_timeouts == 0);
-    CHECK(channels[i]->stats().connects == 1);
+    const auto now = channels[i]->stats();
+    pinged_through += now.pings_sent > before[i].pings_sent ? 1 : 0;
+    pinged_by_server_through += now.pings_received > before[i].pings_received ? 1 : 0;
+    CHECK(now.heartbeat_timeouts == 0);
+    CHECK(now.connects == 1);
   }
-  CHECK(carrying == 2);
+  CHECK(pinged_through <= 2);
+  CHECK(pinged_by_server_through <= 2);
+  CHECK(pinged_through + pinged_by_server_through > 0);
   CHECK(f.srv->stats().heartbeat_timeouts == 0);
   for (const auto& ch : channels) CHECK(f.call(*ch) == status_code::ok);
 }

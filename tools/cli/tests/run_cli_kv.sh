@@ -116,7 +116,7 @@ a=${prefix}apple b=${prefix}banana c=${prefix}cherry d=${prefix}date end="${pref
 
   # Watch (server streaming, a line per event) while PutMany (client streaming, -d @- with three
   # objects on stdin) writes three keys; Ctrl-C (SIGINT) cancels the watch.
-  "$cli" call "$bound" kv.Store/Watch "{\"prefix\":\"${prefix}bulk/\"}" "${proto[@]}" >"$work/watch" 2>"$work/watch.err" &
+  "$cli" call "$bound" kv.Store/Watch "{\"prefix\":\"${prefix}bulk/\"}" "${proto[@]}" "${relaxed[@]}" >"$work/watch" 2>"$work/watch.err" &
   watch_pid=$!
   for _ in $(seq 300); do [[ -s $work/watch ]] && break; sleep 0.1; done
   st=OK
