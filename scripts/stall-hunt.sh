@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# stall-hunt.sh [BUILD_DIR] [RUNS] [STALL_SECONDS]: runs BUILD_DIR's host tests (default build/,
+# everything but the rdma and cluster labels) RUNS times (default 5) while, about once a second,
+# one random process of that tree is stopped (SIGSTOP) for STALL_SECONDS (default 0.7) and then
+# continued: what a loaded CI machine does to a test now and then, every second. A test that fails
+# here and not in a quiet run leans on its processes being scheduled promptly: a timing bound
+# counted from the wrong instant, a wait that returns before the condition it means, or a peer
+# declared dead because the defaults (heartbeats answered within 0.3 s) were left on in a test of
+# something else. Prints a line per run, each failure's digest, and a table of the tests that
+# failed with how often. Exit 0 when every run passed. For developers; CI does not run it (a
+# heartbeat test whose subject is detection may still fail when the stall outlasts its timeout).
+#
+# Environment: ASAN_OPTIONS and UBSAN_OPTIONS as scripts/test.sh sets them when unset.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+DIR=$(cd "${1:-$ROOT/build}" && pwd) || exit 2
+RUNS=${2:-5}
+STALL=${3:-0.7}
+source "$ROOT/scripts/junit-digest.sh"  # junit_failures
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+OUT=$DIR/stall-hunt
+rm -rf "$OUT"; mkdir -p "$OUT"
+
+# Stops one random process run from DIR for STALL seconds, about once a second, and logs which:
+# what ctest starts there (test programs, examples, tools, the scripts that run them); never ctest
+# or this script, whose arguments may name DIR too.
+staller() {
+  local pids p what
+  while :; do
+    mapfile -t pids < <(pgrep -f "^([^ ]*bash |[^ ]*sh )?$DIR/")
+    if ((${#pids[@]})); then
+      p=${pids[RANDOM % ${#pids[@]}]}
+      what=$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | cut -c1-160)
+      if kill -STOP "$p" 2>/dev/null; then
+        sleep "$STALL"
+        kill -CONT "$p" 2>/dev/null
+        echo "$(date +%T.%N | cut -c1-12) stopped for ${STALL}s: $what"
+      fi
+    fi
+    sleep 0.3
+  done
+}
+
+staller >"$OUT/stalls.log" 2>&1 &
+staller_pid=$!
+trap 'kill "$staller_pid" 2>/dev/null' EXIT
+
+failed_runs=0
+for ((run = 1; run <= RUNS; run++)); do
+  start=$SECONDS
+  ctest --test-dir "$DIR" -LE 'rdma|cluster' -j "$(nproc)" --output-junit "$OUT/run$run.xml" >"$OUT/run$run.log" 2>&1
+  rc=$?
+  printf 'run %d/%d: %s in %ds, %s stalls so far\n' "$run" "$RUNS" \
+    "$(grep -Eo '[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+' "$OUT/run$run.log" || echo "ctest exit $rc")" \
+    $((SECONDS - start)) "$(wc -l <"$OUT/stalls.log")"
+  if ((rc != 0)); then
+    failed_runs=$((failed_runs + 1))
+    junit_failures "$OUT/run$run.xml"
+  fi
+done
+
+echo
+echo "stall-hunt: $failed_runs of $RUNS runs failed (stalls of ${STALL}s: $OUT/stalls.log)"
+if ((failed_runs > 0)); then
+  printf '%6s  %s\n' runs "test that failed"
+  cat "$OUT"/run*.xml | sed -n 's/.*<testcase name="\([^"]*\)".*status="fail".*/\1/p' | sort | uniq -c | sort -rn |
+    sed 's/&apos;/'"'"'/g; s/&quot;/"/g; s/&lt;/</g; s/&gt;/>/g; s/&amp;/\&/g'
+fi
+((failed_runs == 0))
