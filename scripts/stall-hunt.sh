@@ -10,7 +10,8 @@
 # failed with how often. Exit 0 when every run passed. For developers; CI does not run it (a
 # heartbeat test whose subject is detection may still fail when the stall outlasts its timeout).
 #
-# Environment: ASAN_OPTIONS and UBSAN_OPTIONS as scripts/test.sh sets them when unset.
+# Environment: ASAN_OPTIONS, UBSAN_OPTIONS and TSAN_OPTIONS (the suppressions of tests/tsan.supp)
+# as scripts/test.sh sets them, when unset.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -20,6 +21,7 @@ STALL=${3:-0.7}
 source "$ROOT/scripts/junit-digest.sh"  # junit_failures
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export TSAN_OPTIONS=${TSAN_OPTIONS:-suppressions=$ROOT/tests/tsan.supp halt_on_error=1 second_deadlock_stack=1}
 OUT=$DIR/stall-hunt
 rm -rf "$OUT"; mkdir -p "$OUT"
 
@@ -27,15 +29,19 @@ rm -rf "$OUT"; mkdir -p "$OUT"
 # what ctest starts there (test programs, examples, tools, the scripts that run them); never ctest
 # or this script, whose arguments may name DIR too.
 staller() {
-  local pids p what
+  local pids p="" what dir_re self=$BASHPID
+  dir_re=$(sed 's/[][\.*^$+?(){}|]/\\&/g' <<<"$DIR")  # DIR as a literal in the pattern
+  # Stopped while a process is: continue it, or it would stay stopped for good.
+  trap '[[ -n $p ]] && kill -CONT "$p" 2>/dev/null; exit 0' TERM
   while :; do
-    mapfile -t pids < <(pgrep -f "^([^ ]*bash |[^ ]*sh )?$DIR/")
+    mapfile -t pids < <(pgrep -f "^([^ ]*bash |[^ ]*sh )?$dir_re/" | grep -vxF -e "$$" -e "$self")
     if ((${#pids[@]})); then
       p=${pids[RANDOM % ${#pids[@]}]}
       what=$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | cut -c1-160)
       if kill -STOP "$p" 2>/dev/null; then
         sleep "$STALL"
         kill -CONT "$p" 2>/dev/null
+        p=""
         echo "$(date +%T.%N | cut -c1-12) stopped for ${STALL}s: $what"
       fi
     fi
@@ -45,7 +51,7 @@ staller() {
 
 staller >"$OUT/stalls.log" 2>&1 &
 staller_pid=$!
-trap 'kill "$staller_pid" 2>/dev/null' EXIT
+trap 'kill "$staller_pid" 2>/dev/null; wait "$staller_pid" 2>/dev/null' EXIT  # it continues what it stopped
 
 failed_runs=0
 for ((run = 1; run <= RUNS; run++)); do
@@ -65,7 +71,7 @@ echo
 echo "stall-hunt: $failed_runs of $RUNS runs failed (stalls of ${STALL}s: $OUT/stalls.log)"
 if ((failed_runs > 0)); then
   printf '%6s  %s\n' runs "test that failed"
-  cat "$OUT"/run*.xml | sed -n 's/.*<testcase name="\([^"]*\)".*status="fail".*/\1/p' | sort | uniq -c | sort -rn |
+  cat "$OUT"/run*.xml 2>/dev/null | sed -n 's/.*<testcase name="\([^"]*\)".*status="fail".*/\1/p' | sort | uniq -c | sort -rn |
     sed 's/&apos;/'"'"'/g; s/&quot;/"/g; s/&lt;/</g; s/&gt;/>/g; s/&amp;/\&/g'
 fi
 ((failed_runs == 0))

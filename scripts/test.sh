@@ -6,7 +6,8 @@
 # builds build-asan/ with ASan+UBSan and runs the host tests and (in a second VM boot) the rdma
 # suite there, then builds build-tsan/ with ThreadSanitizer and runs the host tests there (channels
 # are used from several threads, servers run several io_contexts), then builds the libFuzzer
-# targets in build-fuzz/ with clang and runs each briefly over its seed corpus (scripts/fuzz.sh). Prints a summary table and, on the last line,
+# targets in build-fuzz/ with clang and runs each briefly over its seed corpus (scripts/fuzz.sh). Prints the
+# failed and skipped tests with an excerpt of each failure's output, then a summary table and, on the last line,
 # "N passed, N failed". Exit 0 only when every stage passed and the rdma suite really ran (no
 # skipped rdma tests, count > 0).
 #

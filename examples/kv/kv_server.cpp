@@ -42,11 +42,12 @@ int usage() {
   return 2;
 }
 
-// "1.5" -> 1.5 s; nullopt for anything else than a finite number >= 0.
+// "1.5" -> 1.5 s; nullopt for anything but a number from 0 to 1e9 (a larger one would overflow a
+// steady_clock duration).
 std::optional<std::chrono::steady_clock::duration> parse_seconds(const char* text) {
   char* end = nullptr;
   const double s = std::strtod(text, &end);
-  if (end == text || *end != '\0' || !std::isfinite(s) || s < 0) return std::nullopt;
+  if (end == text || *end != '\0' || !std::isfinite(s) || s < 0 || s > 1e9) return std::nullopt;
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
 }
 

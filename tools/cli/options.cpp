@@ -58,7 +58,10 @@ method or symbol; 5 health: not SERVING; 64+N the call ended with canonical stat
 double parse_seconds(std::string_view flag, std::string_view text) {
   double value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc{} || end != text.data() + text.size() || !std::isfinite(value) || value < 0) {
+  // At most 1e9 s (31 years): a steady_clock duration holds ~292 years of nanoseconds, and a larger
+  // double would overflow its conversion.
+  if (ec != std::errc{} || end != text.data() + text.size() || !std::isfinite(value) || value < 0 ||
+      value > 1e9) {
     throw cli_error(kExitUsage, std::string(flag) + " wants a number of seconds (e.g. 1.5), not '" +
                                     std::string(text) + "'");
   }

@@ -118,6 +118,7 @@ TEST_CASE("parse_options: flags anywhere, values checked, usage errors") {
   CHECK(status_of([] { parse({"bench", "u", "--concurrency", "0"}); }) == kExitUsage);
   CHECK(status_of([] { parse({"call", "u", "--timeout", "soon"}); }) == kExitUsage);
   CHECK(status_of([] { parse({"call", "u", "--heartbeat-timeout", "-1"}); }) == kExitUsage);
+  CHECK(status_of([] { parse({"call", "u", "--timeout", "1e300"}); }) == kExitUsage);  // no overflow
   CHECK(status_of([] { parse({"call", "u", "--metadata", "novalue"}); }) == kExitUsage);
   CHECK(message_of([] {
           parse({"list", "u", "--colour"});
