@@ -313,6 +313,7 @@ TEST_CASE(
       // stream's frames (its record exists then, if they were sent at all); once the server holds
       // nothing, the handler has started and returned, or never will start.
       CHECK_FALSE(call(*ch, test_service::echo, make_request("behind the stream")).ec);
+      REQUIRE(ch->stats().connects == 1);  // the same connection (a new one would not be ordered)
       REQUIRE(wait_until_server_idle(h));
       CHECK(
           (svc.streams_started.load() == started_before || svc.streams_cancelled.load() > cancelled_before));
