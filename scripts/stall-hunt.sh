@@ -18,7 +18,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 DIR=$(cd "${1:-$ROOT/build}" && pwd) || exit 2
 RUNS=${2:-5}
 STALL=${3:-0.7}
-source "$ROOT/scripts/junit-digest.sh"  # junit_failures
+source "$ROOT/scripts/junit-digest.sh"  # junit_failures, junit_failed_names
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export TSAN_OPTIONS=${TSAN_OPTIONS:-suppressions=$ROOT/tests/tsan.supp halt_on_error=1 second_deadlock_stack=1}
@@ -71,7 +71,6 @@ echo
 echo "stall-hunt: $failed_runs of $RUNS runs failed (stalls of ${STALL}s: $OUT/stalls.log)"
 if ((failed_runs > 0)); then
   printf '%6s  %s\n' runs "test that failed"
-  cat "$OUT"/run*.xml 2>/dev/null | sed -n 's/.*<testcase name="\([^"]*\)".*status="fail".*/\1/p' | sort | uniq -c | sort -rn |
-    sed 's/&apos;/'"'"'/g; s/&quot;/"/g; s/&lt;/</g; s/&gt;/>/g; s/&amp;/\&/g'
+  junit_failed_names "$OUT"/run*.xml | sort | uniq -c | sort -rn
 fi
 ((failed_runs == 0))
