@@ -43,12 +43,15 @@ int usage() {
 }
 
 // "1.5" -> 1.5 s; nullopt for anything but a number from 0 to 1e9 (a larger one would overflow a
-// steady_clock duration).
+// steady_clock duration), and for a positive one below a nanosecond (it would read as 0, "off").
 std::optional<std::chrono::steady_clock::duration> parse_seconds(const char* text) {
   char* end = nullptr;
   const double s = std::strtod(text, &end);
   if (end == text || *end != '\0' || !std::isfinite(s) || s < 0 || s > 1e9) return std::nullopt;
-  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
+  const auto d =
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
+  if (s > 0 && d == std::chrono::steady_clock::duration::zero()) return std::nullopt;
+  return d;
 }
 
 }  // namespace

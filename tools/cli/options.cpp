@@ -122,9 +122,17 @@ options parse_options(int argc, char** argv) {
       }
       o.metadata.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
     } else if (arg == "--timeout" || arg == "--heartbeat-timeout") {
-      const double s = parse_seconds(arg, next());
-      (arg == "--timeout" ? o.timeout : o.heartbeat_timeout) =
+      const std::string text = next();
+      const double s = parse_seconds(arg, text);
+      const auto d =
           std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
+      // A positive value that truncates to zero would silently mean "none" / "off".
+      if (s > 0 && d == std::chrono::steady_clock::duration::zero()) {
+        throw cli_error(kExitUsage,
+                        arg + " " + text + " is shorter than the clock's tick (1 ns); " +
+                            (arg == "--timeout" ? "leave it out for no deadline" : "0 turns heartbeats off"));
+      }
+      (arg == "--timeout" ? o.timeout : o.heartbeat_timeout) = d;
     } else if (arg == "--concurrency" || arg == "-c") {
       o.concurrency = parse_count(arg, next());
     } else if (arg == "--duration") {

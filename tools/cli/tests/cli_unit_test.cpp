@@ -119,6 +119,12 @@ TEST_CASE("parse_options: flags anywhere, values checked, usage errors") {
   CHECK(status_of([] { parse({"call", "u", "--timeout", "soon"}); }) == kExitUsage);
   CHECK(status_of([] { parse({"call", "u", "--heartbeat-timeout", "-1"}); }) == kExitUsage);
   CHECK(status_of([] { parse({"call", "u", "--timeout", "1e300"}); }) == kExitUsage);  // no overflow
+  // Positive but below a nanosecond: refused, not taken for 0 (no deadline / heartbeats off).
+  CHECK(message_of([] {
+          parse({"call", "u", "--heartbeat-timeout", "1e-12"});
+        }) == "--heartbeat-timeout 1e-12 is shorter than the clock's tick (1 ns); 0 turns heartbeats off");
+  CHECK(status_of([] { parse({"call", "u", "--timeout=1e-10"}); }) == kExitUsage);
+  CHECK(parse({"call", "u", "--timeout", "1.5e-9"}).timeout == std::chrono::nanoseconds(1));
   CHECK(status_of([] { parse({"call", "u", "--metadata", "novalue"}); }) == kExitUsage);
   CHECK(message_of([] {
           parse({"list", "u", "--colour"});
