@@ -13,6 +13,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=$ROOT/build-fuzz
 RESULTS=$BUILD/fuzz-results
+source "$ROOT/scripts/sanitizer-env.sh"  # ASAN_OPTIONS, UBSAN_OPTIONS
 TARGETS=(frame extras rdma_wire handshake tcp_framer server)
 locked() {
   if [[ -n ${RDMARPC_BUILD_LOCK:-} ]]; then flock "$RDMARPC_BUILD_LOCK" "$@"; else "$@"; fi
@@ -53,9 +54,7 @@ fuzz_one() {
   cp "$ROOT/tests/fuzz/corpus/$t"/* "$corpus"/
   echo "---- fuzz_$t: ${SECONDS_PER_TARGET}s"
   # -timeout: one input may take at most 10 s (a hang); -rss_limit_mb: memory per process.
-  ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} \
-  UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
-    locked "$BUILD/tests/fuzz/fuzz_$t" -max_total_time="$SECONDS_PER_TARGET" -timeout=10 -rss_limit_mb=2048 \
+  locked "$BUILD/tests/fuzz/fuzz_$t" -max_total_time="$SECONDS_PER_TARGET" -timeout=10 -rss_limit_mb=2048 \
     -print_final_stats=1 -artifact_prefix="$RESULTS/$t/" "$corpus" >"$log" 2>&1 || rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n1)

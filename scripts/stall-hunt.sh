@@ -10,8 +10,8 @@
 # failed with how often. Exit 0 when every run passed. For developers; CI does not run it (a
 # heartbeat test whose subject is detection may still fail when the stall outlasts its timeout).
 #
-# Environment: ASAN_OPTIONS, UBSAN_OPTIONS and TSAN_OPTIONS (the suppressions of tests/tsan.supp)
-# as scripts/test.sh sets them, when unset.
+# Environment: ASAN_OPTIONS, UBSAN_OPTIONS and TSAN_OPTIONS, when unset, as every script sets them
+# (scripts/sanitizer-env.sh).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -19,9 +19,7 @@ DIR=$(cd "${1:-$ROOT/build}" && pwd) || exit 2
 RUNS=${2:-5}
 STALL=${3:-0.7}
 source "$ROOT/scripts/junit-digest.sh"  # junit_failures, junit_failed_names
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
-export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-export TSAN_OPTIONS=${TSAN_OPTIONS:-suppressions=$ROOT/tests/tsan.supp halt_on_error=1 second_deadlock_stack=1}
+source "$ROOT/scripts/sanitizer-env.sh"  # ASAN_OPTIONS, UBSAN_OPTIONS, TSAN_OPTIONS
 OUT=$DIR/stall-hunt
 rm -rf "$OUT"; mkdir -p "$OUT"
 

@@ -5,7 +5,7 @@
 # RTT next to perftest's ib_send_lat on the same rxe0 in the same boot (lines "RTT-COMPARE: ...";
 # never asserted: TCG timings are noise-prone). Exits with ctest's status.
 # Environment: RDMA_SUITE_JUNIT (default /out/rdma.xml); RDMA_SUITE_RTT=0 skips the RTT report
-# (the sanitizer run: its timings would mean nothing); RDMA_SUITE_JOBS (default: the guest's
+# (the sanitizer runs: their timings would mean nothing); RDMA_SUITE_JOBS (default: the guest's
 # vCPUs) tests at a time. No test asserts a time, and the ones that count the device's QPs and MRs
 # are RUN_SERIAL (rdmarpc_add_test's SERIAL).
 set -u

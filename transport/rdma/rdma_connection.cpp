@@ -192,6 +192,7 @@ inline void rdma_connection::handle_completion(const ibv_wc& wc) {
 }
 
 inline void rdma_connection::handle_receive(const ibv_wc& wc) {
+  ordering_.received(resources_->qp());
   const auto slot = static_cast<std::uint32_t>(wc.wr_id);
   if (life_.has_ended()) return;  // the slot is not reposted: the QP is going away
   if ((wc.wc_flags & IBV_WC_WITH_IMM) == 0 || wc.opcode != IBV_WC_RECV) {
@@ -495,6 +496,7 @@ inline void rdma_connection::prepare_send(const std::byte* data, std::uint32_t l
 inline bool rdma_connection::flush_sends() {
   if (batch_size_ == 0) return !life_.has_ended();
   ibv_send_wr* bad = nullptr;
+  ordering_.sending(resources_->qp());
   const int rc = ibv_post_send(resources_->qp(), batch_wrs_.data(), &bad);
   batch_size_ = 0;
   if (rc != 0) [[unlikely]]

@@ -22,6 +22,7 @@
 #include "transport/rdma/cq_reactor.hpp"
 #include "transport/rdma/credit_window.hpp"
 #include "transport/rdma/device_event_monitor.hpp"
+#include "transport/rdma/message_ordering.hpp"
 #include "transport/rdma/qp_resources.hpp"
 #include "transport/rdma/receive_ring.hpp"
 #include "transport/rdma/send_ring.hpp"
@@ -198,6 +199,7 @@ class rdma_connection final : public connection,
   std::array<ibv_send_wr, kPostBatch> batch_wrs_{};
   std::array<ibv_sge, kPostBatch> batch_sges_{};
   std::size_t batch_size_ = 0;
+  [[no_unique_address]] message_ordering::link ordering_;  // for ThreadSanitizer only
   ring_queue<committed_message> committed_;
   ring_queue<posted_message> posted_;
   std::unordered_map<std::uint64_t, large_buffer> large_;  // by ring entry id
