@@ -8,6 +8,7 @@
 #   UBSan: stack trace, and stop at the first report instead of printing and going on.
 #   TSan:  the suppressions (each with its reason there), stop at the first report, and both
 #          stacks of a lock-order inversion.
+TSAN_SUPPRESSIONS=$(cd "$ROOT" && pwd -P)/tests/tsan.supp  # test.sh --include's it into the VM
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-export TSAN_OPTIONS=${TSAN_OPTIONS:-suppressions=$(cd "$ROOT" && pwd -P)/tests/tsan.supp halt_on_error=1 second_deadlock_stack=1}
+export TSAN_OPTIONS=${TSAN_OPTIONS:-suppressions=$TSAN_SUPPRESSIONS halt_on_error=1 second_deadlock_stack=1}

@@ -38,7 +38,7 @@ SANITIZER_FLAGS='-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1'
 T0=$SECONDS
 cd "$ROOT"
 source "$ROOT/scripts/junit-digest.sh"  # junit_failures
-source "$ROOT/scripts/sanitizer-env.sh"  # ASAN_OPTIONS, UBSAN_OPTIONS, TSAN_OPTIONS
+source "$ROOT/scripts/sanitizer-env.sh"  # ASAN_OPTIONS, UBSAN_OPTIONS, TSAN_OPTIONS, TSAN_SUPPRESSIONS
 
 # ---------------------------------------------------------------- bookkeeping
 STAGE_NAMES=(); STAGE_RESULTS=(); STAGE_SECONDS=(); STAGE_TESTS=()
@@ -285,7 +285,7 @@ if run_stage "install dependencies" bash "$ROOT/scripts/install-deps.sh"; then
       # --keep-debug: a suppression names a function Asio inlines, which a report shows only from
       # the debug info's records of inlining (reports get file:line from it too).
       rdma_in_vm "$TSAN_BUILD" "rdma suite in the VM (rxe0, ThreadSanitizer)" rdma-tsan.xml --keep-debug \
-        --include "$(cd "$ROOT" && pwd -P)/tests/tsan.supp" --env "TSAN_OPTIONS=$TSAN_OPTIONS" --env RDMA_SUITE_RTT=0
+        --include "$TSAN_SUPPRESSIONS" --env "TSAN_OPTIONS=$TSAN_OPTIONS" --env RDMA_SUITE_RTT=0
     fi
   fi
 
