@@ -553,6 +553,7 @@ std::shared_ptr<channel> channel::create(executor_type ex, std::string_view uri,
   if (!endpoints)
     throw boost::system::system_error(endpoints.error(),
                                       "rdmarpc::channel::create(" + std::string(uri) + ")");
+  for (const auto& ep : *endpoints) transport::check_options(ep, options.transport);
   return std::make_shared<channel_handle>(
       std::make_shared<channel_impl>(std::move(ex), std::move(*endpoints), std::move(options)));
 }

@@ -100,7 +100,9 @@ class channel {
   // channel connects on first use (or state(true)), reconnects with backoff after a failure, and
   // spreads calls by options.load_balancing. Calls made while no connection is ready wait for one;
   // when every endpoint failed (transient_failure) they fail UNAVAILABLE at once, unless their
-  // context asks to wait_for_ready. Throws boost::system::system_error for a malformed URI.
+  // context asks to wait_for_ready. Throws boost::system::system_error for a malformed URI,
+  // std::invalid_argument for options.transport settings its endpoints' transport cannot use
+  // (transport::check_options: rdma's ring sizes).
   static std::shared_ptr<channel> create(executor_type ex, std::string_view uri,
                                          channel_options options = {});
   // A channel over an already established connection (loopback tests, custom transports). It

@@ -43,6 +43,10 @@ void async_connect_impl(boost::asio::any_io_executor ex, endpoint ep, connection
                                             std::shared_ptr<connection>()));
 }
 
+void check_options(const endpoint& ep, const connection_options& options) {
+  if (ep.scheme == scheme::rdma) rdma::check_options(options);
+}
+
 std::unique_ptr<listener> make_listener(boost::asio::any_io_executor ex, const endpoint& ep,
                                         const connection_options& options) {
   switch (ep.scheme) {

@@ -33,7 +33,14 @@ auto async_connect(boost::asio::any_io_executor ex, const endpoint& ep, const co
       token, std::move(ex), ep, options);
 }
 
-// Binds and listens on `ep` (scheme rdma or tcp). Throws boost::system::system_error on failure.
+// Throws std::invalid_argument, naming the option, its value and its range, when `options`
+// cannot make a connection over `ep`'s transport (rdma: the rings' limits, README "Limits"); the
+// other transports ignore what does not apply to them. rdmarpc::channel::create checks each of its
+// endpoints, so a bad setting fails there rather than every connection attempt.
+void check_options(const endpoint& ep, const connection_options& options);
+
+// Binds and listens on `ep` (scheme rdma or tcp). Throws boost::system::system_error on failure,
+// std::invalid_argument for options its transport cannot use (check_options).
 std::unique_ptr<listener> make_listener(boost::asio::any_io_executor ex, const endpoint& ep,
                                         const connection_options& options);
 

@@ -146,6 +146,33 @@ TEST_CASE("server: max_request_bytes_by_method naming no added method is refused
                     Catch::Contains("/rdmarpc.test.Test/Ech0, which no added service has"));
 }
 
+TEST_CASE(
+    "rdma ring settings outside their limits fail listen and channel creation at once, naming the "
+    "setting and its range, and tcp ignores them",
+    "[server][limits]") {
+  server_options bad_server;
+  bad_server.transport.slot_size = 32;
+  limited_server s(bad_server);
+  // Checked before anything touches rdma_cm, so this holds on a machine without a device too.
+  CHECK_THROWS_WITH(s.srv->listen("rdma://127.0.0.1:0"),
+                    Catch::Contains("connection_options::slot_size = 32 is outside [64, 1048576]"));
+  CHECK_NOTHROW(s.srv->listen("tcp://127.0.0.1:0"));  // rdma's settings are not tcp's
+
+  const auto create_with = [&](std::string_view uri, auto change) {
+    channel_options options;
+    change(options.transport);
+    channel::create(s.io.get_executor(), uri, options)->close();
+  };
+  CHECK_THROWS_WITH(create_with("rdma://10.0.0.1:7471", [](auto& t) { t.recv_ring_depth = 2; }),
+                    Catch::Contains("recv_ring_depth = 2 is outside [4, 65535]"));
+  CHECK_THROWS_WITH(create_with("rdma://10.0.0.1:7471,10.0.0.2:7471", [](auto& t) { t.signal_every = 0; }),
+                    Catch::Contains("signal_every = 0 is outside [1, 128]"));
+  CHECK_THROWS_WITH(create_with("rdma://10.0.0.1:7471", [](auto& t) { t.send_buffers = t.signal_every = 1; }),
+                    Catch::Contains("send_buffers = 1 is below 2"));
+  CHECK_NOTHROW(create_with("tcp://127.0.0.1:7471", [](auto& t) { t.recv_ring_depth = 2; }));
+  CHECK_NOTHROW(create_with("rdma://10.0.0.1:7471", [](auto&) {}));  // the defaults pass
+}
+
 namespace {
 
 boost::asio::ip::tcp::endpoint tcp_target(const test::e2e_harness& h) {

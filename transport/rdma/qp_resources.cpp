@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <numeric>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "transport/rdma/wire.hpp"
@@ -19,17 +20,26 @@ constexpr std::uint32_t kRecvBatch = 64;  // receive WRs chained into one ibv_po
 constexpr std::array<std::uint32_t, 4> kWantedInline{256, 128, 64, 0};
 constexpr unsigned kCqEventAckBatch = 32;  // ibv_ack_cq_events takes a mutex: batch it
 
-void check_options(const connection_options& o) {
-  if (o.recv_ring_depth < wire::kMinRingDepth || o.recv_ring_depth > wire::kMaxRingDepth)
-    throw std::invalid_argument("rdma: recv_ring_depth outside the handshake limits");
-  if (o.slot_size < wire::kMinSlotSize || o.slot_size > wire::kMaxSlotSize)
-    throw std::invalid_argument("rdma: slot_size outside the handshake limits");
-  if (o.send_buffers < 2) throw std::invalid_argument("rdma: send_buffers must be at least 2");
-  if (o.signal_every < 1 || o.signal_every > o.send_buffers)
-    throw std::invalid_argument("rdma: signal_every must be in [1, send_buffers]");
+// "rdma: connection_options::NAME = VALUE is outside [LOW, HIGH]"
+[[noreturn]] void out_of_range(const char* name, std::uint64_t value, std::uint64_t low, std::uint64_t high) {
+  throw std::invalid_argument("rdma: connection_options::" + std::string(name) + " = " +
+                              std::to_string(value) + " is outside [" + std::to_string(low) + ", " +
+                              std::to_string(high) + "]");
 }
 
 }  // namespace
+
+void qp_resources::check_options(const connection_options& o) {
+  if (o.recv_ring_depth < wire::kMinRingDepth || o.recv_ring_depth > wire::kMaxRingDepth)
+    out_of_range("recv_ring_depth", o.recv_ring_depth, wire::kMinRingDepth, wire::kMaxRingDepth);
+  if (o.slot_size < wire::kMinSlotSize || o.slot_size > wire::kMaxSlotSize)
+    out_of_range("slot_size", o.slot_size, wire::kMinSlotSize, wire::kMaxSlotSize);
+  if (o.send_buffers < 2)
+    throw std::invalid_argument("rdma: connection_options::send_buffers = " + std::to_string(o.send_buffers) +
+                                " is below 2");
+  if (o.signal_every < 1 || o.signal_every > o.send_buffers)
+    out_of_range("signal_every", o.signal_every, 1, o.send_buffers);
+}
 
 qp_resources::qp_resources(verbs::event_channel channel, verbs::cm_id id, const connection_options& options)
     : ring_depth_(options.recv_ring_depth),
