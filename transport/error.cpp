@@ -23,7 +23,8 @@ class category final : public boost::system::error_category {
       case errc::bad_uri: return "malformed URI (expected scheme://host:port)";
       case errc::unsupported_scheme: return "unsupported URI scheme";
       case errc::not_connected: return "not connected";
-      case errc::registered_memory_exhausted: return "registered-memory budget exhausted";
+      case errc::registered_memory_exhausted:
+        return "registered memory exhausted (the budget, or the system's locked-memory limit)";
       case errc::address_changed: return "local address moved to another RDMA port (ADDR_CHANGE)";
       case errc::queue_pair_error: return "the RDMA device reported the queue pair in error";
       case errc::port_down: return "the RDMA port went down (link lost)";

@@ -865,7 +865,7 @@ TEST_CASE(
   const auto refused = call(*second, test_service::echo, make_request("second"), &ctx);
   if (target == "rdma") {
     CHECK(code_of(refused) == status_code::unavailable);
-    CHECK_THAT(ctx.status_message(), Catch::Contains("registered-memory budget exhausted"));
+    CHECK_THAT(ctx.status_message(), Catch::Contains("registered memory exhausted"));
   } else {
     CHECK_FALSE(refused.ec);  // tcp and loopback register no memory: the bound does not apply
   }

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <numeric>
+#include <set>
 #include <span>
 #include <vector>
 
@@ -367,4 +368,19 @@ TEST_CASE("reject: what is not a reject of ours decodes to nothing", "[wire][rej
     unknown[4] = static_cast<std::byte>(value);
     CHECK_FALSE(wire::decode_reject(unknown));
   }
+}
+
+TEST_CASE("reject: every reason round-trips, maps to its error and is described", "[wire][reject]") {
+  std::set<std::string_view> descriptions;
+  for (const auto reason :
+       {wire::reject_reason::malformed_handshake, wire::reject_reason::too_many_handshakes,
+        wire::reject_reason::registered_memory_exhausted, wire::reject_reason::no_resources}) {
+    CHECK(wire::decode_reject(wire::encode_reject(reason)) == reason);
+    CHECK(wire::reject_error(reason) == (reason == wire::reject_reason::registered_memory_exhausted
+                                             ? errc::registered_memory_exhausted
+                                             : errc::handshake_rejected));
+    descriptions.insert(wire::describe(reason));
+  }
+  CHECK(descriptions.size() == 4);       // each names its own cause
+  CHECK_FALSE(wire::decode_reject({}));  // the kernel's own rejects carry no private data
 }

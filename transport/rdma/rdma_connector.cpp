@@ -151,8 +151,8 @@ void rdma_connector::on_event(rdma_cm_event& event) {
     case RDMA_CM_EVENT_REJECTED: {
       // The listener says why in the private data; the kernel's own rejects carry none.
       const auto why = wire::decode_reject(private_data(event));
-      rdmarpc::logger()->debug("rdma connect: rejected (status {}, reason {})", event.status,
-                               why ? static_cast<int>(*why) : 0);
+      rdmarpc::logger()->debug("rdma connect: rejected (status {}): {}", event.status,
+                               why ? wire::describe(*why) : "no reason given (not an rdmarpc listener?)");
       if (why) {
         finish(make_error_code(wire::reject_error(*why)));
       } else {

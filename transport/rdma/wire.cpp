@@ -100,6 +100,17 @@ std::optional<reject_reason> decode_reject(std::span<const std::byte> bytes) noe
   return static_cast<reject_reason>(value);
 }
 
+std::string_view describe(reject_reason reason) noexcept {
+  switch (reason) {
+    case reject_reason::malformed_handshake:
+      return "the server found our handshake malformed or incompatible";
+    case reject_reason::too_many_handshakes: return "too many handshakes in progress on the server";
+    case reject_reason::registered_memory_exhausted: return "the server's registered-memory budget is full";
+    case reject_reason::no_resources: return "the server could not make the queue pair or its rings";
+  }
+  return "unknown reason";
+}
+
 errc reject_error(reject_reason reason) noexcept {
   return reason == reject_reason::registered_memory_exhausted ? errc::registered_memory_exhausted
                                                               : errc::handshake_rejected;

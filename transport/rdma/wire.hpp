@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "transport/error.hpp"
@@ -165,5 +166,7 @@ std::optional<reject_reason> decode_reject(std::span<const std::byte> bytes) noe
 // What the client's connect fails with: registered_memory_exhausted for that reason,
 // handshake_rejected for the others.
 errc reject_error(reject_reason reason) noexcept;
+// For the client's log: "too many handshakes in progress on the server", ...
+std::string_view describe(reject_reason reason) noexcept;
 
 }  // namespace rdmarpc::transport::rdma::wire
