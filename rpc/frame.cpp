@@ -108,7 +108,7 @@ void encode_full(const header& h, std::byte* p) noexcept {
   store_le<std::uint8_t>(p + kOffVersion, kVersion);
   store_le<std::uint8_t>(p + kOffKind, static_cast<std::uint8_t>(h.kind));
   store_le<std::uint8_t>(p + kOffFlags, h.flags);
-  store_le<std::uint8_t>(p + kOffStatus, static_cast<std::uint8_t>(h.status));
+  store_le<std::uint8_t>(p + kOffStatus, status_byte(h.status));
   store_le<std::uint16_t>(p + kOffReserved, 0);
   store_le<std::uint32_t>(p + kOffCallId, h.call_id);
   store_le<std::uint32_t>(p + kOffMethodId, h.method_id);
@@ -140,8 +140,8 @@ std::size_t encode_any_header(const header& h, std::span<std::byte> out) noexcep
       break;
     case kind::response:
       store_le<std::uint8_t>(p, kCompactResponse);
-      store_le<std::uint8_t>(p + 1, static_cast<std::uint8_t>(static_cast<std::uint8_t>(h.status) |
-                                                              (has_extras ? kCompactHasExtras : 0)));
+      store_le<std::uint8_t>(
+          p + 1, static_cast<std::uint8_t>(status_byte(h.status) | (has_extras ? kCompactHasExtras : 0)));
       store_le<std::uint32_t>(p + 2, h.call_id);
       at = kCompactResponseSize;
       break;

@@ -137,6 +137,16 @@ inline view decode(std::span<const std::byte> message, decode_error& err) noexce
 // timeout, status or extras, and comes here for the rest (tests compare the two).
 view decode_any(std::span<const std::byte> message, decode_error& err) noexcept;
 
+// A status as its byte on the wire: a code outside the canonical 0..16 (a handler's cast of its
+// own number) goes out as UNKNOWN, never as a byte the peer would misread (a compact response
+// keeps its top bit for "has extras") or refuse as malformed.
+inline std::uint8_t status_byte(status_code s) noexcept {
+  const auto v = static_cast<std::uint8_t>(s);
+  return v <= static_cast<std::uint8_t>(status_code::unauthenticated)
+             ? v
+             : static_cast<std::uint8_t>(status_code::unknown);
+}
+
 // Inline: what nearly every call and streamed message sends, a request without timeout or extras
 // and a response without extras; the rest out of line.
 inline std::size_t encode_header(const header& h, std::span<std::byte> out) noexcept {
@@ -150,7 +160,7 @@ inline std::size_t encode_header(const header& h, std::span<std::byte> out) noex
     }
     if (h.kind == kind::response) {
       transport::store_le<std::uint8_t>(p, kCompactResponse);
-      transport::store_le<std::uint8_t>(p + 1, static_cast<std::uint8_t>(h.status));
+      transport::store_le<std::uint8_t>(p + 1, status_byte(h.status));
       transport::store_le<std::uint32_t>(p + 2, h.call_id);
       return kCompactResponseSize;
     }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <tuple>
 #include <vector>
 
 namespace frame = rdmarpc::frame;
@@ -138,6 +139,33 @@ TEST_CASE("frame: full header layout is little-endian at the documented offsets"
   std::vector<std::byte> out(frame::kHeaderSize);
   REQUIRE(frame::encode_header(h, out) == frame::kHeaderSize);
   CHECK(std::memcmp(out.data(), expected, frame::kHeaderSize) == 0);
+}
+
+TEST_CASE("frame: a status outside 0..16 goes out as UNKNOWN, never misread or refused", "[frame]") {
+  // A response's compact header, with and without extras (whose flag shares the status byte), and
+  // the full header of a stream's trailers.
+  for (const auto& [kind, raw, extras] : {std::tuple{frame::kind::response, 17, 0u},
+                                          {frame::kind::response, 0x85, 0u},
+                                          {frame::kind::response, 0x85, 5u},
+                                          {frame::kind::response, 255, 5u},
+                                          {frame::kind::trailers, 17, 0u},
+                                          {frame::kind::trailers, 255, 5u}}) {
+    frame::header h;
+    h.kind = kind;
+    h.status = static_cast<status_code>(raw);  // a handler's cast of its own number
+    h.call_id = 7;
+    h.extras_length = extras;
+    const std::size_t payload = kind == frame::kind::response ? 3 : 0;
+    const auto msg = make_message(h, extras, payload);
+    frame::decode_error err{};
+    const auto v = frame::decode(msg, err);
+    REQUIRE(err == frame::decode_error::none);
+    CHECK(v.header.status == status_code::unknown);
+    CHECK(v.extras.size() == extras);
+    CHECK(v.payload.size() == payload);
+  }
+  CHECK(frame::status_byte(status_code::unauthenticated) == 16);
+  CHECK(frame::status_byte(status_code::ok) == 0);
 }
 
 TEST_CASE("frame: response and cancel round trip - empty payload allowed", "[frame]") {
