@@ -158,6 +158,10 @@ class server {
   void add_service(service& s);
 
   // Starts accepting on `uri`; returns the bound endpoint (the real port when 0 was asked for).
+  // Throws boost::system::system_error for a malformed URI or a failed bind, std::invalid_argument
+  // for transport settings the URI's transport cannot use (transport::check_options: rdma's ring
+  // sizes) or a max_request_bytes_by_method name no added service has, std::logic_error after
+  // shutdown began.
   transport::endpoint listen(std::string_view uri);
 
   // Serves an already established connection (loopback tests, custom transports).

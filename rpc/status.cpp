@@ -63,7 +63,8 @@ status_code to_status_code(const boost::system::error_code& ec) noexcept {
       case transport::errc::protocol_error: return status_code::internal;
       default:
         return status_code::unavailable;  // closed, lost, unreachable, rejected, device, not_connected,
-                                          // address_changed, queue_pair_error, port_down
+                                          // registered_memory_exhausted, address_changed,
+                                          // queue_pair_error, port_down
     }
   }
   return status_code::unavailable;  // system errors (sockets, verbs) mean the peer is not reachable

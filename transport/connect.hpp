@@ -21,7 +21,9 @@ void async_connect_impl(boost::asio::any_io_executor ex, endpoint ep, connection
 
 // Connects to `ep`; the new connection belongs to `ex`. Completion: void(error_code,
 // shared_ptr<connection>) on the handler's associated executor (default `ex`). Errors:
-// errc::unreachable, errc::connect_timeout, errc::handshake_rejected, errc::unsupported_scheme.
+// errc::unreachable, errc::connect_timeout, errc::handshake_rejected, errc::unsupported_scheme,
+// and over rdma errc::registered_memory_exhausted, errc::device_error, errc::address_changed.
+// Throws std::invalid_argument at once for options the transport cannot use (check_options).
 template <typename CompletionToken>
 auto async_connect(boost::asio::any_io_executor ex, const endpoint& ep, const connection_options& options,
                    CompletionToken&& token) {

@@ -166,9 +166,19 @@ TEST_CASE(
   CHECK_THROWS_WITH(create_with("rdma://10.0.0.1:7471", [](auto& t) { t.recv_ring_depth = 2; }),
                     Catch::Contains("recv_ring_depth = 2 is outside [4, 65535]"));
   CHECK_THROWS_WITH(create_with("rdma://10.0.0.1:7471,10.0.0.2:7471", [](auto& t) { t.signal_every = 0; }),
-                    Catch::Contains("signal_every = 0 is outside [1, 128]"));
+                    Catch::Contains("signal_every = 0 is outside [1, send_buffers = 128]"));
   CHECK_THROWS_WITH(create_with("rdma://10.0.0.1:7471", [](auto& t) { t.send_buffers = t.signal_every = 1; }),
-                    Catch::Contains("send_buffers = 1 is below 2"));
+                    Catch::Contains("send_buffers = 1 is outside [2, 65535]"));
+  CHECK_THROWS_WITH(create_with("rdma://10.0.0.1:7471", [](auto& t) { t.send_buffers = 65536; }),
+                    Catch::Contains("send_buffers = 65536 is outside [2, 65535]"));
+  // Rings no budget could ever lease: 64 slots of 1 MiB each way, against a 64 MiB limit.
+  CHECK_THROWS_WITH(create_with("rdma://10.0.0.1:7471",
+                                [](auto& t) {
+                                  t.slot_size = 1u << 20;
+                                  t.recv_ring_depth = t.send_buffers = 64;
+                                  t.registered_memory = transport::memory_budget::create(64u << 20);
+                                }),
+                    Catch::Contains("more than its limit of 67108864"));
   CHECK_NOTHROW(create_with("tcp://127.0.0.1:7471", [](auto& t) { t.recv_ring_depth = 2; }));
   CHECK_NOTHROW(create_with("rdma://10.0.0.1:7471", [](auto&) {}));  // the defaults pass
 }

@@ -35,7 +35,8 @@ TEST_CASE("status: transport errors map to what the caller should do", "[status]
   // Connection gone or never made: retry elsewhere/later.
   for (auto e : {errc::closed_locally, errc::closed_by_peer, errc::connection_lost, errc::handshake_rejected,
                  errc::unreachable, errc::connect_timeout, errc::rnr_retry_exceeded, errc::device_error,
-                 errc::not_connected, errc::address_changed, errc::queue_pair_error, errc::port_down}) {
+                 errc::not_connected, errc::address_changed, errc::queue_pair_error, errc::port_down,
+                 errc::registered_memory_exhausted}) {
     CAPTURE(static_cast<int>(e));
     CHECK(to_status_code(make_error_code(e)) == status_code::unavailable);
   }

@@ -20,25 +20,37 @@ constexpr std::uint32_t kRecvBatch = 64;  // receive WRs chained into one ibv_po
 constexpr std::array<std::uint32_t, 4> kWantedInline{256, 128, 64, 0};
 constexpr unsigned kCqEventAckBatch = 32;  // ibv_ack_cq_events takes a mutex: batch it
 
-// "rdma: connection_options::NAME = VALUE is outside [LOW, HIGH]"
-[[noreturn]] void out_of_range(const char* name, std::uint64_t value, std::uint64_t low, std::uint64_t high) {
+// "rdma: connection_options::NAME = VALUE " + `why`.
+[[noreturn]] void bad_setting(const char* name, std::uint64_t value, const std::string& why) {
   throw std::invalid_argument("rdma: connection_options::" + std::string(name) + " = " +
-                              std::to_string(value) + " is outside [" + std::to_string(low) + ", " +
-                              std::to_string(high) + "]");
+                              std::to_string(value) + " " + why);
+}
+
+std::string outside(std::uint64_t low, std::string high) {
+  return "is outside [" + std::to_string(low) + ", " + high + "]";
 }
 
 }  // namespace
 
 void qp_resources::check_options(const connection_options& o) {
   if (o.recv_ring_depth < wire::kMinRingDepth || o.recv_ring_depth > wire::kMaxRingDepth)
-    out_of_range("recv_ring_depth", o.recv_ring_depth, wire::kMinRingDepth, wire::kMaxRingDepth);
+    bad_setting("recv_ring_depth", o.recv_ring_depth,
+                outside(wire::kMinRingDepth, std::to_string(wire::kMaxRingDepth)));
   if (o.slot_size < wire::kMinSlotSize || o.slot_size > wire::kMaxSlotSize)
-    out_of_range("slot_size", o.slot_size, wire::kMinSlotSize, wire::kMaxSlotSize);
-  if (o.send_buffers < 2)
-    throw std::invalid_argument("rdma: connection_options::send_buffers = " + std::to_string(o.send_buffers) +
-                                " is below 2");
+    bad_setting("slot_size", o.slot_size, outside(wire::kMinSlotSize, std::to_string(wire::kMaxSlotSize)));
+  // (Also the send queue's depth, and with the receive ring the CQ's, which verbs takes as an int.)
+  if (o.send_buffers < 2 || o.send_buffers > wire::kMaxRingDepth)
+    bad_setting("send_buffers", o.send_buffers, outside(2, std::to_string(wire::kMaxRingDepth)));
   if (o.signal_every < 1 || o.signal_every > o.send_buffers)
-    out_of_range("signal_every", o.signal_every, 1, o.send_buffers);
+    bad_setting("signal_every", o.signal_every,
+                outside(1, "send_buffers = " + std::to_string(o.send_buffers)));
+  // Rings larger than the whole registered-memory budget could never be leased: every connection
+  // would be rejected.
+  if (o.registered_memory && registered_bytes(o) > o.registered_memory->limit())
+    throw std::invalid_argument("rdma: the rings of one connection take " +
+                                std::to_string(registered_bytes(o)) +
+                                " bytes of registered memory, more than its limit of " +
+                                std::to_string(o.registered_memory->limit()));
 }
 
 qp_resources::qp_resources(verbs::event_channel channel, verbs::cm_id id, const connection_options& options)

@@ -26,7 +26,8 @@ class qp_resources {
   qp_resources(verbs::event_channel channel, verbs::cm_id id, const connection_options& options);
   // Throws std::invalid_argument, naming the option, its value and its range, when `options`
   // cannot make these rings: recv_ring_depth outside [4, 65535], slot_size outside [64 B, 1 MiB]
-  // (the handshake's limits), send_buffers below 2, signal_every outside [1, send_buffers].
+  // (the handshake's limits), send_buffers outside [2, 65535], signal_every outside
+  // [1, send_buffers], or rings larger than options.registered_memory's whole limit.
   static void check_options(const connection_options& options);
   // The registered memory the rings of a connection with `options` take (leased from
   // options.registered_memory).

@@ -152,7 +152,9 @@ void rdma_connector::on_event(rdma_cm_event& event) {
       // The listener says why in the private data; the kernel's own rejects carry none.
       const auto why = wire::decode_reject(private_data(event));
       rdmarpc::logger()->debug("rdma connect: rejected (status {}): {}", event.status,
-                               why ? wire::describe(*why) : "no reason given (not an rdmarpc listener?)");
+                               why                                       ? wire::describe(*why)
+                               : event.status == kRejectInvalidServiceId ? "nothing listens on that port"
+                                                                         : "no reason given");
       if (why) {
         finish(make_error_code(wire::reject_error(*why)));
       } else {

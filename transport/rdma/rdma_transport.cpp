@@ -8,6 +8,7 @@ namespace rdmarpc::transport::rdma {
 
 void async_connect(boost::asio::any_io_executor ex, const endpoint& ep, const connection_options& options,
                    boost::asio::any_completion_handler<connect_signature> handler) {
+  check_options(options);  // at once, not after resolving the route (channel::create checked already)
   rdma_connector::start(std::move(ex), ep, options, std::move(handler));
 }
 

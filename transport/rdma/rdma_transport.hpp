@@ -16,7 +16,7 @@ void async_connect(boost::asio::any_io_executor ex, const endpoint& ep, const co
                    boost::asio::any_completion_handler<connect_signature> handler);
 
 // Throws std::invalid_argument when `options` cannot make an rdma connection (its rings' limits:
-// qp_resources::check_options). make_listener checks first.
+// qp_resources::check_options). async_connect and make_listener check first.
 void check_options(const connection_options& options);
 
 std::unique_ptr<listener> make_listener(boost::asio::any_io_executor ex, const endpoint& ep,
