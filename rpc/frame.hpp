@@ -141,10 +141,7 @@ view decode_any(std::span<const std::byte> message, decode_error& err) noexcept;
 // own number) goes out as UNKNOWN, never as a byte the peer would misread (a compact response
 // keeps its top bit for "has extras") or refuse as malformed.
 inline std::uint8_t status_byte(status_code s) noexcept {
-  const auto v = static_cast<std::uint8_t>(s);
-  return v <= static_cast<std::uint8_t>(status_code::unauthenticated)
-             ? v
-             : static_cast<std::uint8_t>(status_code::unknown);
+  return static_cast<std::uint8_t>(canonical(s));
 }
 
 // Inline: what nearly every call and streamed message sends, a request without timeout or extras

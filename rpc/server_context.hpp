@@ -51,10 +51,11 @@ class server_context {
     cancelled_ = true;
   }
 
-  // Answer with this status; the reply the handler returns is then not sent.
+  // Answer with this status; the reply the handler returns is then not sent. A code outside the
+  // canonical 0..16 is UNKNOWN, here as on the wire (interceptors and metrics see what the client gets).
   void set_status(status_code code, std::string message) {
     if (!writable()) return;
-    status_ = code;
+    status_ = canonical(code);
     status_message_ = std::move(message);
   }
   status_code status() const noexcept { return status_; }

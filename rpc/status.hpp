@@ -32,6 +32,14 @@ enum class status_code : std::uint8_t {
   unauthenticated = 16,
 };
 
+// `c` when it is one of the canonical codes 0..16, else UNKNOWN: what a handler's cast of its own
+// number becomes, on the server (server_context::set_status) and on the wire (frame::status_byte).
+constexpr status_code canonical(status_code c) noexcept {
+  return static_cast<std::uint8_t>(c) <= static_cast<std::uint8_t>(status_code::unauthenticated)
+             ? c
+             : status_code::unknown;
+}
+
 const boost::system::error_category& status_category() noexcept;
 
 inline boost::system::error_code make_error_code(status_code c) noexcept {

@@ -66,3 +66,15 @@ TEST_CASE("server_context: a write after the call finished is ignored, not kept 
   CHECK_FALSE(ctx.is_cancelled());
 }
 #endif
+
+TEST_CASE("server_context: a status outside 0..16 is UNKNOWN, as the client will see it",
+          "[server_context]") {
+  boost::asio::io_context io;
+  const auto peer = std::make_shared<const std::string>("tcp://10.0.0.1:4000");
+  server_context ctx(io.get_executor(), "/kv.Store/Get", peer, server_context::clock::time_point::max(), {});
+  ctx.set_status(static_cast<status_code>(200), "an application's own number");
+  CHECK(ctx.status() == status_code::unknown);
+  CHECK(ctx.status_message() == "an application's own number");
+  ctx.set_status(status_code::unauthenticated, "the last canonical code");
+  CHECK(ctx.status() == status_code::unauthenticated);
+}
