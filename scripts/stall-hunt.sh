@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # stall-hunt.sh [BUILD_DIR] [RUNS] [STALL_SECONDS]: runs BUILD_DIR's host tests (default build/,
-# everything but the rdma and cluster labels, and STALL_HUNT_EXCLUDE below) RUNS times (default 5) while, about once a second,
-# one random process of that tree is stopped (SIGSTOP) for STALL_SECONDS (default 0.7) and then
-# continued: what a loaded CI machine does to a test now and then, every second. A test that fails
-# here and not in a quiet run leans on its processes being scheduled promptly: a timing bound
-# counted from the wrong instant, a wait that returns before the condition it means, or a peer
-# declared dead because the defaults (heartbeats answered within 0.3 s) were left on in a test of
-# something else. Prints a line per run, each failure's digest, and a table of the tests that
-# failed with how often. Exit 0 when every run passed. For developers; CI does not run it (a
-# heartbeat test whose subject is detection may still fail when the stall outlasts its timeout).
+# everything but the rdma and cluster labels, and STALL_HUNT_EXCLUDE below) RUNS times (default 5)
+# while, about once a second, one random process of that tree is stopped (SIGSTOP) for STALL_SECONDS
+# (default 0.7) and then continued: what a loaded CI machine does to a test now and then, every
+# second. A test that fails here and not in a quiet run leans on its processes being scheduled
+# promptly: a timing bound counted from the wrong instant, a wait that returns before the condition
+# it means, or a peer declared dead because the defaults (heartbeats answered within 0.3 s) were
+# left on in a test of something else. Prints a line per run, each failure's digest, and a table of
+# the tests that failed with how often. Exit 0 when every run passed. For developers; CI does not
+# run it (a heartbeat test whose subject is detection may still fail when the stall outlasts its
+# timeout).
 #
 # Environment: ASAN_OPTIONS, UBSAN_OPTIONS and TSAN_OPTIONS, when unset, as every script sets them
 # (scripts/sanitizer-env.sh). STALL_HUNT_SUITE=rdma runs the rdma suite instead of the host tests,
