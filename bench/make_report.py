@@ -17,6 +17,9 @@ RAW_DIR holds what bench/compare collected:
   vm/rounds/<r>/echo-coroutine.jsonl
                                  the busy-poll 64 B point with the server's coroutine handler (what an
                                  instruction on the round trip costs)
+  vm/rounds/<r>/transport_floor.jsonl
+                                 rdmarpc's transport alone, busy-poll, the echo's wire size (the
+                                 transport's share of the distance from perftest)
   vm/ucx/<test>.txt              ucx_perftest client output (tag_lat, tag_bw over rc_verbs on rxe0)
   vm/ucx/status.jsonl            how each UCX run went (settings, exit status)
   vm/liveness.jsonl              dead-peer detection and failover runs (rdmarpc_failover_bench) and
@@ -332,11 +335,16 @@ def unary_points(records):
 class vm_round:
     """One round of VM measurements: perftest's results and the echo points (rdmarpc's and the baselines')."""
 
-    def __init__(self, perftest, echo, coroutine=()):
+    def __init__(self, perftest, echo, coroutine=(), transport_floor=()):
         self.perftest = perftest  # (test, size) -> dict
         self.echo = echo
         # The busy-poll 64 B point again with the server's coroutine handler (extra rounds only).
         self.coroutine = list(coroutine)
+        # rdmarpc's transport alone, busy-poll, the echo's wire size (extra rounds only; transport_floor).
+        self.transport_floor = list(transport_floor)
+
+    def transport_p50(self):
+        return next((r["p50_us"] for r in self.transport_floor if r.get("mode") == "busy_poll"), None)
 
     def point(self, system, transport, payload, concurrency, mode="event"):
         return find_point(self.echo, system, transport, mode, payload, concurrency)
@@ -364,7 +372,8 @@ class results(vm_round):
         extra = sorted(int(d) for d in os.listdir(rdir) if d.isdigit()) if os.path.isdir(rdir) else []
         self.rounds = [self] + [vm_round(load_perftest(os.path.join(rdir, str(d), "perftest")),
                                          unary_points(load_jsonl(os.path.join(rdir, str(d), "echo.jsonl"))),
-                                         unary_points(load_jsonl(os.path.join(rdir, str(d), "echo-coroutine.jsonl"))))
+                                         unary_points(load_jsonl(os.path.join(rdir, str(d), "echo-coroutine.jsonl"))),
+                                         load_jsonl(os.path.join(rdir, str(d), "transport_floor.jsonl")))
                                 for d in extra]
         self.stream = [r for r in points if r.get("rpc") == "server_stream"]
         self.clock = next((r for r in records if r.get("kind") == "clock"), None)
@@ -920,8 +929,13 @@ def same_bytes(res, wire):
             v = r.lat("rdmarpc", "rdma", 64, 1, mode=mode)
             b64 = r.pt(test, 64, "rtt_t_typical")
             bw = r.pt(test, wire, "rtt_t_typical")
-            rows.append({"rdmarpc_p50_us": v, "perftest_64_us": b64, "perftest_wire_us": bw,
-                         "frame_cost": ratio(bw, b64), "ratio_same_bytes": ratio(v, bw)})
+            row = {"rdmarpc_p50_us": v, "perftest_64_us": b64, "perftest_wire_us": bw,
+                   "frame_cost": ratio(bw, b64), "ratio_same_bytes": ratio(v, bw)}
+            if mode == "busy_poll":
+                t = r.transport_p50()
+                row.update({"transport_p50_us": t, "transport_over_perftest": ratio(t, bw),
+                            "rpc_over_transport": ratio(v, t)})
+            rows.append(row)
         out[key] = rows
     return {"wire_bytes": wire, "modes": out}
 
@@ -955,6 +969,37 @@ def same_bytes_section(sb, w):
 
     w("| median | " + " | ".join(f" | | | {med(x, 'frame_cost')} | **{med(x, 'ratio_same_bytes')}**"
                                    for x in (busy, event)) + " |")
+    w("")
+    transport_section(busy, wire, w)
+
+
+def transport_section(busy, wire, w):
+    """The busy-poll rows of same_bytes() that have the transport alone measured (extra rounds)."""
+    rows = [(i + 1, x) for i, x in enumerate(busy) if x.get("transport_p50_us") is not None]
+    if not rows:
+        return
+    w(f"## rxe busy-poll: the transport's share and the rpc layer's ({wire} B)")
+    w("")
+    w("The extra rounds also run rdmarpc's transport alone (`bench/transport_floor`: the rdma connection,")
+    w("its rings, credits and completion polling, driven by Asio as always, but no rpc layer: the server")
+    w(f"copies each {wire} B message into a send reservation and commits it), busy-polling, next to the")
+    w("rpc echo's busy-poll point. Over perftest at the same size it is what the transport costs; the rpc")
+    w("echo over it is what the rpc layer adds (frame, call table, protobuf's parse and serialize on both")
+    w("sides, the handler). For information; the target stays judged against perftest at 64 B.")
+    w("")
+    w(f"| round | `ib_send_lat -R` {wire} B | transport alone p50 µs | ÷ perftest | rpc busy-poll p50 µs "
+      "| ÷ transport | rpc ÷ perftest |")
+    w("|---|" + "---:|" * 6)
+    for i, x in rows:
+        w(f"| {i} | {fmt(x['perftest_wire_us'])} | {fmt(x['transport_p50_us'])} | "
+          f"{fmt_ratio(x['transport_over_perftest'])} | {fmt(x['rdmarpc_p50_us'])} | "
+          f"{fmt_ratio(x['rpc_over_transport'])} | {fmt_ratio(x['ratio_same_bytes'])} |")
+
+    def med(k):
+        return fmt_ratio(median([x[k] for _, x in rows if x[k] is not None]))
+
+    w(f"| median | | | **{med('transport_over_perftest')}** | | **{med('rpc_over_transport')}** "
+      f"| **{med('ratio_same_bytes')}** |")
     w("")
 
 
@@ -1559,7 +1604,8 @@ def main(argv):
         "perftest": [dict(v, test=k[0], payload=k[1]) for k, v in sorted(res.perftest.items())],
         "echo": res.echo,
         "rounds": [{"perftest": [dict(v, test=k[0], payload=k[1]) for k, v in sorted(r.perftest.items())],
-                    "echo": r.echo, "echo_coroutine": r.coroutine} for r in res.rounds[1:]],
+                    "echo": r.echo, "echo_coroutine": r.coroutine, "transport_floor": r.transport_floor}
+                   for r in res.rounds[1:]],
         "instruction_cost": cost,
         "same_bytes": same,
         "stream": res.stream,

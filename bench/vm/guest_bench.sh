@@ -17,6 +17,8 @@
 #   /out/rounds/<r>/perftest/*.txt, /out/rounds/<r>/echo.jsonl, echo-coroutine.jsonl
 #                                     the 64 B points the rxe targets compare, measured again in
 #                                     ROUNDS more rounds (each baseline next to its rdmarpc point)
+#   /out/rounds/<r>/transport_floor.jsonl
+#                                     rdmarpc's transport alone (no rpc), busy-poll, the wire size
 #   /out/log/*.log                    server logs, for post-mortems
 # Servers run on vCPU 0, clients on vCPU 1: rxe peers sharing a vCPU wait for a timer tick.
 set -uo pipefail
@@ -349,6 +351,16 @@ if part rounds; then
       --target rdma://$IP:7485 --concurrency 1 --payload 64 --duration "$DURATION" --warmup "$WARMUP" \
       --json "$d/echo-coroutine.jsonl"
   }
+  # rdmarpc's transport alone (bench/transport_floor.cpp: no rpc layer) carrying the echo's frame
+  # size both ways: which share of the busy-poll point's distance from perftest is the transport's
+  # and which the rpc layer's (make_report.py). As many round trips as perftest's polling runs.
+  busy_transport() {
+    [ -x "$BIN/transport_floor" ] || return 0
+    CLIENT_TIMEOUT=60 echo_pair round$r-transport-busy "$BIN/transport_floor" server --busy-poll \
+      --listen rdma://$IP:7486 -- "$BIN/transport_floor" client --busy-poll --target rdma://$IP:7486 \
+      --payload "${WIRE:-64}" --calls $(lat_iters 64 busy) \
+      --warmup-calls 3000 --json "$d/transport_floor.jsonl"
+  }
   for r in $(seq "$ROUNDS"); do
     d=$OUT/rounds/$r
     mkdir -p "$d/perftest"
@@ -370,11 +382,11 @@ if part rounds; then
     # perftest showed no such effect.
     if [ $((r % 2)) -eq 1 ]; then
       sleep "$SETTLE"; event_pt; event_rdmarpc
-      sleep "$SETTLE"; PERFTEST_OUT=$d/perftest wire_latency; busy_pt; busy_callback; busy_coroutine
+      sleep "$SETTLE"; PERFTEST_OUT=$d/perftest wire_latency; busy_pt; busy_callback; busy_transport; busy_coroutine
       sleep "$SETTLE"
     else
       event_rdmarpc; sleep "$SETTLE"; event_pt
-      busy_coroutine; busy_callback; sleep "$SETTLE"; busy_pt; PERFTEST_OUT=$d/perftest wire_latency
+      busy_coroutine; busy_transport; busy_callback; sleep "$SETTLE"; busy_pt; PERFTEST_OUT=$d/perftest wire_latency
     fi
     PERFTEST_OUT=$d/perftest perftest_pair ib_send_bw-64 ib_send_bw -R -d rxe0 -s 64 -n $(bw_iters 64)
     CLIENT_TIMEOUT=60 echo_pair round$r-rdma-adaptive "$BIN/rdmarpc_echo_bench" server --adaptive --listen rdma://$IP:7484 -- \
