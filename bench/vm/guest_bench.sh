@@ -14,6 +14,8 @@
 #   /out/callgrind/rdmarpc.rdma.callback.<calls>.out
 #                                     callgrind profiles of rdmarpc over rdma:// (event polling), two
 #                                     call counts (BENCH_CG_CALLS), when bench/compare brought valgrind
+#   /out/callgrind/transport_floor.rdma.<calls>.out
+#                                     the same of rdmarpc's transport alone (bench/transport_floor)
 #   /out/rounds/<r>/perftest/*.txt, /out/rounds/<r>/echo.jsonl, echo-coroutine.jsonl
 #                                     the 64 B points the rxe targets compare, measured again in
 #                                     ROUNDS more rounds (each baseline next to its rdmarpc point)
@@ -355,10 +357,10 @@ if part rounds; then
   # size both ways: which share of the busy-poll point's distance from perftest is the transport's
   # and which the rpc layer's (make_report.py). As many round trips as perftest's polling runs.
   busy_transport() {
-    [ -x "$BIN/transport_floor" ] || return 0
+    [ -x "$BIN/transport_floor" ] && [ -n "$WIRE" ] || return 0  # (the report compares it at the wire size)
     CLIENT_TIMEOUT=60 echo_pair round$r-transport-busy "$BIN/transport_floor" server --busy-poll \
       --listen rdma://$IP:7486 -- "$BIN/transport_floor" client --busy-poll --target rdma://$IP:7486 \
-      --payload "${WIRE:-64}" --calls $(lat_iters 64 busy) \
+      --payload "$WIRE" --calls $(lat_iters 64 busy) \
       --warmup-calls 3000 --json "$d/transport_floor.jsonl"
   }
   for r in $(seq "$ROUNDS"); do
@@ -375,18 +377,20 @@ if part rounds; then
     # Each target's baseline right next to its rdmarpc point, the order alternating by round: the
     # VM's drift (tens of percent within a minute) then neither sits between them nor biases
     # their ratio one way. The coroutine point (the per-instruction estimate) alternates with the
-    # callback one the same way; the frame-size latency (76 B) goes right after the 64 B one.
+    # callback one the same way (the two stay next to each other: their difference is the finest
+    # figure here); the transport alone goes on the far side of the pair, first or last; the
+    # frame-size latency (76 B) goes right after the 64 B one.
     # A perftest run that starts within seconds of an rdmarpc run's end reads slower (in A/B runs
     # 2 s after it: 30-45 us where perftest after perftest read 24-25; 10 s after it: 25). So
     # every baseline that follows an rdmarpc point waits SETTLE seconds first; rdmarpc after
     # perftest showed no such effect.
     if [ $((r % 2)) -eq 1 ]; then
       sleep "$SETTLE"; event_pt; event_rdmarpc
-      sleep "$SETTLE"; PERFTEST_OUT=$d/perftest wire_latency; busy_pt; busy_callback; busy_transport; busy_coroutine
+      sleep "$SETTLE"; PERFTEST_OUT=$d/perftest wire_latency; busy_pt; busy_callback; busy_coroutine; busy_transport
       sleep "$SETTLE"
     else
       event_rdmarpc; sleep "$SETTLE"; event_pt
-      busy_coroutine; busy_transport; busy_callback; sleep "$SETTLE"; busy_pt; PERFTEST_OUT=$d/perftest wire_latency
+      busy_transport; busy_coroutine; busy_callback; sleep "$SETTLE"; busy_pt; PERFTEST_OUT=$d/perftest wire_latency
     fi
     PERFTEST_OUT=$d/perftest perftest_pair ib_send_bw-64 ib_send_bw -R -d rxe0 -s 64 -n $(bw_iters 64)
     CLIENT_TIMEOUT=60 echo_pair round$r-rdma-adaptive "$BIN/rdmarpc_echo_bench" server --adaptive --listen rdma://$IP:7484 -- \
@@ -409,6 +413,12 @@ if part callgrind && command -v valgrind >/dev/null; then
       "$BIN/rdmarpc_echo_bench" inproc --listen rdma://$IP:0 --handler callback --payload 64 --concurrency 1 \
       --calls $n --warmup 0 --warmup-calls 200 --quiet >$OUT/log/callgrind-$n.log 2>&1 ||
       step "callgrind of $n calls failed (rc=$?): $(tail -n 2 $OUT/log/callgrind-$n.log | tr '\n' ' ')"
+    # rdmarpc's transport alone, the same round trips: the rpc layer's share of the instructions.
+    [ -x "$BIN/transport_floor" ] || continue
+    timeout 150 valgrind --tool=callgrind --callgrind-out-file=$OUT/callgrind/transport_floor.rdma.$n.out \
+      "$BIN/transport_floor" inproc --listen rdma://$IP:0 --payload 64 --concurrency 1 --calls $n \
+      --warmup-calls 200 --quiet >$OUT/log/callgrind-transport-$n.log 2>&1 ||
+      step "callgrind of the transport alone, $n round trips, failed (rc=$?)"
   done
 elif part callgrind; then
   step "valgrind not in the VM: no instructions per call over rdma://"
