@@ -531,11 +531,10 @@ RXE_RATIOS = [
 
 # A verdict on an rxe ratio needs a quiet host. The sign of a busy one: the raw-verbs baseline (perftest,
 # the same program every round) moving between the rounds of one run. Its spread is the largest
-# figure over the smallest once the highest and the lowest round are left out (one odd round, often
-# the main run's, should not decide it). Past a spread of RXE_NOISE_SPREAD, and with the limit inside
-# the range of the per-round ratios (again without the extremes), so that the rounds disagree on the
-# verdict, the report says "not judged" instead of MET or MISSED. On quiet hosts the spread stayed
-# within 1.15x (the runs of 2026-12-05); on the noisiest it reached 1.45-1.7x.
+# figure over the smallest once the rounds of the highest and the lowest are left out (one odd round,
+# often the main run's, should not decide it). Past RXE_NOISE_SPREAD the report says "not judged"
+# instead of MET or MISSED, and still gives the ratios. On quiet hosts the spread stayed within 1.15x
+# (the runs of 2026-12-05), 1.2x at most on others; the noisiest runs reached 1.4-1.7x.
 RXE_NOISE_SPREAD = 1.3
 # The perftest figure each target's host-noise check reads (the adaptive target's baseline is
 # rdmarpc's own busy-poll point, which is no sign of the host: it reads perftest's polling latency).
@@ -547,10 +546,12 @@ RXE_NOISE = {
 }
 
 
-def without_extremes(values):
-    """`values` sorted, the highest and the lowest left out when there are at least 4."""
-    v = sorted(values)
+def without_extremes(pairs):
+    """(noise, ratio) pairs, one per round, sorted by noise; the rounds of the highest and the lowest
+    noise left out when there are at least 4."""
+    v = sorted(pairs)
     return v[1:-1] if len(v) >= 4 else v
+
 
 def round_ratios(res, value, base):
     """Per round: (rdmarpc's figure, the baseline's, their ratio or None)."""
@@ -634,23 +635,22 @@ def targets(res):
         need = max(min(n, 3), (n + 1) // 2)
         v0, b0, _ = per[0]
         tool, noise_of, noise_unit = RXE_NOISE[key]
-        noise = without_extremes(x for x in (noise_of(r) for r, p in zip(res.rounds, per) if p[2] is not None)
-                                 if x is not None and x > 0)
-        spread = noise[-1] / noise[0] if noise else None
-        inner = without_extremes(rs)
+        # The rounds with a ratio and a perftest figure, without those of perftest's extremes.
+        kept = without_extremes((noise_of(r), p[2]) for r, p in zip(res.rounds, per)
+                                if p[2] is not None and (noise_of(r) or 0) > 0)
+        spread = round(kept[-1][0] / kept[0][0], 2) if kept else None  # judged as shown
         if len(rs) < need:
             add(name, None, limit, lower, "", "",
                 f"only {len(rs)} of {n} rounds have both figures (at least {need} needed; see the round table)")
-        elif spread is not None and spread > RXE_NOISE_SPREAD and inner[0] <= limit <= inner[-1]:
+        elif spread is not None and spread > RXE_NOISE_SPREAD:
             m = median(rs)
             out.append({"target": name, "value": m, "limit": limit, "met": None, "verdict": "not_judged",
                         "noise_spread": spread,
                         "line": f"**not judged** — {name}: the host was too noisy. `{tool}` ranged "
-                                f"{fmt(noise[0])}–{fmt(noise[-1])} {noise_unit} across the rounds without the "
-                                f"highest and the lowest ({spread:.2f}×, more than {RXE_NOISE_SPREAD:.1f}×), and "
-                                f"those rounds' ratios ({fmt_ratio(inner[0])}–{fmt_ratio(inner[-1])}) lie on both "
-                                f"sides of the limit {limit:.2f}× (median {fmt_ratio(m)} of rounds "
-                                f"{', '.join(fmt_ratio(x) for x in rs)})"})
+                                f"{fmt(kept[0][0])}–{fmt(kept[-1][0])} {noise_unit} across the rounds"
+                                f"{' without its highest and lowest' if len(kept) < len(rs) else ''} "
+                                f"({spread:.2f}×, more than {RXE_NOISE_SPREAD:.2f}×): median ratio {fmt_ratio(m)} of "
+                                f"rounds {', '.join(fmt_ratio(x) for x in rs)}, limit {limit:.2f}×"})
         else:
             m = median(rs)
             add(name, m, limit, lower,
@@ -938,8 +938,9 @@ def rounds_section(res, w):
     w("main run's points (the tables below), whose baseline and rdmarpc figures are one to two minutes")
     w("apart (its busy-poll and adaptive points wait 10 s after the heavy event matrix). The targets are judged on the median ratio: under TCG one round's ratio moves by tens of")
     w("percent, and whole rounds can run slower than others. A target is not judged (neither met nor missed)")
-    w(f"when the host was too busy for it: its perftest baseline ranged more than {RXE_NOISE_SPREAD:.1f}× across the")
-    w("rounds, leaving out the highest and the lowest, and those rounds' ratios fall on both sides of its limit.")
+    w("when the host was too busy for it: perftest's figure next to it (for the adaptive target, the polling")
+    w(f"round trip) ranged more than {RXE_NOISE_SPREAD:.1f}× across the rounds, leaving out its highest and lowest round")
+    w("when there are four or more.")
     iters = {t: sorted({int(r.perftest[(t, 64)]["iterations"]) for r in res.rounds if (t, 64) in r.perftest})
              for t in ("ib_send_lat", "ib_send_lat_e")}
     if iters["ib_send_lat"] and iters["ib_send_lat_e"]:

@@ -24,8 +24,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <fstream>
 #include <functional>
+#include <future>
 #include <iostream>
 #include <memory>
 #include <span>
@@ -33,6 +35,8 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "bench/common/latency_histogram.hpp"
 #include "transport/connect.hpp"
@@ -52,7 +56,7 @@ struct settings {
   std::uint64_t calls = 20000;
   std::uint64_t warmup_calls = 2000;
   std::string json;
-  bool quiet = false;  // no result line (callgrind runs)
+  bool quiet = false;  // no result line and no JSON (callgrind runs)
 };
 
 std::string_view mode_name(transport::cq_polling p) {
@@ -70,7 +74,7 @@ std::string_view mode_name(transport::cq_polling p) {
 void send_copy(transport::connection& c, std::span<const std::byte> bytes) {
   boost::system::error_code ec;
   auto r = c.try_reserve(bytes.size(), ec);
-  if (!r) throw std::runtime_error("transport_floor: no room to send: " + ec.message());
+  if (!r) throw std::runtime_error("no room to send: " + ec.message());
   std::memcpy(r.data().data(), bytes.data(), bytes.size());
   r.commit();
 }
@@ -99,7 +103,7 @@ class echo_client final : public transport::connection_handler {
   void on_message(transport::received_message message) override {
     const auto now = clock_type::now();
     if (message.bytes().size() != message_.size())
-      throw std::runtime_error("transport_floor: reply size differs");
+      throw std::runtime_error("the reply's size differs from the request's");
     message.release();
     if (warmup_ > 0) {
       --warmup_;
@@ -156,34 +160,81 @@ void run_server(const settings& s) {
   io.run();
 }
 
-// Starts the client's calls on `c` (once connected), on c's executor.
-std::shared_ptr<echo_client> start_client(const std::shared_ptr<transport::connection>& c,
-                                          const settings& s) {
-  auto client = std::make_shared<echo_client>(c, s);
-  c->start(client);
-  client->send_next();
+// Runs the calls on `io` over the connection `connect` hands to its callback (at once, or once
+// connected) until that connection ends; returns the client. `io` is kept running meanwhile: a
+// loopback end has no work of its own while a message is on its way to it.
+template <typename Connect>
+std::shared_ptr<echo_client> run_calls(asio::io_context& io, const settings& s, Connect&& connect) {
+  auto work = asio::make_work_guard(io);
+  std::shared_ptr<echo_client> client;
+  connect([&](const std::shared_ptr<transport::connection>& c) {
+    client = std::make_shared<echo_client>(c, s);
+    client->on_end = [&work] { work.reset(); };
+    c->start(client);
+    client->send_next();
+  });
+  io.run();
+  if (!client) throw std::runtime_error("no connection was made");
+  client->on_end = nullptr;
   return client;
 }
 
-// Connects to `uri` on `io` and runs the calls; returns the client once io has run out of work.
-std::shared_ptr<echo_client> connect_and_run(asio::io_context& io, const std::string& uri,
-                                             const settings& s) {
-  std::shared_ptr<echo_client> client;
-  transport::async_connect(io.get_executor(), transport::parse_endpoint(uri).value(), options_for(s),
-                           [&](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
-                             if (ec) throw boost::system::system_error(ec, "connect");
-                             client = start_client(c, s);
-                           });
-  io.run();
-  return client;
+// Connects to `uri` on `io`, then the callback (run_calls).
+auto connect_to(asio::io_context& io, const std::string& uri, const settings& s) {
+  return [&io, uri, &s](auto start) {
+    transport::async_connect(io.get_executor(), transport::parse_endpoint(uri).value(), options_for(s),
+                             [start](boost::system::error_code ec, std::shared_ptr<transport::connection> c) {
+                               if (ec) throw boost::system::system_error(ec, "connect");
+                               start(c);
+                             });
+  };
 }
+
+// The server's io_context on a thread of its own. What the server throws comes out of join(), and
+// `on_failure` runs (on that thread) so the client stops waiting for it.
+class server_thread {
+ public:
+  server_thread(asio::io_context& io, std::function<void()> on_failure)
+      : io_(io), on_failure_(std::move(on_failure)), thread_([this] { run(); }) {}
+  ~server_thread() {
+    if (!thread_.joinable()) return;
+    io_.stop();
+    thread_.join();
+  }
+  server_thread(const server_thread&) = delete;
+  server_thread& operator=(const server_thread&) = delete;
+
+  // Waits up to `limit` for the server to run out of work (its end closed), then stops it.
+  void join(std::chrono::seconds limit) {
+    if (finished_.wait_for(limit) == std::future_status::timeout) io_.stop();
+    thread_.join();
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  void run() {
+    try {
+      io_.run();
+    } catch (...) {
+      error_ = std::current_exception();
+      on_failure_();
+    }
+    done_.set_value();
+  }
+
+  asio::io_context& io_;
+  std::function<void()> on_failure_;
+  std::exception_ptr error_;
+  std::promise<void> done_;
+  std::future<void> finished_ = done_.get_future();
+  std::thread thread_;  // last: it starts running at once
+};
 
 void report(const echo_client& client, const settings& s) {
   const auto& rtts = client.rtts();
   if (rtts.count() < s.calls) {
-    throw std::runtime_error("transport_floor: the connection ended after " + std::to_string(rtts.count()) +
-                             " of " + std::to_string(s.calls) +
-                             " round trips: " + client.end_reason().message());
+    throw std::runtime_error("the connection ended after " + std::to_string(rtts.count()) + " of " +
+                             std::to_string(s.calls) + " round trips: " + client.end_reason().message());
   }
   if (s.quiet) return;
   const auto us = [&](double percent) { return static_cast<double>(rtts.percentile(percent)) / 1e3; };
@@ -199,7 +250,8 @@ void report(const echo_client& client, const settings& s) {
   out << R"({"kind": "transport_floor", "transport": ")" << transport << R"(", "mode": ")"
       << mode_name(s.polling) << R"(", "payload": )" << s.payload << R"(, "calls": )" << rtts.count()
       << R"(, "p50_us": )" << p50 << R"(, "p90_us": )" << p90 << R"(, "p99_us": )" << p99 << "}\n";
-  if (!out) throw std::runtime_error("transport_floor: cannot write " + s.json);
+  out.close();  // (a failed write may show only here)
+  if (!out) throw std::runtime_error("cannot write " + s.json);
 }
 
 // Both ends in this process, the server's on a thread of its own (callgrind counts both):
@@ -207,43 +259,33 @@ void report(const echo_client& client, const settings& s) {
 void run_inproc(const settings& s) {
   asio::io_context server_io(BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO);
   asio::io_context client_io(BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO);
-  std::shared_ptr<echo_client> client;
+  auto server_work = asio::make_work_guard(server_io);  // as run_calls keeps the client's
+  std::shared_ptr<transport::connection> client_end;
+  std::unique_ptr<transport::listener> listener;
   if (s.uri == "loopback") {
-    auto [server_end, client_end] =
+    auto [server_end, c] =
         transport::loopback::make_loopback_pair(server_io.get_executor(), client_io.get_executor());
     server_end->start(std::make_shared<echo_server>(server_end));
-    // Neither io_context has work of its own while a message is on its way to it (a loopback end
-    // posts to its peer's): both are kept running until the client is done, whose close then ends
-    // the server's end too.
-    auto work = asio::make_work_guard(server_io);
-    std::thread server([&] { server_io.run(); });
-    auto client_work = asio::make_work_guard(client_io);
-    client = start_client(client_end, s);
-    client->on_end = [&] { client_work.reset(); };
-    client_end.reset();
-    server_end.reset();
-    client_io.run();
-    work.reset();
-    server.join();
+    client_end = std::move(c);
   } else {
-    const auto listener = serve_one(server_io, s);
-    const std::string bound = listener->local_endpoint().to_uri();
-    std::thread server([&] { server_io.run(); });
-    try {
-      client = connect_and_run(client_io, bound, s);
-    } catch (...) {
-      server_io.stop();  // (its accept may still wait)
-      server.join();
-      throw;
-    }
-    server.join();
+    listener = serve_one(server_io, s);
   }
+  server_thread server(server_io, [&client_io] { client_io.stop(); });
+  std::shared_ptr<echo_client> client;
+  if (client_end) {
+    client = run_calls(client_io, s, [&](auto start) { start(std::exchange(client_end, nullptr)); });
+  } else {
+    client = run_calls(client_io, s, connect_to(client_io, listener->local_endpoint().to_uri(), s));
+  }
+  // The client's close ends the server's end: its io_context then runs out of work.
+  server_work.reset();
+  server.join(std::chrono::seconds(10));
   report(*client, s);
 }
 
 settings parse(int argc, char** argv) {
   settings s;
-  if (argc < 2) throw std::invalid_argument("usage: transport_floor server|client ...");
+  if (argc < 2) throw std::invalid_argument("usage: transport_floor server|client|inproc ...");
   s.role = argv[1];
   for (int i = 2; i < argc; ++i) {
     const std::string_view a = argv[i];
@@ -295,7 +337,7 @@ int main(int argc, char** argv) {
       run_inproc(s);
     } else {
       asio::io_context io(BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO);
-      report(*connect_and_run(io, s.uri, s), s);
+      report(*run_calls(io, s, connect_to(io, s.uri, s)), s);
     }
     return 0;
   } catch (const std::exception& e) {

@@ -418,7 +418,7 @@ if part callgrind && command -v valgrind >/dev/null; then
     timeout 150 valgrind --tool=callgrind --callgrind-out-file=$OUT/callgrind/transport_floor.rdma.$n.out \
       "$BIN/transport_floor" inproc --listen rdma://$IP:0 --payload 64 --concurrency 1 --calls $n \
       --warmup-calls 200 --quiet >$OUT/log/callgrind-transport-$n.log 2>&1 ||
-      step "callgrind of the transport alone, $n round trips, failed (rc=$?)"
+      step "callgrind of the transport alone, $n round trips, failed (rc=$?): $(tail -n 2 $OUT/log/callgrind-transport-$n.log | tr '\n' ' ')"
   done
 elif part callgrind; then
   step "valgrind not in the VM: no instructions per call over rdma://"
