@@ -546,10 +546,9 @@ RXE_NOISE = {
 }
 
 
-def without_extremes(pairs):
-    """(noise, ratio) pairs, one per round, sorted by noise; the rounds of the highest and the lowest
-    noise left out when there are at least 4."""
-    v = sorted(pairs)
+def without_extremes(values):
+    """`values` sorted, the highest and the lowest left out when there are at least 4."""
+    v = sorted(values)
     return v[1:-1] if len(v) >= 4 else v
 
 
@@ -635,10 +634,10 @@ def targets(res):
         need = max(min(n, 3), (n + 1) // 2)
         v0, b0, _ = per[0]
         tool, noise_of, noise_unit = RXE_NOISE[key]
-        # The rounds with a ratio and a perftest figure, without those of perftest's extremes.
-        kept = without_extremes((noise_of(r), p[2]) for r, p in zip(res.rounds, per)
-                                if p[2] is not None and (noise_of(r) or 0) > 0)
-        spread = round(kept[-1][0] / kept[0][0], 2) if kept else None  # judged as shown
+        # perftest's figure in the rounds that have a ratio, without its highest and lowest.
+        noise = [noise_of(r) for r, p in zip(res.rounds, per) if p[2] is not None]
+        kept = without_extremes(x for x in noise if x is not None and x > 0)
+        spread = round(kept[-1] / kept[0], 2) if kept else None  # judged as shown
         if len(rs) < need:
             add(name, None, limit, lower, "", "",
                 f"only {len(rs)} of {n} rounds have both figures (at least {need} needed; see the round table)")
@@ -647,7 +646,7 @@ def targets(res):
             out.append({"target": name, "value": m, "limit": limit, "met": None, "verdict": "not_judged",
                         "noise_spread": spread,
                         "line": f"**not judged** — {name}: the host was too noisy. `{tool}` ranged "
-                                f"{fmt(kept[0][0])}–{fmt(kept[-1][0])} {noise_unit} across the rounds"
+                                f"{fmt(kept[0])}–{fmt(kept[-1])} {noise_unit} across the rounds"
                                 f"{' without its highest and lowest' if len(kept) < len(rs) else ''} "
                                 f"({spread:.2f}×, more than {RXE_NOISE_SPREAD:.2f}×): median ratio {fmt_ratio(m)} of "
                                 f"rounds {', '.join(fmt_ratio(x) for x in rs)}, limit {limit:.2f}×"})
