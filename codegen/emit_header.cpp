@@ -30,6 +30,8 @@ vars method_vars(const service_model& s, const method_model& m) {
       {"kind", kind_name(m.kind)},
       {"request_may_lack_required", m.request_may_lack_required ? "true" : "false"},
       {"reply_may_lack_required", m.reply_may_lack_required ? "true" : "false"},
+      {"request_parser", m.request_parser.empty() ? "nullptr" : "&message_parsers::" + m.request_parser},
+      {"reply_parser", m.reply_parser.empty() ? "nullptr" : "&message_parsers::" + m.reply_parser},
       {"handler", m.names.handler},
       {"async", m.names.async_name},
       {"stream", m.names.stream_name},
@@ -50,11 +52,22 @@ void print_descriptors(code_writer& p, const service_model& s) {
           "  $class$() = delete;  // a scope for the service's types, never an object\n"
           "\n"
           "  static constexpr ::std::string_view service_full_name = $full_name$;\n");
+  if (!s.parsers.empty()) {
+    p.print(
+        "  // Parsers of the unary methods' plain request and reply types (rdmarpc::message_parser).\n"
+        "  struct message_parsers {\n");
+    for (const parser_model& m : s.parsers) {
+      p.print({{"function", m.function}, {"proto_name", m.proto_name}},
+              "    static bool $function$(::google::protobuf::MessageLite& into, "
+              "::std::span<const ::std::byte> bytes);  // $proto_name$\n");
+    }
+    p.print("  };\n");
+  }
   for (const method_model& m : s.methods) {
     p.print(method_vars(s, m),
             "  static constexpr ::rdmarpc::method_descriptor $descriptor${$full_name$, "
             "::rdmarpc::method_id($full_name$), ::rdmarpc::rpc_kind::$kind$, "
-            "$request_may_lack_required$, $reply_may_lack_required$};\n");
+            "$request_may_lack_required$, $reply_may_lack_required$, $request_parser$, $reply_parser$};\n");
   }
   std::string list;
   for (const method_model& m : s.methods) {
@@ -356,6 +369,7 @@ std::string emit_header(const file_model& file) {
   }
   p.print(
       "#include <rdmarpc/channel.hpp>\n"
+      "#include <rdmarpc/message_parser.hpp>\n"
       "#include <rdmarpc/service.hpp>\n"
       "#include <rdmarpc/stream.hpp>\n"
       "#include <rdmarpc/unary_call.hpp>\n"

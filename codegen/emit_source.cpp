@@ -2,6 +2,8 @@
 // channel::start_stream) and the new_call / new_stream_call of Service and CallbackService (a typed
 // call object per method; the server parses, runs and replies through it).
 
+#include <cstdint>
+
 #include "emit.hpp"
 #include "template.hpp"
 
@@ -50,6 +52,119 @@ void print_stub(code_writer& p, const file_model& file, const service_model& s) 
                 "\n");
         break;
     }
+  }
+}
+
+// The wire_reader call that reads a field of `kind` into a local `v` (a string or bytes field: into
+// the message's own string), and how `v` is stored.
+struct field_code {
+  const char* local;  // the type of `v`, or null for strings and bytes
+  const char* read;   // "varint", "fixed" or "bytes"
+  std::string value;  // what set_NAME() takes
+};
+
+field_code code_for(const parsed_field& f) {
+  switch (f.kind) {
+    case parsed_kind::int32: return {"::std::uint64_t", "varint", "static_cast<::std::int32_t>(v)"};
+    case parsed_kind::int64: return {"::std::uint64_t", "varint", "static_cast<::std::int64_t>(v)"};
+    case parsed_kind::uint32: return {"::std::uint64_t", "varint", "static_cast<::std::uint32_t>(v)"};
+    case parsed_kind::uint64: return {"::std::uint64_t", "varint", "v"};
+    case parsed_kind::sint32: return {"::std::uint64_t", "varint", "::rdmarpc::protobuf_wire::zigzag32(v)"};
+    case parsed_kind::sint64: return {"::std::uint64_t", "varint", "::rdmarpc::protobuf_wire::zigzag64(v)"};
+    case parsed_kind::boolean: return {"::std::uint64_t", "varint", "v != 0"};
+    case parsed_kind::enumeration:
+      return {"::std::uint64_t", "varint",
+              "static_cast<" + f.enum_type + ">(static_cast<::std::int32_t>(v))"};
+    case parsed_kind::fixed32: return {"::std::uint32_t", "fixed", "v"};
+    case parsed_kind::sfixed32: return {"::std::int32_t", "fixed", "v"};
+    case parsed_kind::float32: return {"float", "fixed", "v"};
+    case parsed_kind::fixed64: return {"::std::uint64_t", "fixed", "v"};
+    case parsed_kind::sfixed64: return {"::std::int64_t", "fixed", "v"};
+    case parsed_kind::float64: return {"double", "fixed", "v"};
+    case parsed_kind::string:
+    case parsed_kind::bytes: return {nullptr, "bytes", ""};
+  }
+  return {nullptr, "bytes", ""};
+}
+
+// protobuf's wire type of a field of `kind`.
+int wire_type_of(parsed_kind kind) {
+  switch (kind) {
+    case parsed_kind::fixed64:
+    case parsed_kind::sfixed64:
+    case parsed_kind::float64: return 1;
+    case parsed_kind::string:
+    case parsed_kind::bytes: return 2;
+    case parsed_kind::fixed32:
+    case parsed_kind::sfixed32:
+    case parsed_kind::float32: return 5;
+    default: return 0;
+  }
+}
+
+// A service's message_parsers: each reads the fields it knows in place and hands anything else
+// (an unknown field or wire type, a malformed field, a string that is not UTF-8) to protobuf.
+void print_parsers(code_writer& p, const file_model& file, const service_model& s) {
+  for (const parser_model& m : s.parsers) {
+    // Reading a deprecated field is the parser's job: silence just that.
+    if (m.deprecated_fields) {
+      p.print(
+          "#pragma GCC diagnostic push\n"
+          "#pragma GCC diagnostic ignored \"-Wdeprecated-declarations\"\n");
+    }
+    p.print({{"qclass", qualified_class(file, s)},
+             {"function", m.function},
+             {"type", m.message_type},
+             {"proto_name", m.proto_name}},
+            "// $proto_name$\n"
+            "bool $qclass$::message_parsers::$function$(::google::protobuf::MessageLite& into,\n"
+            "    ::std::span<const ::std::byte> bytes) {\n"
+            "  if (bytes.size() > ::rdmarpc::protobuf_wire::kMaxParsedBytes) return "
+            "::rdmarpc::protobuf_wire::protobuf_parse(into, bytes);\n"
+            "  auto& message = static_cast<$type$&>(into);\n"
+            "  message.Clear();\n"
+            "  ::rdmarpc::protobuf_wire::wire_reader r(bytes);\n"
+            "  while (!r.at_end()) {\n"
+            "    switch (r.tag()) {\n");
+    for (const parsed_field& f : m.fields) {
+      const field_code c = code_for(f);
+      const vars v = {
+          {"tag", std::to_string((static_cast<std::uint64_t>(f.number) << 3) | wire_type_of(f.kind))},
+          {"type_name", f.type_name},
+          {"proto_name", f.proto_name},
+          {"number", std::to_string(f.number)},
+          {"accessor", f.accessor},
+          {"local", c.local == nullptr ? "" : c.local},
+          {"read", c.read},
+          {"value", c.value}};
+      p.print(v, "      case $tag$: {  // $type_name$ $proto_name$ = $number$\n");
+      if (f.kind == parsed_kind::string) {
+        p.print(v,
+                "        if (!r.bytes(*message.mutable_$accessor$()) || "
+                "!::rdmarpc::protobuf_wire::valid_utf8(message.$accessor$())) break;\n");
+      } else if (f.kind == parsed_kind::bytes) {
+        p.print(v, "        if (!r.bytes(*message.mutable_$accessor$())) break;\n");
+      } else {
+        p.print(v,
+                "        $local$ v{};\n"
+                "        if (!r.$read$(v)) break;\n"
+                "        message.set_$accessor$($value$);\n");
+      }
+      p.print(
+          "        continue;\n"
+          "      }\n");
+    }
+    p.print(
+        "      default:\n"
+        "        break;\n"
+        "    }\n"
+        "    // An unknown field or wire type, a malformed field, or a string that is not UTF-8.\n"
+        "    return ::rdmarpc::protobuf_wire::protobuf_parse(into, bytes);\n"
+        "  }\n"
+        "  return true;\n"
+        "}\n");
+    if (m.deprecated_fields) p.print("#pragma GCC diagnostic pop\n");
+    p.print("\n");
   }
 }
 
@@ -146,11 +261,14 @@ std::string emit_source(const file_model& file) {
   if (file.services.empty()) return p.take();
   p.print(
       "\n"
+      "#include <cstdint>\n"
       "#include <memory>\n"
+      "#include <span>\n"
       "#include <utility>\n"
       "\n");
   for (const service_model& s : file.services) {
     p.print({{"full_name", s.full_name}}, "// service $full_name$\n\n");
+    print_parsers(p, file, s);
     print_stub(p, file, s);
     print_service(p, file, s, "Service");
     print_service(p, file, s, "CallbackService");

@@ -5,6 +5,7 @@
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/descriptor.pb.h>
 
+#include <algorithm>
 #include <set>
 
 namespace rdmarpc::codegen {
@@ -91,6 +92,85 @@ std::set<std::string> namespace_names(const pb::FileDescriptor& file) {
   return names;
 }
 
+// How a generated parser reads `field`; false when it cannot (protobuf then parses the message).
+bool parsed_kind_of(const pb::FieldDescriptor& field, parsed_kind& kind) {
+  using F = pb::FieldDescriptor;
+  switch (field.type()) {
+    case F::TYPE_INT32: kind = parsed_kind::int32; return true;
+    case F::TYPE_INT64: kind = parsed_kind::int64; return true;
+    case F::TYPE_UINT32: kind = parsed_kind::uint32; return true;
+    case F::TYPE_UINT64: kind = parsed_kind::uint64; return true;
+    case F::TYPE_SINT32: kind = parsed_kind::sint32; return true;
+    case F::TYPE_SINT64: kind = parsed_kind::sint64; return true;
+    case F::TYPE_BOOL: kind = parsed_kind::boolean; return true;
+    case F::TYPE_FIXED32: kind = parsed_kind::fixed32; return true;
+    case F::TYPE_SFIXED32: kind = parsed_kind::sfixed32; return true;
+    case F::TYPE_FLOAT: kind = parsed_kind::float32; return true;
+    case F::TYPE_FIXED64: kind = parsed_kind::fixed64; return true;
+    case F::TYPE_SFIXED64: kind = parsed_kind::sfixed64; return true;
+    case F::TYPE_DOUBLE: kind = parsed_kind::float64; return true;
+    case F::TYPE_ENUM:
+      // Only an open (proto3) enum takes any value; a closed one keeps unknown values as unknown
+      // fields, which protobuf's parser does.
+      kind = parsed_kind::enumeration;
+      return field.file()->syntax() == pb::FileDescriptor::SYNTAX_PROTO3 &&
+             field.enum_type()->file()->syntax() == pb::FileDescriptor::SYNTAX_PROTO3;
+    case F::TYPE_STRING:
+    case F::TYPE_BYTES:
+      kind = field.type() == F::TYPE_STRING ? parsed_kind::string : parsed_kind::bytes;
+      return field.options().ctype() == pb::FieldOptions::STRING;  // (not a Cord or StringPiece)
+    case F::TYPE_MESSAGE:
+    case F::TYPE_GROUP: return false;
+  }
+  return false;
+}
+
+// The fields of `message` for a generated parser, or false when it cannot parse that type.
+bool parsed_fields_of(const pb::Descriptor& message, parser_model& out) {
+  if (message.extension_range_count() > 0 || message.options().message_set_wire_format() ||
+      message.options().map_entry()) {
+    return false;
+  }
+  for (int i = 0; i < message.field_count(); ++i) {
+    const pb::FieldDescriptor& field = *message.field(i);
+    if (field.is_repeated() || field.is_required() || field.real_containing_oneof() != nullptr ||
+        field.options().weak() || field.options().lazy()) {
+      return false;
+    }
+    parsed_field f;
+    if (!parsed_kind_of(field, f.kind)) return false;
+    f.number = field.number();
+    f.proto_name = field.name();
+    f.accessor = protobuf_field_name(field.name());
+    f.type_name =
+        field.type() == pb::FieldDescriptor::TYPE_ENUM ? field.enum_type()->full_name() : field.type_name();
+    if (f.kind == parsed_kind::enumeration) {
+      f.enum_type =
+          protobuf_qualified_class_name(field.enum_type()->file()->package(), field.enum_type()->full_name());
+    }
+    out.deprecated_fields = out.deprecated_fields || field.options().deprecated();
+    out.fields.push_back(std::move(f));
+  }
+  std::sort(out.fields.begin(), out.fields.end(),
+            [](const parsed_field& a, const parsed_field& b) { return a.number < b.number; });
+  return true;
+}
+
+// The parser function for `message` in `s`, made on first use; empty when it gets none.
+std::string parser_for(const pb::Descriptor& message, service_model& s) {
+  const std::string type = qualified_class_name(message);
+  for (const parser_model& p : s.parsers) {
+    if (p.message_type == type) return p.function;
+  }
+  parser_model p;
+  if (!parsed_fields_of(message, p)) return {};
+  p.message_type = type;
+  p.proto_name = message.full_name();
+  p.function = "parse_" + std::to_string(s.parsers.size());
+  s.parsers.push_back(std::move(p));
+  return s.parsers.back().function;
+}
+
 method_kind kind_of(const pb::MethodDescriptor& method) {
   if (method.client_streaming() && method.server_streaming()) return method_kind::bidi_streaming;
   if (method.client_streaming()) return method_kind::client_streaming;
@@ -125,7 +205,7 @@ void build_service(const pb::ServiceDescriptor& service, const std::string& pack
   service_scopes scopes;
   scopes.client_functions = {"channel", "channel_"};  // the Stub's own members
   // A class cannot have a member of its own name (a service `get_method` with an rpc Get).
-  scopes.descriptors = {class_name, "service_full_name", "method_descriptors"};
+  scopes.descriptors = {class_name, "service_full_name", "method_descriptors", "message_parsers"};
   for (int i = 0; i < service.method_count(); ++i) {
     const pb::MethodDescriptor& method = *service.method(i);
     method_model m;
@@ -144,6 +224,10 @@ void build_service(const pb::ServiceDescriptor& service, const std::string& pack
     m.request_proto_name = method.input_type()->full_name();
     m.request_may_lack_required = may_lack_required(*method.input_type());
     m.reply_may_lack_required = may_lack_required(*method.output_type());
+    if (!m.streaming()) {
+      m.request_parser = parser_for(*method.input_type(), out);
+      m.reply_parser = parser_for(*method.output_type(), out);
+    }
     scopes.take(m);
     out.methods.push_back(std::move(m));
   }
@@ -175,7 +259,8 @@ bool build_file_model(const pb::FileDescriptor& file, file_model& out, std::stri
     const pb::ServiceDescriptor& service = *file.service(i);
     const std::string class_name =
         first_free_name(service_class_name(service.name()), [&](const std::string& name) {
-          return taken.count(name) != 0 || name == "service_full_name" || name == "method_descriptors";
+          return taken.count(name) != 0 || name == "service_full_name" || name == "method_descriptors" ||
+                 name == "message_parsers";
         });
     taken.insert(class_name);
     service_model s;

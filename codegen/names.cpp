@@ -234,6 +234,14 @@ std::string protobuf_class_name(std::string_view relative_name) {
   }
 }
 
+std::string protobuf_field_name(std::string_view proto_field_name) {
+  std::string name(proto_field_name);
+  for (char& c : name) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return protobuf_resolve_keyword(std::move(name));
+}
+
 std::string protobuf_qualified_class_name(std::string_view package, std::string_view full_name) {
   std::string_view relative = full_name;
   if (!package.empty()) relative.remove_prefix(package.size() + 1);  // "a.b." of "a.b.Outer.Inner"

@@ -58,6 +58,10 @@ std::string service_class_name(std::string_view proto_service_name);
 // is why this is separate from escape_identifier); tests/codegen pins it against real protoc output.
 std::string protobuf_class_name(std::string_view relative_name);
 
+// The name protoc's C++ generator (libprotoc 3.21) gives a field's accessors (set_NAME, mutable_NAME):
+// the proto name in lower case, with "_" appended to a C++ keyword ("Class" -> "class_").
+std::string protobuf_field_name(std::string_view proto_field_name);
+
 // "::a::b::Outer_Inner" for "a.b.Outer.Inner" in package "a.b"; "::Outer_Inner" without a package.
 std::string protobuf_qualified_class_name(std::string_view package, std::string_view full_name);
 

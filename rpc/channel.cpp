@@ -98,7 +98,7 @@ inline void channel_impl::on_message(std::size_t e, std::uint64_t generation,
         spare = spare_reply(*type);  // complete() lends it: the call completes in place
     }
     google::protobuf::MessageLite& into = spare != nullptr ? *spare->message : c.op->response();
-    if (!detail::parse_message(into, v.payload, c.method.reply_may_lack_required)) {
+    if (!detail::parse_message(into, v.payload, c.method.reply_parser, c.method.reply_may_lack_required)) {
       code = status_code::internal;
       status_message = "cannot parse the response of " + std::string(c.method.full_name);
     } else {

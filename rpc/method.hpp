@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "rpc/message_parser.hpp"
+
 namespace rdmarpc {
 
 constexpr std::uint32_t method_id(std::string_view full_name) noexcept {
@@ -36,6 +38,10 @@ struct method_descriptor {
   // hand-written descriptor keeps true, the safe answer.
   bool request_may_lack_required = true;
   bool reply_may_lack_required = true;
+  // The request's and reply's generated parsers (message_parser.hpp), for the types the generator
+  // writes one for; null: protobuf's own parse.
+  message_parser request_parser = nullptr;
+  message_parser reply_parser = nullptr;
 };
 
 }  // namespace rdmarpc

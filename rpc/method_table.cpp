@@ -26,6 +26,8 @@ void method_table::add(service& s) {
     method_entry entry{&s, i, m.full_name, methods_.size() + added.size()};
     entry.request_may_lack_required = m.request_may_lack_required;
     entry.reply_may_lack_required = m.reply_may_lack_required;
+    entry.request_parser = m.request_parser;
+    entry.reply_parser = m.reply_parser;
     added.emplace(m.id, entry);
   }
   names_.resize(methods_.size() + added.size());

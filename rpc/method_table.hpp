@@ -25,6 +25,8 @@ struct method_entry {
   // on the reply before it goes.
   bool request_may_lack_required = true;
   bool reply_may_lack_required = true;
+  message_parser request_parser = nullptr;  // the descriptor's
+  message_parser reply_parser = nullptr;
 };
 
 class method_table {

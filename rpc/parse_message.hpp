@@ -9,18 +9,30 @@
 #include <limits>
 #include <span>
 
+#include "rpc/message_parser.hpp"
+
 namespace rdmarpc::detail {
 
 // Clears `into` and parses `bytes` into it: ParseFromArray's check without libprotobuf's own error
 // log (a bad message is its sender's problem, reported as a status). `check_required` asks for
 // IsInitialized() after the partial parse; a type that cannot lack a proto2 required field, nor
 // reach one that can, passes false and skips it (method_descriptor::request_may_lack_required).
+// `parser`: the type's generated parser (method_descriptor::request_parser / reply_parser), which
+// parses as protobuf would; null for protobuf's own parse.
 // A template so a concrete (final) generated type's IsInitialized() is a direct call.
 template <typename Message>
+inline bool parse_message(Message& into, std::span<const std::byte> bytes, message_parser parser,
+                          bool check_required) {
+  const bool parsed = parser != nullptr
+                          ? parser(into, bytes)
+                          : bytes.size() <= static_cast<std::size_t>(std::numeric_limits<int>::max()) &&
+                                into.ParsePartialFromArray(bytes.data(), static_cast<int>(bytes.size()));
+  return parsed && (!check_required || into.IsInitialized());
+}
+
+template <typename Message>
 inline bool parse_message(Message& into, std::span<const std::byte> bytes, bool check_required) {
-  return bytes.size() <= static_cast<std::size_t>(std::numeric_limits<int>::max()) &&
-         into.ParsePartialFromArray(bytes.data(), static_cast<int>(bytes.size())) &&
-         (!check_required || into.IsInitialized());
+  return parse_message(into, bytes, nullptr, check_required);
 }
 
 }  // namespace rdmarpc::detail

@@ -30,7 +30,9 @@ class server_call {
 
   // Parses the request. False when it does not parse or, with `check_required`, misses a proto2
   // required field (method_descriptor::request_may_lack_required says whether it can).
-  virtual bool parse_request(std::span<const std::byte> bytes, bool check_required) = 0;
+  // `parser`: the request type's generated parser, or null (method_descriptor::request_parser).
+  virtual bool parse_request(std::span<const std::byte> bytes, message_parser parser,
+                             bool check_required) = 0;
   // Starts the user's handler; `done` is invoked once it finished (possibly before start returns).
   // A handler reports an error with ctx.set_status() or (coroutines) by throwing
   // rdmarpc::status_error; any other exception becomes INTERNAL. `cancel` gets terminal
@@ -49,8 +51,8 @@ class server_call {
 template <typename Request, typename Reply>
 class typed_server_call : public server_call {
  public:
-  bool parse_request(std::span<const std::byte> bytes, bool check_required) override {
-    return detail::parse_message(request_, bytes, check_required);
+  bool parse_request(std::span<const std::byte> bytes, message_parser parser, bool check_required) override {
+    return detail::parse_message(request_, bytes, parser, check_required);
   }
   const google::protobuf::MessageLite& reply() const noexcept override { return reply_; }
   std::string request_type() const override { return request_.GetTypeName(); }

@@ -106,7 +106,7 @@ inline void connection_impl::on_request(const frame::view& v, transport::receive
     }
   }
   // Parsed straight from the receive buffer, which goes back to the transport at once.
-  const bool parsed = c->call->parse_request(v.payload, m->request_may_lack_required);
+  const bool parsed = c->call->parse_request(v.payload, m->request_parser, m->request_may_lack_required);
   message.release();
   if (!parsed) {
     refuse_admitted_request(v, icpt, m, status_code::invalid_argument,

@@ -14,7 +14,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=$ROOT/build-fuzz
 RESULTS=$BUILD/fuzz-results
 source "$ROOT/scripts/sanitizer-env.sh"  # ASAN_OPTIONS, UBSAN_OPTIONS
-TARGETS=(frame extras rdma_wire handshake tcp_framer server)
+TARGETS=(frame extras rdma_wire handshake tcp_framer server message_parser)
 locked() {
   if [[ -n ${RDMARPC_BUILD_LOCK:-} ]]; then flock "$RDMARPC_BUILD_LOCK" "$@"; else "$@"; fi
 }

@@ -37,7 +37,7 @@ struct done_target final : rdmarpc::server_done::target {
 
 // What the server does with a call object: parse (INVALID_ARGUMENT), run, serialize the reply.
 outcome run_call(rdmarpc::server_call& call, const std::string& request, bool check_required) {
-  if (!call.parse_request(std::as_bytes(std::span(request)), check_required)) {
+  if (!call.parse_request(std::as_bytes(std::span(request)), nullptr, check_required)) {
     return {status_code::invalid_argument, "cannot parse " + call.request_type(), {}};
   }
   asio::io_context io;

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "parsers.rdmarpc.pb.h"
+#include "parsers_legacy.rdmarpc.pb.h"
 #include "rpc/extras.hpp"
 #include "rpc/frame.hpp"
 #include "rpc_test.pb.h"
@@ -219,6 +221,40 @@ void server_seeds() {
 
 }  // namespace
 
+// message_parser: a type byte (0 Plain, 1 Empty, 2 Legacy), then a message of that type.
+void message_parser_seeds() {
+  parsers::Plain full;
+  full.set_i32(-1);
+  full.set_i64(1LL << 40);
+  full.set_u32(7);
+  full.set_u64(~0ULL);
+  full.set_s32(-3);
+  full.set_s64(-(1LL << 50));
+  full.set_flag(true);
+  full.set_mode(parsers::MODE_SAFE);
+  full.set_f32(0xdeadbeef);
+  full.set_sf32(-9);
+  full.set_real32(-0.0f);
+  full.set_f64(1);
+  full.set_sf64(-1);
+  full.set_real64(2.5);
+  full.set_text("h\xc3\xa9llo");
+  full.set_blob(std::string("\0\xff", 2));
+  full.set_maybe(0);
+  full.set_maybe_text("");
+  full.set_class_(2047);
+  full.set_far(1);
+  write("message_parser", "plain_full", std::string(1, '\0') + full.SerializeAsString());
+  parsers::Plain few;
+  few.set_blob(std::string(64, 'x'));
+  write("message_parser", "plain_blob", std::string(1, '\0') + few.SerializeAsString());
+  write("message_parser", "empty", std::string(1, '\1'));
+  parsers2::Legacy legacy;
+  legacy.set_count(3);
+  legacy.set_name("n");
+  write("message_parser", "legacy", std::string(1, '\2') + legacy.SerializeAsString());
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     std::fprintf(stderr, "usage: %s CORPUS_DIR\n", argv[0]);
@@ -231,5 +267,6 @@ int main(int argc, char** argv) {
   handshake_seeds();
   tcp_framer_seeds();
   server_seeds();
+  message_parser_seeds();
   return 0;
 }
