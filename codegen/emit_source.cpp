@@ -119,8 +119,12 @@ void print_parsers(code_writer& p, const file_model& file, const service_model& 
             "// $proto_name$\n"
             "bool $qclass$::message_parsers::$function$(::google::protobuf::MessageLite& into,\n"
             "    ::std::span<const ::std::byte> bytes) {\n"
-            "  if (bytes.size() > ::rdmarpc::protobuf_wire::kMaxParsedBytes) return "
-            "::rdmarpc::protobuf_wire::protobuf_parse(into, bytes);\n"
+            "  // Another type (a DynamicMessage or a stand-in a caller parses into) or a huge message:\n"
+            "  // protobuf's parse.\n"
+            "  if (typeid(into) != typeid($type$) || bytes.size() > "
+            "::rdmarpc::protobuf_wire::kMaxParsedBytes) {\n"
+            "    return ::rdmarpc::protobuf_wire::protobuf_parse(into, bytes);\n"
+            "  }\n"
             "  auto& message = static_cast<$type$&>(into);\n"
             "  message.Clear();\n"
             "  ::rdmarpc::protobuf_wire::wire_reader r(bytes);\n"
@@ -138,11 +142,11 @@ void print_parsers(code_writer& p, const file_model& file, const service_model& 
           {"read", c.read},
           {"value", c.value}};
       p.print(v, "      case $tag$: {  // $type_name$ $proto_name$ = $number$\n");
-      if (f.kind == parsed_kind::string) {
+      if (f.kind == parsed_kind::string && f.check_utf8) {
         p.print(v,
                 "        if (!r.bytes(*message.mutable_$accessor$()) || "
                 "!::rdmarpc::protobuf_wire::valid_utf8(message.$accessor$())) break;\n");
-      } else if (f.kind == parsed_kind::bytes) {
+      } else if (f.kind == parsed_kind::string || f.kind == parsed_kind::bytes) {
         p.print(v, "        if (!r.bytes(*message.mutable_$accessor$())) break;\n");
       } else {
         p.print(v,
@@ -158,7 +162,7 @@ void print_parsers(code_writer& p, const file_model& file, const service_model& 
         "      default:\n"
         "        break;\n"
         "    }\n"
-        "    // An unknown field or wire type, a malformed field, or a string that is not UTF-8.\n"
+        "    // An unknown field or wire type, a malformed field, or a proto3 string that is not UTF-8.\n"
         "    return ::rdmarpc::protobuf_wire::protobuf_parse(into, bytes);\n"
         "  }\n"
         "  return true;\n"
@@ -264,6 +268,7 @@ std::string emit_source(const file_model& file) {
       "#include <cstdint>\n"
       "#include <memory>\n"
       "#include <span>\n"
+      "#include <typeinfo>\n"
       "#include <utility>\n"
       "\n");
   for (const service_model& s : file.services) {

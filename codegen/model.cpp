@@ -142,6 +142,8 @@ bool parsed_fields_of(const pb::Descriptor& message, parser_model& out) {
     f.number = field.number();
     f.proto_name = field.name();
     f.accessor = protobuf_field_name(field.name());
+    f.check_utf8 =
+        f.kind == parsed_kind::string && field.file()->syntax() == pb::FileDescriptor::SYNTAX_PROTO3;
     f.type_name =
         field.type() == pb::FieldDescriptor::TYPE_ENUM ? field.enum_type()->full_name() : field.type_name();
     if (f.kind == parsed_kind::enumeration) {

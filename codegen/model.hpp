@@ -44,6 +44,9 @@ struct parsed_field {
   parsed_kind kind = parsed_kind::int32;
   std::string enum_type;  // "::kv::Mode", for an enumeration
   std::string type_name;  // the .proto type, for the generated comment ("bytes", "kv.Mode")
+  // A string protobuf checks for UTF-8 and refuses when it is not (proto3); a proto2 string is
+  // taken as it is (protobuf's generated code only logs one, and only in a debug build).
+  bool check_utf8 = false;
 };
 
 // A message type a service has a generated parser for (rdmarpc::message_parser): a request or reply

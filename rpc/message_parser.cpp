@@ -12,7 +12,7 @@ bool valid_utf8(std::string_view s) noexcept {
       ++p;
       continue;
     }
-    std::size_t n = 0;            // continuation bytes
+    std::size_t n = 0;                   // continuation bytes
     unsigned char lo = 0x80, hi = 0xbf;  // the allowed range of the first one
     if (c >= 0xc2 && c <= 0xdf) {
       n = 1;

@@ -5,8 +5,9 @@
 // generic parse sets up a parse context and goes through half a dozen calls into the library for
 // a message of one field; a generated parser is one call that reads the fields in place.
 // It never decides alone what protobuf would decide otherwise: anything it does not handle itself
-// (an unknown field, another wire type, a malformed or truncated field, a string that is not
-// UTF-8) makes it hand the whole message to protobuf's parser, whose verdict and result it returns.
+// (a message of another type, an unknown field, another wire type, a malformed or truncated field,
+// a proto3 string that is not UTF-8) makes it hand the whole message to protobuf's parser, whose
+// verdict and result it returns. Such a message costs the parser's start plus protobuf's parse.
 // protobuf_wire::wire_reader and its helpers are what generated parsers call. Layer: rpc.
 // Threading: none of its own.
 
@@ -18,6 +19,7 @@
 #include <cstring>
 #include <span>
 #include <string>
+#include <string_view>
 
 namespace rdmarpc {
 
@@ -107,7 +109,9 @@ inline std::int32_t zigzag32(std::uint64_t v) noexcept {
   return static_cast<std::int32_t>((u >> 1) ^ (~(u & 1) + 1));
 }
 
-inline std::int64_t zigzag64(std::uint64_t v) noexcept { return static_cast<std::int64_t>((v >> 1) ^ (~(v & 1) + 1)); }
+inline std::int64_t zigzag64(std::uint64_t v) noexcept {
+  return static_cast<std::int64_t>((v >> 1) ^ (~(v & 1) + 1));
+}
 
 }  // namespace protobuf_wire
 }  // namespace rdmarpc

@@ -2,6 +2,7 @@
 // classes) for a file without services, as rdmarpc_generate expects.
 
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -74,4 +75,38 @@ TEST_CASE(
   // Archive's 4 and Retired's Echo, in Service and CallbackService; and the generated parser of
   // old.Request, whose field legacy_limit is deprecated.
   CHECK(pushes == 2 * 5 + 1);
+}
+
+// A field read under the wrong tag would still parse right (protobuf's parse takes over at the
+// "unknown" field), only slower: the tags are pinned here, each as field number << 3 | wire type.
+TEST_CASE("a generated parser reads each field under its own tag and wire type") {
+  const std::string source = read_generated("parsers.rdmarpc.pb.cc");
+  const auto tag = [](std::uint64_t number, int wire_type) {
+    return std::to_string(number << 3 | wire_type);
+  };
+  struct field {
+    const char* comment;
+    std::uint64_t number;
+    int wire_type;  // 0 varint, 1 64-bit, 2 length-delimited, 5 32-bit
+  };
+  for (const field& f :
+       {field{"int32 i32 = 1", 1, 0},         field{"int64 i64 = 2", 2, 0},
+        field{"uint32 u32 = 3", 3, 0},        field{"uint64 u64 = 4", 4, 0},
+        field{"sint32 s32 = 5", 5, 0},        field{"sint64 s64 = 6", 6, 0},
+        field{"bool flag = 7", 7, 0},         field{"parsers.Mode mode = 8", 8, 0},
+        field{"fixed32 f32 = 9", 9, 5},       field{"sfixed32 sf32 = 10", 10, 5},
+        field{"float real32 = 11", 11, 5},    field{"fixed64 f64 = 12", 12, 1},
+        field{"sfixed64 sf64 = 13", 13, 1},   field{"double real64 = 14", 14, 1},
+        field{"string text = 15", 15, 2},     field{"bytes blob = 16", 16, 2},
+        field{"int32 maybe = 17", 17, 0},     field{"string maybe_text = 18", 18, 2},
+        field{"int32 Class = 2047", 2047, 0}, field{"uint64 far = 536870911", 536870911, 0}}) {
+    const std::string label = "      case " + tag(f.number, f.wire_type) + ": {  // " + f.comment + "\n";
+    INFO(label);
+    CHECK(source.find(label) != std::string::npos);
+  }
+  // Proto3 strings are checked for UTF-8 (protobuf refuses one that is not); proto2 ones are not.
+  CHECK(source.find("valid_utf8(message.text())") != std::string::npos);
+  const std::string legacy = read_generated("parsers_legacy.rdmarpc.pb.cc");
+  CHECK(legacy.find("case 18: {  // string name = 2") != std::string::npos);
+  CHECK(legacy.find("valid_utf8") == std::string::npos);
 }
