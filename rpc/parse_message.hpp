@@ -6,7 +6,6 @@
 #include <google/protobuf/message_lite.h>
 
 #include <cstddef>
-#include <limits>
 #include <span>
 
 #include "rpc/message_parser.hpp"
@@ -23,10 +22,7 @@ namespace rdmarpc::detail {
 template <typename Message>
 inline bool parse_message(Message& into, std::span<const std::byte> bytes, message_parser parser,
                           bool check_required) {
-  const bool parsed = parser != nullptr
-                          ? parser(into, bytes)
-                          : bytes.size() <= static_cast<std::size_t>(std::numeric_limits<int>::max()) &&
-                                into.ParsePartialFromArray(bytes.data(), static_cast<int>(bytes.size()));
+  const bool parsed = parser != nullptr ? parser(into, bytes) : protobuf_wire::protobuf_parse(into, bytes);
   return parsed && (!check_required || into.IsInitialized());
 }
 
